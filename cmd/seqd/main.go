@@ -1,0 +1,40 @@
+// Command seqd is the seqd binary: the sequencer daemon (serve, dev), a lock
+// runner (lock NAME -- CMD), HTTP API client commands and a small fenced
+// key-value store. main is thin: it builds the signal context, calls run and
+// is the only place that picks an exit code.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// run builds the app and runs it; it never calls os.Exit, so deferred cleanup
+// (releasing a lock, closing a session) always runs.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return newApp(stdin, stdout, stderr).RunContext(ctx, args)
+}
+
+// exitCode maps an error returned by run to the process exit status and prints
+// it. Only main calls it.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	code := codeOf(err)
+	if !silent(err) {
+		fmt.Fprintf(stderr, "seqd: %v\n", err)
+	}
+	return code
+}

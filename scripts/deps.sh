@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what seqd's tests and `make run` need and are missing: ZooKeeper
+# (Debian package, runs on the machine's Java 17), promtool, kazoo and
+# docker-compose (for interop and config checks), and staticcheck.
+# Usage: scripts/deps.sh [all|zookeeper]
+set -euo pipefail
+want=(zookeeper)
+if [ "${1:-all}" = all ]; then
+  want+=(prometheus python3-kazoo docker-compose)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ "${1:-all}" = all ] && ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
+  echo "installing: staticcheck"
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi

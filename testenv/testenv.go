@@ -1,0 +1,490 @@
+// Package testenv starts real ZooKeeper servers, standalone or as a 3-node
+// ensemble, for tests, benchmarks and `seqd dev`. It runs the Debian package's
+// server (org.apache.zookeeper.server.quorum.QuorumPeerMain with the package's
+// zookeeper.jar on the classpath) on free loopback ports, each member in its
+// own temporary directory with its own config. It is not a mock: what runs is
+// ZooKeeper.
+//
+// Members can be stopped, killed, paused (SIGSTOP) and resumed for fault
+// tests. The plain API (Start) is usable outside tests; StartT and Lazy add
+// testing conveniences on top.
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults for Options.
+const (
+	DefaultJar      = "/usr/share/java/zookeeper.jar"
+	DefaultTickTime = 100 * time.Millisecond
+	slf4jSimple     = "/usr/share/java/slf4j-simple.jar"
+)
+
+// ErrNotInstalled says that Java or the ZooKeeper jar is missing.
+var ErrNotInstalled = errors.New("testenv: ZooKeeper is not installed (apt-get install zookeeper)")
+
+// Options configures Start.
+type Options struct {
+	// Servers is the number of members: 1 (standalone, the default) or an
+	// odd number for an ensemble.
+	Servers int
+	// TickTime is ZooKeeper's tick; session timeouts range from 2 to 600
+	// ticks. Default DefaultTickTime.
+	TickTime time.Duration
+	// Java is the java binary; default $SEQD_ZK_JAVA or "java".
+	Java string
+	// Classpath is the classpath; default $SEQD_ZK_CLASSPATH or the Debian
+	// package's zookeeper.jar (its manifest names the rest) plus slf4j-simple
+	// so that server logs reach stderr.
+	Classpath string
+	// Dir is where member directories are made; default a new temporary
+	// directory, removed by Stop.
+	Dir string
+	// StartTimeout bounds how long Start waits for the members to serve.
+	// Default 60s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running standalone server or ensemble.
+type Cluster struct {
+	Members []*Member
+	dir     string
+	ownDir  bool
+}
+
+// Member is one ZooKeeper server process.
+type Member struct {
+	ID         int
+	ClientAddr string // host:port for clients
+	dir        string
+	cfg        string
+	java       string
+	classpath  string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	logs   *tailBuffer
+}
+
+// Start starts a cluster and waits until every member answers `srvr` with a
+// Mode line (for an ensemble: a leader was elected and everyone serves).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Servers <= 0 {
+		opts.Servers = 1
+	}
+	if opts.TickTime <= 0 {
+		opts.TickTime = DefaultTickTime
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.Java == "" {
+		opts.Java = os.Getenv("SEQD_ZK_JAVA")
+	}
+	if opts.Java == "" {
+		opts.Java = "java"
+	}
+	if opts.Classpath == "" {
+		opts.Classpath = os.Getenv("SEQD_ZK_CLASSPATH")
+	}
+	if opts.Classpath == "" {
+		if _, err := os.Stat(DefaultJar); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
+		}
+		opts.Classpath = DefaultJar
+		if _, err := os.Stat(slf4jSimple); err == nil {
+			opts.Classpath += ":" + slf4jSimple
+		}
+	}
+	if _, err := exec.LookPath(opts.Java); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	}
+
+	c := &Cluster{dir: opts.Dir}
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "seqd-zk-")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		c.dir, c.ownDir = d, true
+	}
+	// Three ports per member: client, quorum, election. All are taken from
+	// the kernel, held until all are known, then released for ZooKeeper.
+	ports, err := freePorts(3 * opts.Servers)
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	var servers strings.Builder
+	if opts.Servers > 1 {
+		for i := 0; i < opts.Servers; i++ {
+			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d;127.0.0.1:%d\n", i+1, ports[3*i+1], ports[3*i+2], ports[3*i])
+		}
+	}
+	tick := int(opts.TickTime / time.Millisecond)
+	for i := 0; i < opts.Servers; i++ {
+		m := &Member{
+			ID:         i + 1,
+			ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+			dir:        filepath.Join(c.dir, fmt.Sprintf("zk%d", i+1)),
+			java:       opts.Java,
+			classpath:  opts.Classpath,
+		}
+		if err := os.MkdirAll(filepath.Join(m.dir, "data"), 0o755); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(m.dir, "data", "myid"), []byte(fmt.Sprintf("%d\n", m.ID)), 0o644); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		cfg := fmt.Sprintf(`tickTime=%d
+initLimit=20
+syncLimit=10
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxSessionTimeout=%d
+4lw.commands.whitelist=*
+admin.enableServer=false
+standaloneEnabled=true
+reconfigEnabled=false
+autopurge.purgeInterval=0
+%s`, tick, filepath.Join(m.dir, "data"), ports[3*i], 600*tick, servers.String())
+		m.cfg = filepath.Join(m.dir, "zoo.cfg")
+		if err := os.WriteFile(m.cfg, []byte(cfg), 0o644); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		c.Members = append(c.Members, m)
+	}
+	for _, m := range c.Members {
+		if err := m.start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := c.WaitServing(wctx); err != nil {
+		logs := c.Logs()
+		c.Stop()
+		return nil, fmt.Errorf("%w\n--- ZooKeeper logs ---\n%s", err, logs)
+	}
+	return c, nil
+}
+
+// Servers returns the members' client addresses.
+func (c *Cluster) Servers() []string {
+	s := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		s[i] = m.ClientAddr
+	}
+	return s
+}
+
+// ConnectString is Servers joined by commas.
+func (c *Cluster) ConnectString() string { return strings.Join(c.Servers(), ",") }
+
+// WaitServing waits until every member that is running answers srvr with a
+// Mode line.
+func (c *Cluster) WaitServing(ctx context.Context) error {
+	for _, m := range c.Members {
+		if err := m.WaitServing(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Leader returns the member that reports Mode: leader (a standalone server
+// is its own leader).
+func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
+	for {
+		for _, m := range c.Members {
+			mode, err := m.Mode()
+			if err == nil && (mode == "leader" || mode == "standalone") {
+				return m, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("testenv: no leader: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Followers returns the members that report Mode: follower.
+func (c *Cluster) Followers() []*Member {
+	var f []*Member
+	for _, m := range c.Members {
+		if mode, err := m.Mode(); err == nil && mode == "follower" {
+			f = append(f, m)
+		}
+	}
+	return f
+}
+
+// Logs returns every member's recent output.
+func (c *Cluster) Logs() string {
+	var b strings.Builder
+	for _, m := range c.Members {
+		fmt.Fprintf(&b, "=== zk%d (%s) ===\n%s\n", m.ID, m.ClientAddr, m.Logs())
+	}
+	return b.String()
+}
+
+// Stop kills every member and removes the cluster's directory if Start made
+// it. It is safe to call more than once.
+func (c *Cluster) Stop() {
+	for _, m := range c.Members {
+		m.Kill()
+	}
+	if c.ownDir {
+		os.RemoveAll(c.dir)
+	}
+}
+
+func (m *Member) start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		return fmt.Errorf("testenv: zk%d is already running", m.ID)
+	}
+	if m.logs == nil {
+		m.logs = &tailBuffer{max: 256 << 10}
+	}
+	cmd := exec.Command(m.java,
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir="+m.dir,
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", m.classpath,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", m.cfg)
+	cmd.Dir = m.dir
+	cmd.Stdout = m.logs
+	cmd.Stderr = m.logs
+	// Its own process group, and killed if the process that started it dies
+	// (a crashed test must not leave servers behind).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testenv: start zk%d: %w", m.ID, err)
+	}
+	exited := make(chan struct{})
+	go func() { // owned by the Member: ends when the process does
+		cmd.Wait()
+		close(exited)
+	}()
+	m.cmd, m.exited, m.paused = cmd, exited, false
+	return nil
+}
+
+// PID is the server's process id, or 0 if it is not running.
+func (m *Member) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Running says whether the process is running (paused counts as running).
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (m *Member) signalAndWait(sig syscall.Signal, wait time.Duration) {
+	m.mu.Lock()
+	cmd, exited, paused := m.cmd, m.exited, m.paused
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(sig)
+	if paused && sig != syscall.SIGKILL {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-exited:
+	case <-time.After(wait):
+		cmd.Process.Kill()
+		<-exited
+	}
+	m.mu.Lock()
+	m.cmd, m.paused = nil, false
+	m.mu.Unlock()
+}
+
+// Stop stops the server with SIGTERM (SIGKILL after 10s).
+func (m *Member) Stop() { m.signalAndWait(syscall.SIGTERM, 10*time.Second) }
+
+// Kill stops the server with SIGKILL.
+func (m *Member) Kill() { m.signalAndWait(syscall.SIGKILL, 10*time.Second) }
+
+// Pause freezes the server with SIGSTOP: it answers nobody, and its clients'
+// sessions can expire on the other members.
+func (m *Member) Pause() error { return m.pause(true) }
+
+// Resume continues a paused server with SIGCONT.
+func (m *Member) Resume() error { return m.pause(false) }
+
+func (m *Member) pause(stop bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return fmt.Errorf("testenv: zk%d is not running", m.ID)
+	}
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("testenv: zk%d: %w", m.ID, err)
+	}
+	m.paused = stop
+	return nil
+}
+
+// Restart starts a stopped or killed member again with the same config and
+// data, and waits until it serves.
+func (m *Member) Restart(ctx context.Context) error {
+	if m.Running() {
+		m.Stop()
+	}
+	m.mu.Lock()
+	m.cmd = nil
+	m.mu.Unlock()
+	if err := m.start(); err != nil {
+		return err
+	}
+	return m.WaitServing(ctx)
+}
+
+// WaitServing waits until the member answers srvr with a Mode line.
+func (m *Member) WaitServing(ctx context.Context) error {
+	for {
+		if _, err := m.Mode(); err == nil {
+			return nil
+		}
+		if !m.Running() {
+			return fmt.Errorf("testenv: zk%d exited before serving", m.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testenv: zk%d not serving: %w", m.ID, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Mode asks the server with the srvr four-letter word and returns its mode:
+// standalone, leader or follower.
+func (m *Member) Mode() (string, error) {
+	out, err := FourLetter(m.ClientAddr, "srvr", time.Second)
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if mode, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	return "", fmt.Errorf("testenv: zk%d not serving: %q", m.ID, strings.TrimSpace(out))
+}
+
+// Logs returns the member's recent output.
+func (m *Member) Logs() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs == nil {
+		return ""
+	}
+	return m.logs.String()
+}
+
+// FourLetter sends a four-letter word to a server and returns its answer.
+func FourLetter(addr, word string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	_, err = b.ReadFrom(conn)
+	return b.String(), err
+}
+
+// freePorts asks the kernel for n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,65 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStandalone(t *testing.T) {
+	start := time.Now()
+	c := StartT(t, Options{})
+	t.Logf("standalone ready in %v", time.Since(start))
+	mode, err := c.Members[0].Mode()
+	if err != nil || mode != "standalone" {
+		t.Fatalf("mode = %q, %v; want standalone", mode, err)
+	}
+	out, err := FourLetter(c.Members[0].ClientAddr, "ruok", time.Second)
+	if err != nil || out != "imok" {
+		t.Fatalf("ruok = %q, %v; want imok", out, err)
+	}
+	c.Members[0].Kill()
+	if _, err := c.Members[0].Mode(); err == nil {
+		t.Fatal("killed server still answers srvr")
+	}
+	if err := c.Members[0].Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEnsembleControls(t *testing.T) {
+	c := StartT(t, Options{Servers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Followers()); n != 2 {
+		t.Fatalf("followers = %d, want 2", n)
+	}
+	if err := leader.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FourLetter(leader.ClientAddr, "srvr", 300*time.Millisecond); err == nil {
+		t.Fatal("paused leader answered srvr")
+	}
+	if err := leader.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	leader.Kill()
+	newLeader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newLeader == leader {
+		t.Fatal("killed member still reported as leader")
+	}
+	if err := leader.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.ConnectString(), leader.ClientAddr) {
+		t.Fatalf("connect string %q lacks %s", c.ConnectString(), leader.ClientAddr)
+	}
+}

@@ -1,0 +1,21 @@
+// Package zklock is the ZooKeeper lock recipe with fencing tokens.
+//
+// A Session owns one ZooKeeper connection and its session. NewMutex names a
+// lock on it; Acquire waits for the lock (only the immediate predecessor is
+// watched, waiters are served in FIFO order) and returns a Grant whose Token
+// is strictly higher than every earlier grant of that lock, also across
+// ZooKeeper leader failover.
+//
+// Holding a lock is never guaranteed. A Grant's Lost channel closes when the
+// session expires, when the contender node disappears, or when ZooKeeper has
+// not been heard from for long enough that it may have expired the session —
+// before another holder can be granted. Even so, a paused process can act
+// after its lock is gone: send the Token with every write and let the
+// resource reject lower ones. That, not the lock, is what makes it safe.
+//
+// Contenders are ephemeral-sequential nodes named like Curator's protected
+// InterProcessMutex nodes (_c_<uuid>-lock-<seq>), so seqd, Curator,
+// go-zookeeper's zk.Lock and kazoo locks on the same path exclude each other.
+//
+// zklock knows nothing of HTTP, flags or leases; see package sequencer.
+package zklock

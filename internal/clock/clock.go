@@ -1,0 +1,164 @@
+// Package clock is the time source that seqd's time-dependent logic takes as
+// a parameter (lease TTLs, lock-loss deadlines, kill deadlines), so that tests
+// can replay a pause deterministically with Fake instead of sleeping.
+package clock
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock tells the time and runs functions later.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed.
+	AfterFunc(d time.Duration, f func()) Timer
+	// NewTimer returns a timer whose channel receives once d has passed.
+	NewTimer(d time.Duration) (<-chan time.Time, Timer)
+}
+
+// Timer is a pending call; Stop reports whether it stopped it before it ran.
+type Timer interface {
+	Stop() bool
+}
+
+// Real is the wall clock.
+func Real() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+func (realClock) NewTimer(d time.Duration) (<-chan time.Time, Timer) {
+	t := time.NewTimer(d)
+	return t.C, t
+}
+
+// Fake is a manual clock: time moves only when Advance or Set is called, and
+// then every timer that has come due fires, in deadline order.
+type Fake struct {
+	mu     sync.Mutex
+	now    time.Time
+	seq    int
+	timers []*fakeTimer
+	added  chan struct{} // closed and replaced whenever a timer is added
+}
+
+type fakeTimer struct {
+	c    *Fake
+	at   time.Time
+	seq  int
+	fire func(now time.Time)
+}
+
+// NewFake returns a fake clock that starts at t.
+func NewFake(t time.Time) *Fake { return &Fake{now: t, added: make(chan struct{})} }
+
+// Now returns the fake time.
+func (c *Fake) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// AfterFunc schedules f (run in its own goroutine, as time.AfterFunc does).
+func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
+	return c.add(d, func(time.Time) { go f() })
+}
+
+// NewTimer returns a channel that receives the fake time when d has passed.
+func (c *Fake) NewTimer(d time.Duration) (<-chan time.Time, Timer) {
+	ch := make(chan time.Time, 1)
+	t := c.add(d, func(now time.Time) { ch <- now })
+	return ch, t
+}
+
+func (c *Fake) add(d time.Duration, fire func(time.Time)) *fakeTimer {
+	c.mu.Lock()
+	c.seq++
+	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, fire: fire}
+	if d <= 0 {
+		now := c.now
+		c.mu.Unlock()
+		fire(now)
+		return t
+	}
+	c.timers = append(c.timers, t)
+	close(c.added)
+	c.added = make(chan struct{})
+	c.mu.Unlock()
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	for i, x := range t.c.timers {
+		if x == t {
+			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Advance moves the clock forward by d, firing the timers that come due.
+func (c *Fake) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+// Set moves the clock to t (never backwards), firing the timers that come due
+// in deadline order, each seeing its own deadline as the time.
+func (c *Fake) Set(t time.Time) {
+	for {
+		c.mu.Lock()
+		sort.Slice(c.timers, func(i, j int) bool {
+			if c.timers[i].at.Equal(c.timers[j].at) {
+				return c.timers[i].seq < c.timers[j].seq
+			}
+			return c.timers[i].at.Before(c.timers[j].at)
+		})
+		if len(c.timers) == 0 || c.timers[0].at.After(t) {
+			if t.After(c.now) {
+				c.now = t
+			}
+			c.mu.Unlock()
+			return
+		}
+		next := c.timers[0]
+		c.timers = c.timers[1:]
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		now := c.now
+		c.mu.Unlock()
+		next.fire(now)
+	}
+}
+
+// Pending returns the number of timers not yet fired or stopped.
+func (c *Fake) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// WaitPending blocks until at least n timers are pending or done closes; it
+// lets a test wait for the code under test to arm its timers instead of
+// sleeping. It reports whether n were reached.
+func (c *Fake) WaitPending(n int, done <-chan struct{}) bool {
+	for {
+		c.mu.Lock()
+		got, added := len(c.timers), c.added
+		c.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-added:
+		case <-done:
+			return false
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFakeFiresInOrder(t *testing.T) {
+	c := NewFake(time.Unix(1000, 0))
+	var got []int
+	ch1, _ := c.NewTimer(3 * time.Second)
+	ch2, _ := c.NewTimer(1 * time.Second)
+	stopped, tm := c.NewTimer(2 * time.Second)
+	if !tm.Stop() {
+		t.Fatal("Stop of a pending timer = false, want true")
+	}
+	c.Advance(2 * time.Second)
+	select {
+	case <-ch2:
+		got = append(got, 2)
+	default:
+	}
+	select {
+	case <-ch1:
+		t.Fatal("3s timer fired after 2s")
+	case <-stopped:
+		t.Fatal("stopped timer fired")
+	default:
+	}
+	c.Advance(time.Second)
+	select {
+	case now := <-ch1:
+		got = append(got, 1)
+		if want := time.Unix(1003, 0); !now.Equal(want) {
+			t.Fatalf("fired at %v, want %v", now, want)
+		}
+	default:
+	}
+	if len(got) != 2 || got[0] != 2 || got[1] != 1 {
+		t.Fatalf("fired %v, want [2 1]", got)
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("pending = %d, want 0", c.Pending())
+	}
+}
+
+func TestFakeWaitPending(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	done := make(chan struct{})
+	go func() {
+		c.AfterFunc(time.Second, func() { close(done) })
+	}()
+	if !c.WaitPending(1, nil) {
+		t.Fatal("WaitPending returned false")
+	}
+	c.Advance(time.Second)
+	<-done
+}

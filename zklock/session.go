@@ -71,11 +71,11 @@ type Session struct {
 	clock     clock.Clock
 	guard     *Guard
 
-	lastHeard  atomic.Int64 // clock time (UnixNano) a request that succeeded was sent
+	lastHeard  atomic.Int64  // clock time (UnixNano) a request that succeeded was sent
 	negotiated chan struct{} // closed once the timeout was read from go-zookeeper
 	negOnce    sync.Once
-	connected atomic.Bool
-	id        atomic.Int64
+	connected  atomic.Bool
+	id         atomic.Int64
 
 	done     chan struct{}
 	doneOnce sync.Once

@@ -427,8 +427,8 @@ func TestParseContender(t *testing.T) {
 	}{
 		{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-lock-0000000007", true, 7, "1b4e28ba-2fa1-41d2-883f-0016d3cca427"},
 		{"_c_0123456789abcdef0123456789abcdef-lock-0000000012", true, 12, "0123456789abcdef0123456789abcdef"}, // zk.Lock
-		{"x-lock-0000000003", true, 3, ""},                                                                 // Curator unprotected
-		{"5d7a3c2e9f__lock__0000000004", true, 4, ""},                                                      // kazoo
+		{"x-lock-0000000003", true, 3, ""},            // Curator unprotected
+		{"5d7a3c2e9f__lock__0000000004", true, 4, ""}, // kazoo
 		{"5d7a3c2e9f__rlock__0000000004", false, 0, ""},
 		{"lock-0000000001", false, 0, ""},
 		{"_c_abc-lock-00000001", false, 0, ""},

@@ -1,0 +1,340 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Paths relative to this package's directory, where go test runs.
+const (
+	repoRoot     = ".."
+	promConfig   = "prometheus/prometheus.yml"
+	alertRules   = "prometheus/alerts.yml"
+	alertTests   = "prometheus/alerts_test.yml"
+	badRules     = "prometheus/testdata/bad_alerts.yml"
+	k8sManifests = "k8s"
+	systemPython = "/usr/bin/python3"
+)
+
+// designMetrics are the metric names of DESIGN.md section 6, plus the series
+// a histogram exposes.
+var designMetrics = []string{
+	"seqd_grants_total",
+	"seqd_renewals_total",
+	"seqd_releases_total",
+	"seqd_stale_tokens_rejected_total",
+	"seqd_token_regressions_total",
+	"seqd_locks_held",
+	"seqd_lock_waiters",
+	"seqd_acquire_duration_seconds",
+	"seqd_acquire_duration_seconds_bucket",
+	"seqd_acquire_duration_seconds_sum",
+	"seqd_acquire_duration_seconds_count",
+	"seqd_zk_connected",
+	"seqd_zk_session_expirations_total",
+	"seqd_build_info",
+}
+
+// requireTool fails (never skips) when a tool CI installs is missing: a check
+// that silently does not run is worse than a red build.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found in PATH (%v): run scripts/deps.sh, as `make test` does", name, err)
+	}
+	return p
+}
+
+// run runs a command in dir and returns its combined output and error.
+func run(t *testing.T, dir, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustRun(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	out, err := run(t, dir, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s", name, strings.Join(args, " "), dir, err, out)
+	}
+	return out
+}
+
+func TestPromtoolCheckConfig(t *testing.T) {
+	t.Parallel()
+	promtool := requireTool(t, "promtool")
+	// Also checks the rule files it names, resolved next to the config.
+	out := mustRun(t, ".", promtool, "check", "config", promConfig)
+	if !strings.Contains(out, "1 rule files found") {
+		t.Errorf("promtool check config: got %q, want the alert rules loaded (\"1 rule files found\")", out)
+	}
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	t.Parallel()
+	promtool := requireTool(t, "promtool")
+	mustRun(t, ".", promtool, "check", "rules", alertRules)
+}
+
+func TestPromtoolTestRules(t *testing.T) {
+	t.Parallel()
+	promtool := requireTool(t, "promtool")
+	mustRun(t, ".", promtool, "test", "rules", alertTests)
+}
+
+// TestPromtoolRejectsBrokenRules is the negative control: if promtool accepted
+// a rules file with a syntax error, the checks above would prove nothing.
+func TestPromtoolRejectsBrokenRules(t *testing.T) {
+	t.Parallel()
+	promtool := requireTool(t, "promtool")
+	out, err := run(t, ".", promtool, "check", "rules", badRules)
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("promtool check rules %s: got error %v, want a non-zero exit\n%s", badRules, err, out)
+	}
+	if !strings.Contains(out, "parse error") {
+		t.Errorf("promtool check rules %s: got %q, want it to report the parse error", badRules, out)
+	}
+}
+
+var (
+	alertNameRe  = regexp.MustCompile(`(?m)^\s*-\s*alert:\s*(\S+)`)
+	testedNameRe = regexp.MustCompile(`(?m)^\s*alertname:\s*(\S+)`)
+	metricRe     = regexp.MustCompile(`seqd_[a-z_]+`)
+)
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func submatches(re *regexp.Regexp, s string) []string {
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// TestEveryAlertHasAUnitTest: promtool test rules passes happily when an
+// alert has no test at all.
+func TestEveryAlertHasAUnitTest(t *testing.T) {
+	t.Parallel()
+	alerts := submatches(alertNameRe, readFile(t, alertRules))
+	tested := submatches(testedNameRe, readFile(t, alertTests))
+	want := []string{
+		"SeqdLockLost",
+		"SeqdSessionExpired",
+		"SeqdStaleTokensRejected",
+		"SeqdTokenRegression",
+		"SeqdZooKeeperDisconnected",
+	}
+	for _, name := range want {
+		if !slices.Contains(alerts, name) {
+			t.Errorf("alerts.yml: alert %s missing; have %v", name, alerts)
+		}
+	}
+	for _, name := range alerts {
+		if !slices.Contains(tested, name) {
+			t.Errorf("alerts_test.yml: no test for alert %s; tested %v", name, tested)
+		}
+	}
+}
+
+// TestMetricNamesAreDesignNames: a misspelt metric in an expression is not a
+// syntax error, it is an alert that can never fire. The unit tests' input
+// series are checked too, or a test could pass on a series nobody exports.
+func TestMetricNamesAreDesignNames(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{alertRules, alertTests} {
+		used := metricRe.FindAllString(readFile(t, path), -1)
+		if path == alertRules && len(used) == 0 {
+			t.Fatalf("%s: no seqd_ metric found; is the regexp still right?", path)
+		}
+		for _, name := range used {
+			if !slices.Contains(designMetrics, name) {
+				t.Errorf("%s: metric %q is not one of DESIGN.md section 6 %v", path, name, designMetrics)
+			}
+		}
+	}
+}
+
+// yamlDocs parses a YAML file with the system Python's PyYAML (no YAML
+// library is a dependency of this module) and returns its documents as
+// decoded JSON. It skips when PyYAML is missing: docker-compose, which CI
+// installs, depends on it, so that happens only on machines without it.
+func yamlDocs(t *testing.T, path string) []any {
+	t.Helper()
+	if _, err := os.Stat(systemPython); err != nil {
+		t.Skipf("cannot parse YAML without %s: %v", systemPython, err)
+	}
+	if out, err := run(t, ".", systemPython, "-c", "import yaml"); err != nil {
+		t.Skipf("cannot parse YAML: PyYAML not importable by %s: %v\n%s", systemPython, err, out)
+	}
+	const script = `import json, sys, yaml
+json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)`
+	cmd := exec.Command(systemPython, "-c", script, path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: invalid YAML: %v\n%s", path, err, stderr.String())
+	}
+	var docs []any
+	if err := json.Unmarshal(out, &docs); err != nil {
+		t.Fatalf("%s: decoding parsed YAML: %v", path, err)
+	}
+	return docs
+}
+
+// get walks maps and lists: get(v, "spec", "containers", 0, "name").
+func get(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+func TestComposeConfig(t *testing.T) {
+	t.Parallel()
+	compose := requireTool(t, "docker-compose")
+	mustRun(t, repoRoot, compose, "config", "-q")
+
+	// The resolved file, for the structure the issue asks for.
+	out := mustRun(t, repoRoot, compose, "config")
+	resolved := filepath.Join(t.TempDir(), "compose.yml")
+	if err := os.WriteFile(resolved, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	services, _ := get(yamlDocs(t, resolved), 0, "services").(map[string]any)
+	for _, name := range []string{"zk1", "zk2", "zk3", "seqd1", "seqd2", "store", "prometheus"} {
+		if services[name] == nil {
+			t.Errorf("docker-compose.yml: service %s missing", name)
+		}
+	}
+	for _, zk := range []string{"zk1", "zk2", "zk3"} {
+		if get(services, zk, "healthcheck", "test") == nil {
+			t.Errorf("%s: no healthcheck, so depends_on service_healthy cannot work", zk)
+		}
+	}
+	for _, name := range []string{"seqd1", "seqd2"} {
+		if got, want := get(services, name, "environment", "SEQD_ZK"), "zk1:2181,zk2:2181,zk3:2181"; got != want {
+			t.Errorf("%s: SEQD_ZK = %v, want %q", name, got, want)
+		}
+		if get(services, name, "environment", "SEQD_API_TOKEN_FILE") == nil &&
+			get(services, name, "environment", "SEQD_INSECURE_LISTEN") == nil {
+			t.Errorf("%s: listens on 0.0.0.0 without SEQD_API_TOKEN_FILE or SEQD_INSECURE_LISTEN: seqd would refuse to start", name)
+		}
+		for _, zk := range []string{"zk1", "zk2", "zk3"} {
+			if got := get(services, name, "depends_on", zk, "condition"); got != "service_healthy" {
+				t.Errorf("%s: depends_on %s condition = %v, want service_healthy", name, zk, got)
+			}
+		}
+	}
+
+	// Prometheus scrapes every seqd service on its container port.
+	prom := readFile(t, promConfig)
+	for _, target := range []string{`"seqd1:7070"`, `"seqd2:7070"`, `"store:7071"`} {
+		if !strings.Contains(prom, target) {
+			t.Errorf("%s: no scrape target %s", promConfig, target)
+		}
+	}
+}
+
+func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(k8sManifests, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s (%v)", k8sManifests, err)
+	}
+	byKind := map[string][]any{}
+	for _, f := range files {
+		for i, doc := range yamlDocs(t, f) {
+			kind, _ := get(doc, "kind").(string)
+			if kind == "" || get(doc, "apiVersion") == nil || get(doc, "metadata", "name") == nil {
+				t.Errorf("%s: document %d lacks kind, apiVersion or metadata.name", f, i)
+			}
+			byKind[kind] = append(byKind[kind], doc)
+		}
+	}
+	if len(byKind["ConfigMap"]) != 1 || len(byKind["Deployment"]) != 1 {
+		t.Fatalf("want one ConfigMap and one Deployment, got %d and %d", len(byKind["ConfigMap"]), len(byKind["Deployment"]))
+	}
+	cm, dep := byKind["ConfigMap"][0], byKind["Deployment"][0]
+	if zk, _ := get(cm, "data", "SEQD_ZK").(string); strings.Count(zk, ":2181") < 3 {
+		t.Errorf("ConfigMap SEQD_ZK = %q, want every server of a 3-node ensemble", zk)
+	}
+	if got := get(cm, "data", "SEQD_LISTEN"); got != "127.0.0.1:7070" {
+		t.Errorf("ConfigMap SEQD_LISTEN = %v, want 127.0.0.1:7070 (loopback, shared in the pod)", got)
+	}
+
+	labels, _ := get(dep, "spec", "template", "metadata", "labels").(map[string]any)
+	selector, _ := get(dep, "spec", "selector", "matchLabels").(map[string]any)
+	for k, v := range selector {
+		if labels[k] != v {
+			t.Errorf("Deployment selector %s=%v does not match the pod template labels %v", k, v, labels)
+		}
+	}
+
+	containers, _ := get(dep, "spec", "template", "spec", "containers").([]any)
+	var sidecar any
+	for _, c := range containers {
+		if get(c, "name") == "seqd" {
+			sidecar = c
+		}
+		if get(c, "securityContext", "readOnlyRootFilesystem") != true ||
+			get(c, "securityContext", "allowPrivilegeEscalation") != false {
+			t.Errorf("container %v: want readOnlyRootFilesystem and no privilege escalation", get(c, "name"))
+		}
+		if get(c, "resources", "requests") == nil {
+			t.Errorf("container %v: no resource requests", get(c, "name"))
+		}
+	}
+	if len(containers) < 2 || sidecar == nil {
+		t.Fatalf("Deployment: want an app container and a seqd sidecar, got %d containers", len(containers))
+	}
+	if get(dep, "spec", "template", "spec", "securityContext", "runAsNonRoot") != true {
+		t.Errorf("pod securityContext: want runAsNonRoot")
+	}
+	if get(sidecar, "envFrom", 0, "configMapRef", "name") != get(cm, "metadata", "name") {
+		t.Errorf("seqd sidecar: envFrom %v, want the ConfigMap %v", get(sidecar, "envFrom"), get(cm, "metadata", "name"))
+	}
+	probe, _ := json.Marshal(get(sidecar, "readinessProbe"))
+	if !strings.Contains(string(probe), "127.0.0.1:7070/readyz") {
+		t.Errorf("seqd sidecar: readinessProbe %s, want a probe of http://127.0.0.1:7070/readyz", probe)
+	}
+	if get(sidecar, "lifecycle", "preStop") == nil {
+		t.Errorf("seqd sidecar: no preStop hook")
+	}
+}

@@ -1,12 +1,142 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/store"
 	"github.com/urfave/cli/v2"
 )
 
-// TODO(placeholder): replaced by the issue that builds it.
+// storeShutdownGrace bounds how long in-flight requests may take to finish
+// after SIGTERM before the log is closed under them.
+const storeShutdownGrace = 10 * time.Second
+
 func storeCommand() *cli.Command {
-	return &cli.Command{Name: "store", Action: func(*cli.Context) error { return errors.New("store: not built yet") }}
+	return &cli.Command{
+		Name:      "store",
+		Usage:     "run a small fenced key-value store (the resource side, for demos and tests)",
+		ArgsUsage: " ",
+		Description: "PUT, GET and DELETE /v1/kv/{key} with a Fencing-Token: N or Fencing-Sequencer: name@N header.\n" +
+			"A token below the key's highest one is refused with 409 stale_token. See README, \"Fencing your resource\".",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "directory of the store's log (created if missing); required", EnvVars: []string{"SEQD_STORE_DIR"}},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7071", Usage: "address to serve HTTP on (port 0 picks a free one)", EnvVars: []string{"SEQD_STORE_LISTEN"}},
+			&cli.StringFlag{Name: "fence", Value: string(store.FenceFull), Usage: "full (writes and token-carrying reads are fenced), writes (reads are not), off (nothing is)", EnvVars: []string{"SEQD_STORE_FENCE"}},
+			&cli.Int64Flag{Name: "compact-bytes", Value: store.DefaultCompactBytes, Usage: "compact the log when it grows past this many bytes", EnvVars: []string{"SEQD_STORE_COMPACT_BYTES"}},
+			&cli.StringFlag{Name: "addr-file", Usage: "write the address actually listened on to this file once serving", EnvVars: []string{"SEQD_STORE_ADDR_FILE"}},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SEQD_LOG_FORMAT"}},
+		},
+		Action: storeAction,
+	}
+}
+
+func storeAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("store: unexpected argument %q", c.Args().First())
+	}
+	dir := c.String("dir")
+	if dir == "" {
+		return usageErrorf("store: --dir is required")
+	}
+	mode, err := store.ParseFenceMode(c.String("fence"))
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if c.Int64("compact-bytes") <= 0 {
+		return usageErrorf("store: --compact-bytes must be positive")
+	}
+	logger, err := storeLogger(c.App.ErrWriter, c.String("log-format"))
+	if err != nil {
+		return err
+	}
+	logger = logger.With("component", "store")
+
+	reg := metrics.NewRegistry()
+	m := metrics.New(reg, metrics.Options{})
+	sm := metrics.NewStore(reg)
+	st, err := store.Open(store.Options{
+		Dir:          dir,
+		Fence:        mode,
+		CompactBytes: c.Int64("compact-bytes"),
+		Metrics:      m,
+		StoreMetrics: sm,
+		Logger:       logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return withCode(ExitUnavailable, fmt.Errorf("store: %w", err))
+	}
+	addr := ln.Addr().String()
+	if f := c.String("addr-file"); f != "" {
+		if err := storeWriteAddr(f, addr); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           store.NewHandler(st, reg, sm, logger),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	logger.Info("listening on "+addr, "addr", addr, "dir", dir, "fence", string(mode))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("store: serving: %w", err)
+	case <-c.Context.Done():
+	}
+	// Finish in-flight requests (each waits for its fsync) before the log
+	// is closed, so that nothing is acknowledged after Close.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), storeShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("shutdown did not finish in time", "err", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("store: serving: %w", err)
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func storeLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageErrorf("store: --log-format %q is not text or json", format)
+}
+
+// storeWriteAddr writes the address atomically, so a script polling for the
+// file never reads half of it.
+func storeWriteAddr(path, addr string) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("store: --addr-file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("store: --addr-file: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,571 @@
+// Package store is `seqd store`: a small key-value store that enforces
+// fencing tokens, the resource side of DESIGN §7. It exists for demos, tests
+// and the chaos suite, and as a worked example of the durability rule: a
+// key's max token is written in the same log record as the data it guards,
+// with one write and one fsync per acknowledged operation (several
+// concurrent operations may share that fsync), never in a second write.
+//
+// It is not a database: the whole state lives in memory, values are at most
+// MaxValueBytes, and the log is one file compacted by rewriting.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/sequencer"
+)
+
+// FenceMode says how the store uses fencing tokens.
+type FenceMode string
+
+const (
+	// FenceFull checks every token: writes and deletes need one, and a read
+	// that carries one raises the key's max like a write.
+	FenceFull FenceMode = "full"
+	// FenceWrites checks writes and deletes only; reads ignore their token.
+	// It exists to show the read-modify-write race it lets through.
+	FenceWrites FenceMode = "writes"
+	// FenceOff checks nothing: a plain key-value store, for negative controls
+	// and benchmarks. Tokens are optional and still recorded.
+	FenceOff FenceMode = "off"
+)
+
+// ParseFenceMode parses "full", "writes" or "off".
+func ParseFenceMode(s string) (FenceMode, error) {
+	switch m := FenceMode(s); m {
+	case FenceFull, FenceWrites, FenceOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("store: fence mode %q is not one of full, writes, off", s)
+}
+
+// DefaultCompactBytes is the log size past which the log is compacted.
+const DefaultCompactBytes = 64 << 20
+
+const (
+	logName     = "store.log"
+	compactName = "store.log.compact"
+	lockName    = "LOCK"
+)
+
+var (
+	// ErrNotFound is returned by Get for a key without a value.
+	ErrNotFound = errors.New("store: key not found")
+	// ErrTokenRequired is returned by writes without a token on a fenced store.
+	ErrTokenRequired = errors.New("store: this store is fenced: the operation needs a fencing token")
+	// ErrValueTooLarge is returned by Put for a value over MaxValueBytes.
+	ErrValueTooLarge = errors.New("store: the value is too large")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Options configures Open.
+type Options struct {
+	Dir   string    // created if missing
+	Fence FenceMode // empty means FenceFull
+	// CompactBytes: compact when the log passes max(CompactBytes, twice the
+	// size of the live state). 0 means DefaultCompactBytes.
+	CompactBytes int64
+	Metrics      *metrics.Metrics      // stale-token counter; may be nil
+	StoreMetrics *metrics.StoreMetrics // may be nil
+	Logger       *slog.Logger          // nil discards
+}
+
+// Entry is what Get returns.
+type Entry struct {
+	Value []byte // shared with the store: do not modify
+	Token uint64 // the token of the write that stored Value (0 if unfenced)
+	Max   uint64 // the key's max token
+}
+
+type entry struct {
+	value []byte
+	token uint64
+	live  bool
+	seq   uint64 // the last log record touching this key
+}
+
+// Store is an open store. Its methods are safe for concurrent use.
+//
+// Every change is applied in memory in log order under mu and appended to a
+// pending buffer; the caller then waits until a flusher has written and
+// fsynced the buffer. Whoever finds no flush running becomes the flusher and
+// takes everything pending (group commit). Anything that answers from state
+// another operation changed (a read, a rejection) also waits until that
+// operation's record is durable, so no answer depends on state a crash could
+// still take back.
+type Store struct {
+	dir   string
+	mode  FenceMode
+	fence *sequencer.Fence
+	sm    *metrics.StoreMetrics
+	log   *slog.Logger
+	lock  *os.File // flock on dir/LOCK, held while open
+
+	mu        sync.Mutex
+	cond      *sync.Cond // signalled when a flush ends
+	entries   map[string]*entry
+	liveKeys  int
+	f         *os.File // the log, opened for append
+	size      int64    // bytes of the log on disk
+	threshold int64
+	compactAt int64
+	pending   []byte
+	spare     []byte
+	nPending  int
+	appended  uint64 // seq of the last record appended to pending
+	durable   uint64 // seq of the last record on disk
+	flushing  bool
+	err       error // sticky: set by a failed write, fsync or compaction, or Close
+}
+
+// Open opens or creates the store in opts.Dir, replays its log and truncates
+// a torn or corrupt tail. Only one process may open a directory at a time.
+func Open(opts Options) (*Store, error) {
+	mode := opts.Fence
+	if mode == "" {
+		mode = FenceFull
+	}
+	if _, err := ParseFenceMode(string(mode)); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	threshold := opts.CompactBytes
+	if threshold <= 0 {
+		threshold = DefaultCompactBytes
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(opts.Dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("store: %s is in use by another process: %w", opts.Dir, err)
+	}
+	s := &Store{
+		dir:       opts.Dir,
+		mode:      mode,
+		fence:     sequencer.NewFence(opts.Metrics),
+		sm:        opts.StoreMetrics,
+		log:       logger,
+		lock:      lock,
+		entries:   map[string]*entry{},
+		threshold: threshold,
+	}
+	s.cond = sync.NewCond(&s.mu)
+	if err := s.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// recover replays the log. A compaction that did not reach its rename left
+// only a temporary file: the old log is still the truth.
+func (s *Store) recover() error {
+	if err := os.Remove(filepath.Join(s.dir, compactName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("store: %w", err)
+	}
+	path := filepath.Join(s.dir, logName)
+	data, err := os.ReadFile(path)
+	created := errors.Is(err, os.ErrNotExist)
+	if err != nil && !created {
+		return fmt.Errorf("store: reading the log: %w", err)
+	}
+	off, records := 0, 0
+	var bad error
+	for off < len(data) {
+		r, n, err := decodeRecord(data[off:])
+		if err != nil {
+			bad = err
+			break
+		}
+		s.apply(&r)
+		off += n
+		records++
+	}
+	// Values alias data; it is kept whole for the life of the store (or
+	// until compaction rewrites), which is cheaper than copying every value.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if dropped := int64(len(data) - off); dropped > 0 {
+		// Dropping is safe only because nothing after the first bad record
+		// was acknowledged: acknowledgements follow the fsync of a batch, and
+		// a crash can only tear the last batch.
+		s.log.Warn("dropping the torn tail of the log", "path", path, "offset", off, "bytes", dropped, "reason", bad)
+		if err := f.Truncate(int64(off)); err != nil {
+			f.Close()
+			return fmt.Errorf("store: truncating the torn tail: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("store: %w", err)
+		}
+		s.sm.RecoveryDropped(dropped)
+	}
+	if created {
+		if err := syncDir(s.dir); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	s.f = f
+	s.size = int64(off)
+	s.compactAt = max(s.threshold, 2*s.size)
+	s.sm.SetLogBytes(s.size)
+	s.sm.SetKeys(s.liveKeys)
+	s.log.Info("recovered the log", "path", path, "records", records, "keys", s.liveKeys, "bytes", off)
+	return nil
+}
+
+// apply replays one durable record into memory.
+func (s *Store) apply(r *record) {
+	e := s.entry(r.key)
+	switch r.kind {
+	case kindPut:
+		if !e.live {
+			s.liveKeys++
+		}
+		e.value, e.token, e.live = r.value, r.token, true
+	case kindDelete:
+		if e.live {
+			s.liveKeys--
+		}
+		e.value, e.token, e.live = nil, 0, false
+	}
+	s.fence.Restore(r.key, r.max)
+}
+
+func (s *Store) entry(key string) *entry {
+	e := s.entries[key]
+	if e == nil {
+		e = &entry{}
+		s.entries[key] = e
+	}
+	return e
+}
+
+// Put stores value under key with token and returns once it is durable. The
+// store keeps value: the caller must not modify it afterwards.
+func (s *Store) Put(key string, value []byte, token uint64) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if len(value) > MaxValueBytes {
+		return fmt.Errorf("%w: %d bytes, more than the limit of %d", ErrValueTooLarge, len(value), MaxValueBytes)
+	}
+	return s.write(kindPut, key, value, token)
+}
+
+// Delete removes key's value; its max token stays, so that a stale holder
+// cannot recreate the key. Deleting a missing key is not an error.
+func (s *Store) Delete(key string, token uint64) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	return s.write(kindDelete, key, nil, token)
+}
+
+func (s *Store) write(kind byte, key string, value []byte, token uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if err := s.admitLocked(key, token, s.mode != FenceOff); err != nil {
+		return err
+	}
+	e := s.entry(key)
+	r := record{kind: kind, key: key, max: s.fence.Max(key)}
+	switch kind {
+	case kindPut:
+		r.value, r.token = value, token
+		if !e.live {
+			s.liveKeys++
+		}
+		e.value, e.token, e.live = value, token, true
+	case kindDelete:
+		if e.live {
+			s.liveKeys--
+		}
+		e.value, e.token, e.live = nil, 0, false
+	}
+	e.seq = s.appendLocked(&r)
+	s.sm.SetKeys(s.liveKeys)
+	return s.waitDurableLocked(e.seq)
+}
+
+// admitLocked runs the fence for an operation on key. With check false the
+// token is only recorded (FenceOff still raises the max, so that the log has
+// the same shape in every mode). A rejection waits for the record that set
+// the max it reports, so that it never cites a max a crash could undo.
+func (s *Store) admitLocked(key string, token uint64, check bool) error {
+	if !check {
+		if token > 0 {
+			s.fence.Restore(key, token)
+		}
+		return nil
+	}
+	if token == 0 {
+		return ErrTokenRequired
+	}
+	if err := s.fence.Admit(key, token); err != nil {
+		if e := s.entries[key]; e != nil {
+			if werr := s.waitDurableLocked(e.seq); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// Get returns key's value. A token, if not 0, is fenced in FenceFull mode: a
+// stale one is refused, a higher one raises the max with a durable
+// fence-only record before the value is returned, so that after a restart an
+// older holder's write still fails.
+func (s *Store) Get(key string, token uint64) (Entry, error) {
+	if err := ValidateKey(key); err != nil {
+		return Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return Entry{}, s.err
+	}
+	if token > 0 && s.mode == FenceFull {
+		before := s.fence.Max(key)
+		if err := s.admitLocked(key, token, true); err != nil {
+			return Entry{}, err
+		}
+		if token > before {
+			e := s.entry(key)
+			e.seq = s.appendLocked(&record{kind: kindFence, key: key, max: token})
+		}
+	}
+	e := s.entries[key]
+	var seq uint64
+	if e != nil {
+		seq = e.seq
+	}
+	if err := s.waitDurableLocked(seq); err != nil {
+		return Entry{}, err
+	}
+	if e == nil || !e.live {
+		return Entry{Max: s.fence.Max(key)}, ErrNotFound
+	}
+	return Entry{Value: e.value, Token: e.token, Max: s.fence.Max(key)}, nil
+}
+
+// Max returns key's max token.
+func (s *Store) Max(key string) uint64 { return s.fence.Max(key) }
+
+func (s *Store) appendLocked(r *record) uint64 {
+	s.pending = appendRecord(s.pending, r)
+	s.nPending++
+	s.appended++
+	return s.appended
+}
+
+// waitDurableLocked returns once record seq is on disk, flushing if no one
+// else is. It is called and returns with mu held.
+func (s *Store) waitDurableLocked(seq uint64) error {
+	for s.durable < seq {
+		if s.err != nil {
+			return s.err
+		}
+		if s.flushing {
+			s.cond.Wait()
+			continue
+		}
+		s.flushLocked()
+	}
+	return nil
+}
+
+// flushLocked writes and fsyncs everything pending, with mu released during
+// the I/O so that other operations queue up behind it for the next batch.
+func (s *Store) flushLocked() {
+	s.flushing = true
+	buf, n, upto := s.pending, s.nPending, s.appended
+	s.pending, s.spare, s.nPending = s.spare[:0], nil, 0
+	s.mu.Unlock()
+	start := time.Now()
+	_, err := s.f.Write(buf)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	elapsed := time.Since(start)
+	s.mu.Lock()
+	s.flushing = false
+	if cap(buf) <= 4<<20 {
+		s.spare = buf[:0]
+	}
+	if err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages:
+		// retrying could report success for data that is gone. Stop, and let
+		// a restart recover from what the disk really has.
+		s.err = fmt.Errorf("store: writing the log, the store stops: %w", err)
+		s.log.Error("log write failed", "err", err)
+	} else {
+		s.durable = upto
+		s.size += int64(len(buf))
+		s.sm.LogWrite(n, elapsed.Seconds())
+		s.sm.SetLogBytes(s.size)
+		if s.size > s.compactAt {
+			s.compactLocked()
+		}
+	}
+	s.cond.Broadcast()
+}
+
+// compactLocked rewrites the log as one record per key: the value and its
+// token for live keys, a tombstone for deleted keys (their max must survive),
+// a fence record for keys only read. The new log is fsynced under a temporary
+// name and renamed over the old one, so a crash at any point leaves one whole
+// log. Records still pending are folded into the snapshot, since memory
+// already reflects them; they become durable with the new log.
+func (s *Store) compactLocked() {
+	s.flushing = true
+	recs := make([]record, 0, len(s.entries))
+	for k, e := range s.entries {
+		r := record{key: k, max: s.fence.Max(k)}
+		switch {
+		case e.live:
+			r.kind, r.value, r.token = kindPut, e.value, e.token
+		case r.max > 0:
+			r.kind = kindDelete
+		default:
+			continue // deleted in FenceOff mode without a token: nothing to keep
+		}
+		recs = append(recs, r)
+	}
+	upto := s.appended
+	s.pending, s.nPending = s.pending[:0], 0
+	s.mu.Unlock()
+
+	start := time.Now()
+	f, size, err := s.writeCompacted(recs)
+	elapsed := time.Since(start)
+
+	s.mu.Lock()
+	s.flushing = false
+	if err != nil {
+		// The pending records were folded into the lost snapshot; the old log
+		// is intact on disk, so stopping keeps every acknowledged write.
+		s.err = fmt.Errorf("store: compacting the log, the store stops: %w", err)
+		s.log.Error("compaction failed", "err", err)
+		return
+	}
+	old := s.f
+	s.f, s.size, s.durable = f, size, upto
+	s.compactAt = max(s.threshold, 2*size)
+	if err := old.Close(); err != nil {
+		s.log.Warn("closing the old log", "err", err)
+	}
+	s.sm.Compacted()
+	s.sm.SetLogBytes(size)
+	s.log.Info("compacted the log", "keys", len(recs), "bytes", size, "took", elapsed)
+}
+
+func (s *Store) writeCompacted(recs []record) (*os.File, int64, error) {
+	slices.SortFunc(recs, func(a, b record) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
+	tmp := filepath.Join(s.dir, compactName)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	fail := func(err error) (*os.File, int64, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, 0, err
+	}
+	var buf []byte
+	var size int64
+	for i := range recs {
+		buf = appendRecord(buf, &recs[i])
+		if len(buf) >= 1<<20 || i == len(recs)-1 {
+			if _, err := f.Write(buf); err != nil {
+				return fail(err)
+			}
+			size += int64(len(buf))
+			buf = buf[:0]
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, logName)); err != nil {
+		return fail(err)
+	}
+	// The rename is durable only once the directory is.
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+// Close flushes what is pending, closes the log and releases the directory.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.waitDurableLocked(s.appended)
+	for s.flushing {
+		s.cond.Wait()
+	}
+	if errors.Is(s.err, ErrClosed) {
+		return nil
+	}
+	s.err = ErrClosed
+	s.cond.Broadcast()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := s.lock.Close(); err == nil { // closing releases the flock
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", dir, err)
+	}
+	return nil
+}

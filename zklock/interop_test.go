@@ -1,0 +1,302 @@
+package zklock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// stillBlocked is how long a blocked contender must stay blocked for the
+// test to believe it is waiting (a bound, not an ordering sleep).
+const stillBlocked = 300 * time.Millisecond
+
+// rawConn is a plain go-zookeeper connection with a session, for other
+// recipes on the same path.
+func rawConn(t testing.TB, servers []string) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				go func() { // drain, so that go-zookeeper never blocks on us
+					for range events {
+					}
+				}()
+				return conn
+			}
+		case <-deadline:
+			t.Fatalf("no ZooKeeper session with %v", servers)
+		}
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// go-zookeeper's zk.Lock and zklock on one path exclude each other, in both
+// directions.
+func TestInteropZkLock(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	m := mutex(t, s, "interop/zklock")
+	theirs := zk.NewLock(rawConn(t, c.Servers()), m.Path(), zk.WorldACL(zk.PermAll))
+
+	t.Run("they hold", func(t *testing.T) {
+		if err := theirs.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
+			t.Fatalf("TryAcquire while zk.Lock holds = %v, want ErrHeld", err)
+		}
+		type res struct {
+			g   *Grant
+			err error
+		}
+		got := make(chan res, 1)
+		ctx := ctxT(t, 30*time.Second)
+		go func() {
+			g, err := m.Acquire(ctx)
+			got <- res{g, err}
+		}()
+		pollUntil(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+		select {
+		case r := <-got:
+			t.Fatalf("Acquire returned (%v) while zk.Lock holds", r.err)
+		case <-time.After(stillBlocked):
+		}
+		if err := theirs.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		var r res
+		select {
+		case r = <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Acquire not granted after zk.Lock unlocked")
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.g.Token == 0 {
+			t.Error("token 0")
+		}
+		if err := r.g.Release(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("we hold", func(t *testing.T) {
+		g, err := m.Acquire(ctxT(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		locked := make(chan error, 1)
+		go func() { locked <- theirs.Lock() }()
+		pollUntil(t, 10*time.Second, "zk.Lock's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+		select {
+		case err := <-locked:
+			t.Fatalf("zk.Lock returned (%v) while we hold", err)
+		case <-time.After(stillBlocked):
+		}
+		if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-locked:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("zk.Lock not granted after we released")
+		}
+		if _, err := m.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
+			t.Fatalf("TryAcquire while zk.Lock holds = %v, want ErrHeld", err)
+		}
+		if err := theirs.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// kazoo is a running testdata/kazoo_lock.py.
+type kazoo struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of os/exec
+// and the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+const systemPython = "/usr/bin/python3" // Debian's, where python3-kazoo lives
+
+func needKazoo(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(systemPython, "-c", "import kazoo").CombinedOutput(); err != nil {
+		t.Skipf("kazoo not installed (%s -c 'import kazoo': %v %s); apt-get install python3-kazoo, as make test does", systemPython, err, strings.TrimSpace(string(out)))
+	}
+}
+
+func startKazoo(t *testing.T, mode, hosts, path string) *kazoo {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, systemPython, "testdata/kazoo_lock.py", mode, hosts, path)
+	k := &kazoo{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
+	cmd.Stderr = k.stderr
+	var err error
+	if k.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(k.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			k.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-read
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("kazoo %s stderr:\n%s", mode, k.stderr.String())
+		}
+	})
+	return k
+}
+
+// line waits for kazoo's next output line.
+func (k *kazoo) line(t *testing.T, d time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-k.lines:
+		if !ok {
+			t.Fatalf("kazoo exited without output; stderr:\n%s", k.stderr.String())
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("no output from kazoo within %v; stderr:\n%s", d, k.stderr.String())
+	}
+	return ""
+}
+
+// kazoo's Lock(extra_lock_patterns=["-lock-"]) and zklock on one path
+// exclude each other, in both directions.
+func TestInteropKazoo(t *testing.T) {
+	needKazoo(t)
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	m := mutex(t, s, "interop/kazoo")
+	hosts := c.ConnectString()
+
+	// We hold: kazoo's non-blocking attempt fails, its blocking one waits
+	// for our release.
+	g, err := m.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := startKazoo(t, "try", hosts, m.Path()).line(t, 30*time.Second); got != "False" {
+		t.Fatalf("kazoo try while we hold printed %q, want False", got)
+	}
+	if ch := children(t, s, m.Path()); len(ch) != 1 {
+		t.Fatalf("children after kazoo's failed try = %v, want only ours", ch)
+	}
+	k := startKazoo(t, "hold", hosts, m.Path())
+	pollUntil(t, 30*time.Second, "kazoo's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	select {
+	case l := <-k.lines:
+		t.Fatalf("kazoo printed %q while we hold", l)
+	case <-time.After(stillBlocked):
+	}
+	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := k.line(t, 20*time.Second); got != "held" {
+		t.Fatalf("kazoo printed %q after our release, want held", got)
+	}
+
+	// Kazoo holds: our TryAcquire fails, our Acquire waits for its release.
+	if _, err := m.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
+		t.Fatalf("TryAcquire while kazoo holds = %v, want ErrHeld", err)
+	}
+	type res struct {
+		g   *Grant
+		err error
+	}
+	got := make(chan res, 1)
+	ctx := ctxT(t, 30*time.Second)
+	go func() {
+		g, err := m.Acquire(ctx)
+		got <- res{g, err}
+	}()
+	pollUntil(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned (%v) while kazoo holds", r.err)
+	case <-time.After(stillBlocked):
+	}
+	if _, err := io.WriteString(k.stdin, "release\n"); err != nil {
+		t.Fatal(err)
+	}
+	if l := k.line(t, 20*time.Second); l != "released" {
+		t.Fatalf("kazoo printed %q, want released", l)
+	}
+	var r res
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Acquire not granted after kazoo released")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := r.g.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The control: with nobody holding, kazoo's try succeeds, so the False
+	// above was exclusion and not a broken script.
+	if got := startKazoo(t, "try", hosts, m.Path()).line(t, 30*time.Second); got != "True" {
+		t.Fatalf("kazoo try on a free lock printed %q, want True", got)
+	}
+}

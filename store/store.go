@@ -229,7 +229,9 @@ func (s *Store) recover() error {
 	}
 	s.f = f
 	s.size = int64(off)
-	s.compactAt = max(s.threshold, 2*s.size)
+	// The live state's size is unknown until a compaction measures it; past
+	// the threshold, the first flush compacts.
+	s.compactAt = s.threshold
 	s.sm.SetLogBytes(s.size)
 	s.sm.SetKeys(s.liveKeys)
 	s.log.Info("recovered the log", "path", path, "records", records, "keys", s.liveKeys, "bytes", off)

@@ -376,7 +376,7 @@ func (s *Session) deleteGUID(parent, guid string) error {
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
-			s.log.Info("removed abandoned contender", "path", parent+"/"+ch)
+			s.log.Debug("deleted contender", "path", parent+"/"+ch)
 		}
 	}
 	return nil

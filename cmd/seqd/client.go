@@ -1,32 +1,257 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/sequencer"
 )
 
-// TODO(placeholder): replaced by the issue that builds it.
+// ExitConflict is the status of a client command whose answer is a 409
+// other than "held": a stale token, a lost lease, a failed check (like
+// test(1), 1 means "no").
+const ExitConflict = 1
+
+func clientFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "addr", Value: "http://127.0.0.1:7070", Usage: "the daemon's base URL", EnvVars: []string{"SEQD_ADDR"}},
+		&cli.StringFlag{Name: "api-token-file", Usage: "file holding the daemon's bearer token", EnvVars: []string{"SEQD_API_TOKEN_FILE"}},
+		&cli.BoolFlag{Name: "token-only", Usage: "print only the token", EnvVars: []string{"SEQD_TOKEN_ONLY"}},
+	}, extra...)
+}
+
+func newClient(c *cli.Context) (*sequencer.Client, error) {
+	tok, err := readTokenFile(c.String("api-token-file"))
+	if err != nil {
+		return nil, err
+	}
+	return &sequencer.Client{Addr: c.String("addr"), APIToken: tok}, nil
+}
+
+// oneName returns the single NAME argument.
+func oneName(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageErrorf("%s needs exactly one lock NAME, got %d arguments", c.Command.Name, c.NArg())
+	}
+	return c.Args().First(), nil
+}
+
+// clientError maps an API error to an exit status.
+func clientError(err error) error {
+	var ae *sequencer.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		switch {
+		case ae.Status == 400:
+			return withCode(ExitUsage, err)
+		case ae.Code == sequencer.CodeHeld:
+			return withCode(ExitTimeout, err)
+		case ae.Status == 409:
+			return withCode(ExitConflict, err)
+		case ae.Status == 503:
+			return withCode(ExitUnavailable, err)
+		}
+	case errors.Is(err, sequencer.ErrDaemonUnreachable):
+		return withCode(ExitUnavailable, err)
+	}
+	return err
+}
+
+func printOut(c *cli.Context, v any, token uint64) error {
+	if c.Bool("token-only") {
+		_, err := fmt.Fprintln(c.App.Writer, token)
+		return err
+	}
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 func acquireCommand() *cli.Command {
-	return &cli.Command{Name: "acquire", Action: func(*cli.Context) error { return errors.New("acquire: not built yet") }}
+	host, _ := os.Hostname()
+	return &cli.Command{
+		Name:      "acquire",
+		Usage:     "acquire a lease on a lock through the daemon; prints the lease (exit 75 if not granted within --wait)",
+		ArgsUsage: "NAME",
+		Flags: clientFlags(
+			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease (the same owner asking again gets the same token)", EnvVars: []string{"SEQD_OWNER"}},
+			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease TTL (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
+			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
+		),
+		Action: func(c *cli.Context) error {
+			name, err := oneName(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			wait := c.Duration("wait")
+			l, err := cl.Acquire(c.Context, name, c.String("owner"), c.Duration("ttl"), wait)
+			if err != nil {
+				return clientError(err)
+			}
+			return printOut(c, l, l.Token)
+		},
+	}
 }
 
-// TODO(placeholder): replaced by the issue that builds it.
+func leaseFlags() []cli.Flag {
+	return clientFlags(
+		&cli.StringFlag{Name: "lease-id", Usage: "the lease_id returned by acquire", EnvVars: []string{"SEQD_LEASE_ID"}},
+		&cli.Uint64Flag{Name: "token", Usage: "the token returned by acquire", EnvVars: []string{"SEQD_TOKEN_VALUE"}},
+	)
+}
+
+func leaseArgs(c *cli.Context) (name, id string, token uint64, err error) {
+	if name, err = oneName(c); err != nil {
+		return
+	}
+	if id = c.String("lease-id"); id == "" {
+		err = usageErrorf("%s needs --lease-id", c.Command.Name)
+		return
+	}
+	if token = c.Uint64("token"); token == 0 {
+		err = usageErrorf("%s needs --token (a positive integer)", c.Command.Name)
+	}
+	return
+}
+
 func renewCommand() *cli.Command {
-	return &cli.Command{Name: "renew", Action: func(*cli.Context) error { return errors.New("renew: not built yet") }}
+	return &cli.Command{
+		Name:      "renew",
+		Usage:     "renew a lease (the token stays the same)",
+		ArgsUsage: "NAME",
+		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new TTL (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
+		Action: func(c *cli.Context) error {
+			name, id, token, err := leaseArgs(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			l, err := cl.Renew(c.Context, name, id, token, c.Duration("ttl"))
+			if err != nil {
+				return clientError(err)
+			}
+			return printOut(c, l, l.Token)
+		},
+	}
 }
 
-// TODO(placeholder): replaced by the issue that builds it.
 func releaseCommand() *cli.Command {
-	return &cli.Command{Name: "release", Action: func(*cli.Context) error { return errors.New("release: not built yet") }}
+	return &cli.Command{
+		Name:      "release",
+		Usage:     "release a lease",
+		ArgsUsage: "NAME",
+		Flags:     leaseFlags(),
+		Action: func(c *cli.Context) error {
+			name, id, token, err := leaseArgs(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			if err := cl.Release(c.Context, name, id, token); err != nil {
+				return clientError(err)
+			}
+			return printOut(c, map[string]bool{"released": true}, token)
+		},
+	}
 }
 
-// TODO(placeholder): replaced by the issue that builds it.
 func checkCommand() *cli.Command {
-	return &cli.Command{Name: "check", Action: func(*cli.Context) error { return errors.New("check: not built yet") }}
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "check a token against the lock's current holder (exit 0 valid, 1 not)",
+		ArgsUsage: "NAME@TOKEN | NAME TOKEN",
+		Flags:     clientFlags(),
+		Action: func(c *cli.Context) error {
+			var (
+				name  string
+				token uint64
+				err   error
+			)
+			switch c.NArg() {
+			case 1:
+				name, token, err = sequencer.ParseSequencer(c.Args().First())
+			case 2:
+				name = c.Args().First()
+				token, err = strconv.ParseUint(c.Args().Get(1), 10, 64)
+				if err == nil && token == 0 {
+					err = errors.New("the token must be positive")
+				}
+			default:
+				return usageErrorf("check needs NAME@TOKEN or NAME TOKEN")
+			}
+			if err != nil {
+				return usageErrorf("check: %v", err)
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Check(c.Context, name, token)
+			var ae *sequencer.APIError
+			if err != nil && !(errors.As(err, &ae) && ae.Status == 409) {
+				return clientError(err)
+			}
+			if perr := printOut(c, res, res.CurrentToken); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return &exitError{code: ExitConflict, err: err, quiet: true}
+			}
+			return nil
+		},
+	}
 }
 
-// TODO(placeholder): replaced by the issue that builds it.
 func statusCommand() *cli.Command {
-	return &cli.Command{Name: "status", Action: func(*cli.Context) error { return errors.New("status: not built yet") }}
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show a lock's state (read from ZooKeeper), or with no NAME the leases held through the daemon",
+		ArgsUsage: "[NAME]",
+		Flags:     clientFlags(),
+		Action: func(c *cli.Context) error {
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			switch c.NArg() {
+			case 0:
+				ls, err := cl.Leases(c.Context)
+				if err != nil {
+					return clientError(err)
+				}
+				if c.Bool("token-only") {
+					for _, l := range ls {
+						fmt.Fprintln(c.App.Writer, l.Token)
+					}
+					return nil
+				}
+				return printOut(c, map[string][]sequencer.Lease{"locks": ls}, 0)
+			case 1:
+				st, err := cl.Status(c.Context, c.Args().First())
+				if err != nil {
+					return clientError(err)
+				}
+				return printOut(c, st, st.Token)
+			}
+			return usageErrorf("status takes at most one NAME")
+		},
+	}
 }
+

@@ -1,0 +1,179 @@
+package sequencer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client speaks the HTTP API of a seqd daemon.
+type Client struct {
+	// Addr is the daemon's base URL, e.g. http://127.0.0.1:7070.
+	Addr string
+	// APIToken is sent as a bearer token when set.
+	APIToken string
+	// HTTP is the client to use; default http.DefaultClient.
+	HTTP *http.Client
+}
+
+// APIError is a non-2xx answer of the daemon.
+type APIError struct {
+	Status       int
+	Code         string
+	Message      string
+	CurrentToken *uint64
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("sequencer: %s (%d %s)", e.Message, e.Status, e.Code)
+}
+
+// Is maps API codes to the package's sentinels, so that callers use
+// errors.Is(err, sequencer.ErrStaleToken) alike for local and remote calls.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrStaleToken:
+		return e.Code == CodeStaleToken
+	case ErrHeld:
+		return e.Code == CodeHeld
+	case ErrLost:
+		return e.Code == CodeLost
+	case ErrUnavailable:
+		return e.Code == CodeUnavailable
+	case ErrBadRequest:
+		return e.Code == CodeBadRequest
+	case ErrNotHeld:
+		return e.Code == CodeNotHeld
+	}
+	return false
+}
+
+// Acquire asks for name for owner. ttl and wait of 0 take the daemon's
+// defaults (15s, try once).
+func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error) {
+	req := AcquireRequest{Owner: owner}
+	if ttl != 0 {
+		d := Duration(ttl)
+		req.TTL = &d
+	}
+	if wait != 0 {
+		d := Duration(wait)
+		req.Wait = &d
+	}
+	var l Lease
+	err := c.do(ctx, http.MethodPost, lockPath(name)+"/acquire", req, &l)
+	return l, err
+}
+
+// Renew renews a lease (ttl 0 keeps its TTL).
+func (c *Client) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
+	req := LeaseRequest{LeaseID: leaseID, Token: token}
+	if ttl != 0 {
+		d := Duration(ttl)
+		req.TTL = &d
+	}
+	var l Lease
+	err := c.do(ctx, http.MethodPost, lockPath(name)+"/renew", req, &l)
+	return l, err
+}
+
+// Release releases a lease.
+func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64) error {
+	return c.do(ctx, http.MethodPost, lockPath(name)+"/release", LeaseRequest{LeaseID: leaseID, Token: token}, nil)
+}
+
+// Check checks a token against the lock's current holder. A stale token is
+// an error matching ErrStaleToken; the response is returned either way.
+func (c *Client) Check(ctx context.Context, name string, token uint64) (CheckResponse, error) {
+	var res CheckResponse
+	err := c.do(ctx, http.MethodPost, "/v1/check", CheckRequest{Name: name, Token: token}, &res)
+	return res, err
+}
+
+// Status reads a lock's state.
+func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
+	var st LockStatus
+	err := c.do(ctx, http.MethodGet, lockPath(name), nil, &st)
+	return st, err
+}
+
+// Leases lists the leases held through the daemon.
+func (c *Client) Leases(ctx context.Context) ([]Lease, error) {
+	var res struct {
+		Locks []Lease `json:"locks"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/locks", nil, &res)
+	return res.Locks, err
+}
+
+func lockPath(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/v1/locks/" + strings.Join(segs, "/")
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.Addr, "/")+path, body)
+	if err != nil {
+		return fmt.Errorf("sequencer: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.APIToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIToken)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDaemonUnreachable, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDaemonUnreachable, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb struct {
+			ErrorBody
+			Valid *bool `json:"valid"`
+		}
+		if err := json.Unmarshal(raw, &eb); err != nil || eb.Code == "" {
+			return &APIError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(raw))}
+		}
+		if eb.Valid != nil && out != nil { // a failed check still has its body
+			json.Unmarshal(raw, out)
+		}
+		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("sequencer: decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// ErrDaemonUnreachable: the daemon did not answer.
+var ErrDaemonUnreachable = errors.New("sequencer: daemon unreachable")

@@ -1,0 +1,414 @@
+package sequencer
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MaxBodyBytes is the largest request body accepted.
+const MaxBodyBytes = 64 << 10
+
+// Error codes of the API (DESIGN §4).
+const (
+	CodeBadRequest   = "bad_request"
+	CodeHeld         = "held"
+	CodeStaleToken   = "stale_token"
+	CodeLost         = "lost"
+	CodeNotHeld      = "not_held"
+	CodeUnavailable  = "unavailable"
+	CodeUnauthorized = "unauthorized"
+	CodeNotFound     = "not_found"
+	CodeMethod       = "method_not_allowed"
+	CodeInternal     = "internal"
+)
+
+// ErrorBody is every error response.
+type ErrorBody struct {
+	Error        string  `json:"error"`
+	Code         string  `json:"code"`
+	CurrentToken *uint64 `json:"current_token,omitempty"`
+}
+
+// AcquireRequest is the body of POST /v1/locks/{name}/acquire.
+type AcquireRequest struct {
+	Owner string    `json:"owner"`
+	TTL   *Duration `json:"ttl,omitempty"`
+	Wait  *Duration `json:"wait,omitempty"`
+}
+
+// LeaseRequest is the body of renew and release.
+type LeaseRequest struct {
+	LeaseID string    `json:"lease_id"`
+	Token   uint64    `json:"token"`
+	TTL     *Duration `json:"ttl,omitempty"`
+}
+
+// CheckRequest is the body of POST /v1/check: a sequencer, or a name and a
+// token.
+type CheckRequest struct {
+	Sequencer string `json:"sequencer,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+}
+
+// CheckResponse is the answer of POST /v1/check.
+type CheckResponse struct {
+	Valid        bool   `json:"valid"`
+	CurrentToken uint64 `json:"current_token"`
+	Code         string `json:"code,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// HandlerOptions configures NewHandler.
+type HandlerOptions struct {
+	// APIToken, if set, is required as "Authorization: Bearer <token>" on
+	// every /v1/ call.
+	APIToken string
+	// Gatherer serves /metrics; nil serves no /metrics.
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+}
+
+// NewHandler serves the API of DESIGN §4 over s.
+func NewHandler(s *Service, opts HandlerOptions) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http")}
+	var metricsHandler http.Handler
+	if opts.Gatherer != nil {
+		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+	}
+	v1 := h.auth(http.HandlerFunc(h.v1))
+	// Routed by hand, not by http.ServeMux: the mux cleans paths and
+	// redirects "/v1/locks/a/../b" and "a//b", where a bad name must get a
+	// 400 that says why.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/healthz":
+			h.healthz(w, r)
+		case p == "/readyz":
+			h.readyz(w, r)
+		case p == "/metrics" && metricsHandler != nil:
+			metricsHandler.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/v1/"):
+			v1.ServeHTTP(w, r)
+		default:
+			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, p), nil)
+		}
+	})
+}
+
+type handler struct {
+	s     *Service
+	token string
+	log   *slog.Logger
+}
+
+func (h *handler) auth(next http.Handler) http.Handler {
+	if h.token == "" {
+		return next
+	}
+	want := []byte("Bearer " + h.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>", nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	if !h.s.Ready() {
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the zookeeper session is not connected", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// v1 routes by hand: lock names contain slashes, so the action is the last
+// path segment of a POST (a GET of ".../acquire" is the status of a lock
+// whose name ends in "acquire").
+func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/v1/check":
+		if allow(w, r, http.MethodPost) {
+			h.check(w, r)
+		}
+		return
+	case p == "/v1/locks" || p == "/v1/locks/":
+		if allow(w, r, http.MethodGet) {
+			writeJSON(w, http.StatusOK, map[string][]Lease{"locks": h.s.Leases()})
+		}
+		return
+	}
+	rest, ok := strings.CutPrefix(p, "/v1/locks/")
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)
+		return
+	}
+	if r.Method == http.MethodPost {
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 {
+			w.Header().Set("Allow", "GET")
+			writeError(w, http.StatusMethodNotAllowed, CodeMethod, "POST needs an action: /v1/locks/{name}/acquire, /renew or /release", nil)
+			return
+		}
+		name, action := rest[:i], rest[i+1:]
+		switch action {
+		case "acquire":
+			h.acquire(w, r, name)
+		case "renew":
+			h.renew(w, r, name)
+		case "release":
+			h.release(w, r, name)
+		default:
+			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("unknown action %q: use acquire, renew or release", action), nil)
+		}
+		return
+	}
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	st, err := h.s.Status(r.Context(), rest)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
+	var req AcquireRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ttl, wait := DefaultTTL, time.Duration(0)
+	if req.TTL != nil {
+		ttl = time.Duration(*req.TTL)
+	}
+	if req.Wait != nil {
+		wait = time.Duration(*req.Wait)
+	}
+	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (h *handler) renew(w http.ResponseWriter, r *http.Request, name string) {
+	var req LeaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	var ttl time.Duration
+	if req.TTL != nil {
+		ttl = time.Duration(*req.TTL)
+	}
+	l, err := h.s.Renew(r.Context(), name, req.LeaseID, req.Token, ttl)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (h *handler) release(w http.ResponseWriter, r *http.Request, name string) {
+	var req LeaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.TTL != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "release takes no ttl", nil)
+		return
+	}
+	if err := h.s.Release(r.Context(), name, req.LeaseID, req.Token); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"released": true})
+}
+
+func (h *handler) check(w http.ResponseWriter, r *http.Request) {
+	var req CheckRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	name, token := req.Name, req.Token
+	switch {
+	case req.Sequencer != "" && (req.Name != "" || req.Token != 0):
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "send either sequencer or name and token, not both", nil)
+		return
+	case req.Sequencer != "":
+		var err error
+		if name, token, err = ParseSequencer(req.Sequencer); err != nil {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error(), nil)
+			return
+		}
+	case req.Name == "":
+		writeError(w, http.StatusBadRequest, CodeBadRequest, `send {"sequencer":"name@token"} or {"name":"…","token":N}`, nil)
+		return
+	}
+	cur, err := h.s.Check(r.Context(), name, token)
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		writeJSON(w, http.StatusConflict, CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, CheckResponse{Valid: true, CurrentToken: cur})
+}
+
+func conflictCode(ce *ConflictError) string {
+	switch {
+	case errors.Is(ce.Err, ErrStaleToken):
+		return CodeStaleToken
+	case errors.Is(ce.Err, ErrHeld):
+		return CodeHeld
+	case errors.Is(ce.Err, ErrNotHeld):
+		return CodeNotHeld
+	}
+	return CodeLost
+}
+
+// fail maps a Service error to its status and code.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *ConflictError
+	switch {
+	case errors.As(err, &ce):
+		var cur *uint64
+		if ce.CurrentToken != 0 {
+			cur = &ce.CurrentToken
+		}
+		writeError(w, http.StatusConflict, conflictCode(ce), ce.Error(), cur)
+	case errors.Is(err, ErrBadRequest):
+		writeError(w, http.StatusBadRequest, CodeBadRequest, sentence(err), nil)
+	case errors.Is(err, ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, sentence(err), nil)
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this.
+		writeError(w, 499, "canceled", "request canceled", nil)
+	default:
+		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error(), nil)
+	}
+}
+
+// sentence strips the package prefixes of a wrapped sentinel for the API.
+func sentence(err error) string {
+	s := err.Error()
+	for _, p := range []string{"sequencer: bad request: ", "sequencer: zookeeper unavailable: ", "zklock: invalid lock name: "} {
+		s = strings.Replace(s, p, "", 1)
+	}
+	return s
+}
+
+// decode reads a JSON body strictly: at most MaxBodyBytes, no unknown
+// fields, one value. It answers 400 itself and reports whether to go on.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	// The content type is not checked: `curl -d` sends a form type, and the
+	// body is JSON whatever it says.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("the request body is larger than %d KiB", MaxBodyBytes>>10), nil)
+		} else {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body: "+err.Error(), nil)
+		}
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, jsonSentence(err), nil)
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "the request body has data after the JSON object", nil)
+		return false
+	}
+	return true
+}
+
+func jsonSentence(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be a %s, not a JSON %s", te.Field, jsonKind(te.Type.String()), te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: the body ends too soon"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "invalid request body: " + err.Error()
+}
+
+func jsonKind(goType string) string {
+	switch goType {
+	case "uint64":
+		return "positive integer"
+	case "string":
+		return "string"
+	}
+	return goType
+}
+
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("method %s is not allowed here; use %s", r.Method, strings.Join(methods, " or ")), nil)
+	return false
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, current *uint64) {
+	writeJSON(w, status, ErrorBody{Error: msg, Code: code, CurrentToken: current})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}

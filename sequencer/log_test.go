@@ -1,0 +1,31 @@
+package sequencer
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type slogLogger = slog.Logger
+
+// newTestLogger sends logs to t.Log (kept only for failing tests).
+func newTestLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&tWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		defer func() { recover() }() // a log line after the test ended
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}

@@ -1,0 +1,468 @@
+package sequencer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/seqd/seqd/internal/clock"
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/zklock"
+)
+
+// One standalone ZooKeeper for the tests that do not break it.
+var sharedZK testenv.Lazy
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sharedZK.Close()
+	os.Exit(code)
+}
+
+// daemon is a Service with its HTTP API on a test server.
+type daemon struct {
+	svc    *Service
+	reg    *prometheus.Registry
+	srv    *httptest.Server
+	client *Client
+}
+
+type daemonOpts struct {
+	servers []string
+	clock   clock.Clock
+	mode    zklock.TokenMode
+	timeout time.Duration
+	root    string
+}
+
+func startDaemon(t testing.TB, o daemonOpts) *daemon {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if o.timeout == 0 {
+		o.timeout = 10 * time.Second
+	}
+	if o.root == "" {
+		o.root = "/seqd-test/" + strings.ReplaceAll(t.Name(), "/", "_")
+	}
+	svc := New(Config{
+		Servers:        o.servers,
+		Root:           o.root,
+		SessionTimeout: o.timeout,
+		TokenMode:      o.mode,
+		Metrics:        metrics.New(reg, metrics.Options{}),
+		Clock:          o.clock,
+		Logger:         testLogger(t),
+	})
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: reg}))
+	t.Cleanup(func() {
+		srv.Close()
+		svc.Close(context.Background())
+	})
+	return &daemon{svc: svc, reg: reg, srv: srv, client: &Client{Addr: srv.URL}}
+}
+
+func testLogger(t testing.TB) *slogLogger {
+	return newTestLogger(t)
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// counter reads one series of a counter vector from the registry.
+func counter(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func wantConflict(t testing.TB, err error, code string, current uint64) {
+	t.Helper()
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != 409 || ae.Code != code {
+		t.Fatalf("got %v, want 409 %s", err, code)
+	}
+	if current != 0 && (ae.CurrentToken == nil || *ae.CurrentToken != current) {
+		t.Fatalf("current_token = %v, want %d", ae.CurrentToken, current)
+	}
+}
+
+// The seeds' scenario through HTTP, on the wall clock: A pauses past its
+// lease, B takes over with a higher token, A's late operations are refused.
+func TestSeedsScenarioHTTP(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	ctx := ctxT(t, 60*time.Second)
+	const name = "seeds/http"
+
+	a, err := d.client.Acquire(ctx, name, "A", 2*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.client.Acquire(ctx, name, "B", 0, 0)
+	wantConflict(t, err, CodeHeld, a.Token)
+
+	ra, err := d.client.Renew(ctx, name, a.LeaseID, a.Token, 0)
+	if err != nil || ra.Token != a.Token {
+		t.Fatalf("renew = %+v, %v; want the same token %d", ra, err, a.Token)
+	}
+	// A stops renewing (it pauses). B waits and gets the lock once A's TTL
+	// has passed.
+	start := time.Now()
+	b, err := d.client.Acquire(ctx, name, "B", 10*time.Second, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("B granted %v after A's last renewal (ttl 2s)", time.Since(start).Round(time.Millisecond))
+	if b.Token <= a.Token {
+		t.Fatalf("B's token %d not above A's %d", b.Token, a.Token)
+	}
+	// A wakes up.
+	_, err = d.client.Renew(ctx, name, a.LeaseID, a.Token, 0)
+	wantConflict(t, err, CodeStaleToken, b.Token)
+	err = d.client.Release(ctx, name, a.LeaseID, a.Token)
+	wantConflict(t, err, CodeStaleToken, b.Token)
+	res, err := d.client.Check(ctx, name, a.Token)
+	wantConflict(t, err, CodeStaleToken, b.Token)
+	if res.Valid || res.CurrentToken != b.Token {
+		t.Fatalf("check of A's token = %+v, want invalid with current %d", res, b.Token)
+	}
+	if res, err := d.client.Check(ctx, name, b.Token); err != nil || !res.Valid {
+		t.Fatalf("check of B's token = %+v, %v; want valid", res, err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"seqd_grants_total", map[string]string{"lock": name}, 2},
+		{"seqd_renewals_total", map[string]string{"lock": name}, 1},
+		{"seqd_releases_total", map[string]string{"lock": name, "reason": "expired"}, 1},
+		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "renew"}, 1},
+		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "release"}, 1},
+		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "check"}, 1},
+	} {
+		if got := counter(t, d.reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if err := d.client.Release(ctx, name, b.LeaseID, b.Token); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same scenario on the injected clock: the pause is replayed exactly,
+// with no sleeping.
+func TestSeedsScenarioFakeClock(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk, timeout: 30 * time.Second})
+	ctx := ctxT(t, 60*time.Second)
+	const name = "seeds/fake"
+
+	a, err := d.svc.Acquire(ctx, name, "A", 2*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.svc.Acquire(ctx, name, "B", 2*time.Second, 0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("B's try = %v, want ErrHeld", err)
+	}
+	clk.Advance(time.Second)
+	if ra, err := d.svc.Renew(ctx, name, a.LeaseID, a.Token, 0); err != nil || ra.Token != a.Token {
+		t.Fatalf("renew = %+v, %v", ra, err)
+	}
+	type result struct {
+		l   Lease
+		err error
+	}
+	bc := make(chan result, 1)
+	go func() {
+		l, err := d.svc.Acquire(ctx, name, "B", 10*time.Second, time.Minute)
+		bc <- result{l, err}
+	}()
+	waitFor(t, "B to queue", func() bool {
+		st, err := d.svc.Status(ctx, name)
+		return err == nil && st.Waiters == 1
+	})
+	clk.Advance(1900 * time.Millisecond) // 2.9s: A renewed at 1s, so its lease runs to 3s
+	if st, _ := d.svc.Status(ctx, name); st.Token != a.Token || !st.Held {
+		t.Fatalf("before A's TTL passed the holder is %+v, want A (token %d)", st, a.Token)
+	}
+	select {
+	case r := <-bc:
+		t.Fatalf("B granted before A's TTL passed: %+v %v", r.l, r.err)
+	default:
+	}
+	clk.Advance(200 * time.Millisecond) // 3.1s: A's lease expires
+	r := <-bc
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.l.Token <= a.Token {
+		t.Fatalf("B's token %d not above A's %d", r.l.Token, a.Token)
+	}
+	_, err = d.svc.Renew(ctx, name, a.LeaseID, a.Token, 0)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrStaleToken) || ce.CurrentToken != r.l.Token {
+		t.Fatalf("A's late renew = %v, want stale with current %d", err, r.l.Token)
+	}
+	if err := d.svc.Release(ctx, name, a.LeaseID, a.Token); !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("A's late release = %v, want stale", err)
+	}
+	if _, err := d.svc.Check(ctx, name, a.Token); !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("check of A's token = %v, want stale", err)
+	}
+	if got := counter(t, d.reg, "seqd_releases_total", map[string]string{"reason": "expired"}); got != 1 {
+		t.Fatalf("expired releases = %v, want 1", got)
+	}
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSameOwnerGetsSameToken(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	ctx := ctxT(t, 30*time.Second)
+	a1, err := d.client.Acquire(ctx, "same", "A", 5*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := d.client.Acquire(ctx, "same", "A", 7*time.Second, 0)
+	if err != nil || a2.Token != a1.Token || a2.LeaseID != a1.LeaseID || time.Duration(a2.TTL) != 7*time.Second {
+		t.Fatalf("second acquire by A = %+v, %v; want the same lease and token with ttl 7s", a2, err)
+	}
+	if err := d.client.Release(ctx, "same", a1.LeaseID, a1.Token); err != nil {
+		t.Fatal(err)
+	}
+	a3, err := d.client.Acquire(ctx, "same", "A", 5*time.Second, 0)
+	if err != nil || a3.Token <= a1.Token {
+		t.Fatalf("acquire after release = %+v, %v; want a new higher token", a3, err)
+	}
+	// A released lease: release again is lost (nobody holds a higher one).
+	err = d.client.Release(ctx, "same", a3.LeaseID, a3.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.client.Release(ctx, "same", a3.LeaseID, a3.Token)
+	wantConflict(t, err, CodeLost, 0)
+}
+
+// Two daemons on one ZooKeeper contend for one lock; a check on either
+// answers for the other's holder.
+func TestTwoDaemons(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	root := "/seqd-test/two-daemons"
+	d1 := startDaemon(t, daemonOpts{servers: zkc.Servers(), root: root})
+	d2 := startDaemon(t, daemonOpts{servers: zkc.Servers(), root: root})
+	ctx := ctxT(t, 30*time.Second)
+	const name = "shared/lock"
+	l1, err := d1.client.Acquire(ctx, name, "one", 10*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d2.client.Acquire(ctx, name, "two", 10*time.Second, 0)
+	wantConflict(t, err, CodeHeld, l1.Token)
+	if res, err := d2.client.Check(ctx, name, l1.Token); err != nil || !res.Valid {
+		t.Fatalf("check on daemon 2 of daemon 1's holder = %+v, %v; want valid", res, err)
+	}
+	st, err := d2.client.Status(ctx, name)
+	if err != nil || !st.Held || st.Owner != "one" || st.Token != l1.Token || st.ExpiresAt != nil {
+		t.Fatalf("status on daemon 2 = %+v, %v; want held by one with token %d, no expiry known", st, err, l1.Token)
+	}
+	got := make(chan Lease, 1)
+	go func() {
+		l, err := d2.client.Acquire(ctx, name, "two", 10*time.Second, 20*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitFor(t, "daemon 2's waiter", func() bool {
+		st, err := d1.client.Status(ctx, name)
+		return err == nil && st.Waiters == 1
+	})
+	if err := d1.client.Release(ctx, name, l1.LeaseID, l1.Token); err != nil {
+		t.Fatal(err)
+	}
+	l2 := <-got
+	if l2.Token <= l1.Token {
+		t.Fatalf("daemon 2's token %d not above daemon 1's %d", l2.Token, l1.Token)
+	}
+	_, err = d1.client.Check(ctx, name, l1.Token)
+	wantConflict(t, err, CodeStaleToken, l2.Token)
+	if res, err := d1.client.Check(ctx, name, l2.Token); err != nil || !res.Valid {
+		t.Fatalf("check on daemon 1 of daemon 2's holder = %+v, %v", res, err)
+	}
+}
+
+// A waiting acquire whose HTTP client goes away withdraws its contender.
+func TestClientGoneWithdraws(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	ctx := ctxT(t, 30*time.Second)
+	const name = "client-gone"
+	a, err := d.client.Acquire(ctx, name, "A", 30*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.client.Acquire(rctx, name, "B", 10*time.Second, 5*time.Minute)
+		done <- err
+	}()
+	waitFor(t, "B to queue", func() bool {
+		st, err := d.svc.Status(ctx, name)
+		return err == nil && st.Waiters == 1
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled acquire returned a lease")
+	}
+	waitFor(t, "B's contender to go", func() bool {
+		st, err := d.svc.Status(ctx, name)
+		return err == nil && st.Waiters == 0
+	})
+	conn := d.svc.sess.Conn()
+	ch, _, err := conn.Children(d.svc.cfg.Root + "/" + name)
+	if err != nil || len(ch) != 1 {
+		t.Fatalf("children = %v, %v; want only A's", ch, err)
+	}
+	if err := d.client.Release(ctx, name, a.LeaseID, a.Token); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The daemon's session expires: its leases are reported lost and later
+// grants have higher tokens.
+func TestSessionExpiryLosesLeases(t *testing.T) {
+	zkc := testenv.StartT(t, testenv.Options{Servers: 3})
+	ctx := ctxT(t, 120*time.Second)
+	followers := zkc.Followers()
+	if len(followers) < 2 {
+		t.Fatalf("followers = %d, want 2", len(followers))
+	}
+	cut := followers[0]
+	d := startDaemon(t, daemonOpts{servers: []string{cut.ClientAddr}, timeout: 2 * time.Second})
+	other := startDaemon(t, daemonOpts{servers: []string{followers[1].ClientAddr}, root: d.svc.cfg.Root})
+	const name = "expiry"
+	l, err := d.svc.Acquire(ctx, name, "A", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cut.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	waitFor(t, "the lease to be lost", func() bool { return len(d.svc.Leases()) == 0 })
+	t.Logf("lease lost %v after the server froze (session timeout 2s)", time.Since(paused).Round(time.Millisecond))
+	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); err == nil {
+		t.Fatal("renew of a lost lease succeeded")
+	}
+	// The other daemon is granted once ZooKeeper expires the session.
+	l2, err := other.svc.Acquire(ctx, name, "B", time.Minute, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Token <= l.Token {
+		t.Fatalf("token after expiry %d not above %d", l2.Token, l.Token)
+	}
+	if err := cut.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new session", func() bool { return d.svc.Ready() })
+	if got := counter(t, d.reg, "seqd_zk_session_expirations_total", nil); got != 1 {
+		t.Errorf("session expirations = %v, want 1", got)
+	}
+	if got := counter(t, d.reg, "seqd_releases_total", map[string]string{"reason": "lost"}); got != 1 {
+		t.Errorf("lost releases = %v, want 1", got)
+	}
+	// A's old token is stale everywhere now.
+	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("renew after the new grant = %v, want stale", err)
+	}
+	other.svc.Release(ctx, name, l2.LeaseID, l2.Token)
+	l3, err := d.svc.Acquire(ctx, name, "A", time.Minute, 10*time.Second)
+	if err != nil || l3.Token <= l2.Token {
+		t.Fatalf("grant on the new session = %+v, %v; want a token above %d", l3, err, l2.Token)
+	}
+}
+
+// zkChildren lists a node's children with a plain go-zookeeper connection.
+func zkChildren(t testing.TB, servers []string, path string) []string {
+	t.Helper()
+	conn, _, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, _, err := conn.Children(path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// get fetches a URL and returns status and body.
+func get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var _ = json.Marshal
+var _ sync.Mutex
+var _ = testutil.ToFloat64

@@ -1,0 +1,258 @@
+// Package runlock supervises a command that runs under a lock: it starts the
+// command in its own process group, forwards signals to that group, and when
+// the lock is lost sends a kill signal to the whole group and SIGKILL after a
+// grace period measured on an injected clock. It passes the command's exit
+// status through the way a shell reports it (128+N when signal N ended it).
+//
+// It knows nothing of ZooKeeper, flags or exit codes: the lock is a channel
+// that closes when the lock can no longer be trusted (zklock.Grant.Lost).
+// `seqd lock` is its user.
+package runlock
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/internal/clock"
+)
+
+// Options configures Run.
+type Options struct {
+	// Lost closes when the lock can no longer be trusted. Nil: never.
+	Lost <-chan struct{}
+	// Signals are forwarded to the command's process group as they arrive.
+	Signals <-chan os.Signal
+	// KillSignal is sent to the whole group when Lost closes, and to the
+	// members left behind when the command itself exits. Default SIGTERM.
+	KillSignal syscall.Signal
+	// KillGrace is how long after KillSignal the group gets SIGKILL. Zero
+	// sends SIGKILL right away.
+	KillGrace time.Duration
+	// Clock measures KillGrace; default the wall clock.
+	Clock clock.Clock
+	// OnLost, if set, is called once, just after KillSignal was sent to the
+	// group because Lost closed.
+	OnLost func(pgid int)
+	// Logger receives forwarded signals and escalations; default discards.
+	Logger *slog.Logger
+}
+
+// Result is how a supervised command ended.
+type Result struct {
+	// Status is the command's exit status: its exit code, or 128+N when
+	// signal N ended it.
+	Status int
+	// Lost: Lost closed while the group ran, and the group was sent
+	// KillSignal.
+	Lost bool
+	// LostAt is the clock time KillSignal was sent because of the loss.
+	LostAt time.Time
+	// Stragglers: members of the group outlived the command and were sent
+	// KillSignal, so that nothing keeps running once the lock is released.
+	Stragglers bool
+	// Killed: the group was sent SIGKILL.
+	Killed bool
+}
+
+// groupPoll is how often Run looks whether the members left behind by the
+// command have gone. It is an observation interval, not a deadline: the
+// deadline (KillGrace) runs on the injected clock.
+const groupPoll = 20 * time.Millisecond
+
+// Run starts cmd in a new process group (it sets SysProcAttr.Setpgid) and
+// supervises it until the command has exited and the rest of its group has
+// gone too: a member left behind is sent KillSignal when the command exits,
+// and SIGKILL after KillGrace. An error means the command could not be
+// started; then nothing runs.
+func Run(cmd *exec.Cmd, opts Options) (Result, error) {
+	if opts.KillSignal == 0 {
+		opts.KillSignal = syscall.SIGTERM
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+	if err := cmd.Start(); err != nil {
+		return Result{}, err
+	}
+	// Start returns after the exec, which comes after setpgid: the group
+	// exists now, and its id is the command's pid.
+	pgid := cmd.Process.Pid
+	log := opts.Logger.With("pgid", pgid)
+
+	exited := make(chan struct{})
+	go func() { // Run does not return before this closes exited
+		_ = cmd.Wait() // the status is read from cmd.ProcessState
+		close(exited)
+	}()
+
+	var (
+		res      Result
+		lost     = opts.Lost
+		done     = exited // nil once the command has exited
+		leftover bool     // the command exited; members of its group remain
+		graceC   <-chan time.Time
+		graceT   clock.Timer
+		poll     *time.Ticker
+		pollC    <-chan time.Time
+	)
+	defer func() {
+		if graceT != nil {
+			graceT.Stop()
+		}
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
+	kill := func() {
+		signalGroup(pgid, syscall.SIGKILL)
+		res.Killed = true
+		log.Info("sent SIGKILL to the process group")
+	}
+	// terminate sends KillSignal to the group once and arms the grace.
+	terminate := func() {
+		if graceC != nil || res.Killed {
+			return
+		}
+		signalGroup(pgid, opts.KillSignal)
+		if opts.KillGrace <= 0 {
+			kill()
+			return
+		}
+		graceC, graceT = opts.Clock.NewTimer(opts.KillGrace)
+	}
+	for {
+		select {
+		case <-done:
+			done = nil
+			res.Status = Status(cmd.ProcessState)
+			if !groupAlive(pgid) {
+				return res, nil
+			}
+			if res.Killed {
+				// Whatever is left got SIGKILL and runs no more code; it is
+				// waiting for a parent to reap it.
+				return res, nil
+			}
+			leftover = true
+			if !res.Lost {
+				res.Stragglers = true
+				log.Info("the command exited; terminating what it left in its process group", "signal", SignalName(opts.KillSignal))
+			}
+			terminate()
+			poll = time.NewTicker(groupPoll)
+			pollC = poll.C
+		case <-pollC:
+			if !groupAlive(pgid) || res.Killed {
+				return res, nil
+			}
+		case <-lost:
+			lost = nil
+			// Signal first: every moment counts before ZooKeeper can expire
+			// the session. Report afterwards.
+			terminate()
+			res.Lost, res.LostAt = true, opts.Clock.Now()
+			if opts.OnLost != nil {
+				opts.OnLost(pgid)
+			}
+		case sig := <-opts.Signals:
+			if s, ok := sig.(syscall.Signal); ok {
+				signalGroup(pgid, s)
+				log.Info("forwarded a signal to the process group", "signal", SignalName(s))
+			}
+		case <-graceC:
+			graceC, graceT = nil, nil
+			kill()
+			if leftover {
+				return res, nil
+			}
+		}
+	}
+}
+
+// signalGroup sends sig to every process of the group. ESRCH (the group is
+// gone) is not an error worth reporting.
+func signalGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+}
+
+// groupAlive reports whether any process of the group remains. A group id
+// stays reserved while any member lives, so it cannot name another group.
+func groupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Status is the exit status a shell reports for a finished process: its exit
+// code, or 128+N when signal N ended it.
+func Status(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// signals are the names ParseSignal accepts, without their SIG prefix.
+var signals = []struct {
+	name string
+	sig  syscall.Signal
+}{
+	{"HUP", syscall.SIGHUP}, {"INT", syscall.SIGINT}, {"QUIT", syscall.SIGQUIT},
+	{"ILL", syscall.SIGILL}, {"TRAP", syscall.SIGTRAP}, {"ABRT", syscall.SIGABRT},
+	{"BUS", syscall.SIGBUS}, {"FPE", syscall.SIGFPE}, {"KILL", syscall.SIGKILL},
+	{"USR1", syscall.SIGUSR1}, {"SEGV", syscall.SIGSEGV}, {"USR2", syscall.SIGUSR2},
+	{"PIPE", syscall.SIGPIPE}, {"ALRM", syscall.SIGALRM}, {"TERM", syscall.SIGTERM},
+	{"CHLD", syscall.SIGCHLD}, {"CONT", syscall.SIGCONT}, {"STOP", syscall.SIGSTOP},
+	{"TSTP", syscall.SIGTSTP}, {"TTIN", syscall.SIGTTIN}, {"TTOU", syscall.SIGTTOU},
+	{"URG", syscall.SIGURG}, {"XCPU", syscall.SIGXCPU}, {"XFSZ", syscall.SIGXFSZ},
+	{"VTALRM", syscall.SIGVTALRM}, {"PROF", syscall.SIGPROF}, {"WINCH", syscall.SIGWINCH},
+	{"IO", syscall.SIGIO}, {"SYS", syscall.SIGSYS},
+}
+
+// ParseSignal parses a signal name with or without its SIG prefix, in any
+// case ("TERM", "SIGTERM", "term"), or its number ("15").
+func ParseSignal(s string) (syscall.Signal, error) {
+	if s == "" {
+		return 0, errors.New("runlock: empty signal name")
+	}
+	n, err := strconv.Atoi(s)
+	numeric := err == nil
+	for _, e := range signals {
+		if numeric && int(e.sig) == n {
+			return e.sig, nil
+		}
+		if !numeric && (strings.EqualFold(s, e.name) || strings.EqualFold(s, "SIG"+e.name)) {
+			return e.sig, nil
+		}
+	}
+	if numeric {
+		return 0, fmt.Errorf("runlock: %q is not a signal number this program knows; use a name like TERM", s)
+	}
+	return 0, fmt.Errorf("runlock: %q is not a signal name; use one like TERM, SIGINT or 15", s)
+}
+
+// SignalName is the signal's name with its SIG prefix ("SIGTERM").
+func SignalName(sig syscall.Signal) string {
+	for _, e := range signals {
+		if e.sig == sig {
+			return "SIG" + e.name
+		}
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}

@@ -13,9 +13,11 @@ import (
 
 // Flags shared by the commands that talk to ZooKeeper.
 
-func zkFlag(required bool) *cli.StringFlag {
-	f := &cli.StringFlag{Name: "zk", Usage: "ZooKeeper servers, host:port[,host:port…]", EnvVars: []string{"SEQD_ZK"}, Required: required}
-	if !required {
+// zkFlag is --zk; with a default, or (serve) without one: the action then
+// insists on it, since urfave/cli's own "Required" error is not a usage error.
+func zkFlag(withDefault bool) *cli.StringFlag {
+	f := &cli.StringFlag{Name: "zk", Usage: "ZooKeeper servers, host:port[,host:port…]", EnvVars: []string{"SEQD_ZK"}}
+	if withDefault {
 		f.Value = "127.0.0.1:2181"
 	}
 	return f

@@ -30,7 +30,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	if zkRequired {
-		fs = append([]cli.Flag{zkFlag(true)}, fs...)
+		fs = append([]cli.Flag{zkFlag(false)}, fs...)
 	}
 	return fs
 }
@@ -43,6 +43,9 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("serve takes no arguments, got %q", c.Args().Slice())
+			}
+			if c.String("zk") == "" {
+				return usageErrorf("serve needs --zk host:port[,host:port…] (or SEQD_ZK)")
 			}
 			servers, err := splitServers(c.String("zk"))
 			if err != nil {

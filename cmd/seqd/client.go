@@ -254,4 +254,3 @@ func statusCommand() *cli.Command {
 		},
 	}
 }
-

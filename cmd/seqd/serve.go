@@ -168,4 +168,3 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	logger.Info("stopped")
 	return nil
 }
-

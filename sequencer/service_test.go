@@ -2,20 +2,15 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
@@ -451,18 +446,3 @@ func zkChildren(t testing.TB, servers []string, path string) []string {
 	return ch
 }
 
-// get fetches a URL and returns status and body.
-func get(t testing.TB, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-var _ = json.Marshal
-var _ sync.Mutex
-var _ = testutil.ToFloat64

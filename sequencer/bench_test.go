@@ -1,0 +1,309 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seqd/seqd/testenv"
+)
+
+// The issue's benchmark: HTTP acquire+release cycles per second with 16
+// concurrent clients, against baselines measured in the same run on the same
+// standalone ZooKeeper:
+//
+//   - raw: an ephemeral-sequential create and its delete, the least any
+//     ZooKeeper lock can cost (no exclusion, no token, no HTTP). On one
+//     shared connection (the daemon's situation: one session for all its
+//     clients) and on 16 connections.
+//   - zkLock: go-zookeeper's zk.Lock (exclusion, no token), 16 Lock objects,
+//     on 16 connections and on one shared connection.
+//
+// The variants run interleaved, one round of each per b.Loop iteration, so
+// that drift on the machine hits them alike. Each reports cycles/s; the
+// ratios are seqd's throughput over each baseline's (above 1: seqd faster).
+// Aims (issue 2): ≥ 0.9× raw uncontended, ≥ 1.0× zk.Lock on the hot lock.
+//
+// zk-req/cycle is the number of requests the server received per cycle (the
+// srvr four-letter word's Received counter over a separate counting pass):
+// what each variant costs ZooKeeper, independent of timing.
+
+const benchClients = 16
+
+// benchVariant is one way of running lock/unlock cycles: cycle(w) runs one
+// cycle for worker w (0 ≤ w < benchClients), each worker in its own
+// goroutine.
+type benchVariant struct {
+	name  string
+	cycle func(w int) error
+}
+
+// benchRun runs cycles cycles over benchClients workers and returns how long
+// they took.
+func benchRun(v benchVariant, cycles int) (time.Duration, error) {
+	var (
+		tickets atomic.Int64
+		wg      sync.WaitGroup
+		errMu   sync.Mutex
+		first   error
+	)
+	start := time.Now()
+	for w := range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tickets.Add(1) <= int64(cycles) {
+				if err := v.cycle(w); err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = fmt.Errorf("%s, worker %d: %w", v.name, w, err)
+					}
+					errMu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), first
+}
+
+// benchReceived is the server's count of received packets.
+func benchReceived(b *testing.B, servers []string) int64 {
+	b.Helper()
+	out, err := testenv.FourLetter(servers[0], "srvr", 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Received: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatalf("srvr: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("srvr has no Received line:\n%s", out)
+	return 0
+}
+
+// benchCPU is the user and system CPU time this process has used.
+func benchCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchConn is a plain go-zookeeper connection, closed at cleanup.
+func benchConn(b *testing.B, servers []string) *zk.Conn {
+	b.Helper()
+	conn, ev, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	for e := range ev {
+		if e.State == zk.StateHasSession {
+			break
+		}
+	}
+	return conn
+}
+
+func benchMkdirs(b *testing.B, conn *zk.Conn, p string) {
+	b.Helper()
+	cur := ""
+	for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		cur += "/" + part
+		if _, err := conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchDaemon is the daemon as it runs in production, logging at Info (one
+// line per grant and release, formatted and thrown away), its API served
+// over loopback HTTP, and an HTTP client that keeps one connection per
+// worker alive: http.DefaultTransport keeps only 2 idle connections per
+// host, and 16 workers on it would measure TCP handshakes, not seqd.
+func benchDaemon(b *testing.B, servers []string) *daemon {
+	b.Helper()
+	d := metricStartDaemon(b, metricDaemonOpts{
+		servers: servers,
+		root:    "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_"),
+		logger:  slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	tr := &http.Transport{MaxIdleConnsPerHost: 2 * benchClients}
+	b.Cleanup(tr.CloseIdleConnections)
+	d.client.HTTP = &http.Client{Transport: tr}
+	return d
+}
+
+// benchSeqd: worker w acquires lock(w) (waiting up to wait) and releases it.
+func benchSeqd(d *daemon, lock func(w int) string, wait time.Duration) benchVariant {
+	ctx := context.Background()
+	return benchVariant{name: "seqd", cycle: func(w int) error {
+		name := lock(w)
+		l, err := d.client.Acquire(ctx, name, fmt.Sprintf("bench-%d", w), 15*time.Second, wait)
+		if err != nil {
+			return err
+		}
+		return d.client.Release(ctx, name, l.LeaseID, l.Token)
+	}}
+}
+
+// benchService is benchSeqd without HTTP: the Service called in process.
+// Not a baseline; it splits seqd's cost between the API and the core.
+func benchService(d *daemon, lock func(w int) string, wait time.Duration) benchVariant {
+	ctx := context.Background()
+	return benchVariant{name: "service", cycle: func(w int) error {
+		name := lock(w)
+		l, err := d.svc.Acquire(ctx, name, fmt.Sprintf("bench-%d", w), 15*time.Second, wait)
+		if err != nil {
+			return err
+		}
+		return d.svc.Release(ctx, name, l.LeaseID, l.Token)
+	}}
+}
+
+// benchRaw: worker w creates an ephemeral-sequential node under parent(w)
+// on conn(w) and deletes it.
+func benchRaw(name string, conn func(w int) *zk.Conn, parent func(w int) string) benchVariant {
+	acl := zk.WorldACL(zk.PermAll)
+	return benchVariant{name: name, cycle: func(w int) error {
+		c := conn(w)
+		p, err := c.Create(parent(w)+"/x-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		if err != nil {
+			return err
+		}
+		return c.Delete(p, -1)
+	}}
+}
+
+// benchZKLock: worker w locks and unlocks its own zk.Lock.
+func benchZKLock(name string, locks []*zk.Lock) benchVariant {
+	return benchVariant{name: name, cycle: func(w int) error {
+		if err := locks[w].Lock(); err != nil {
+			return err
+		}
+		return locks[w].Unlock()
+	}}
+}
+
+// benchCompare measures the variants, seqd first, and reports cycles/s,
+// requests per cycle and seqd's ratio against each baseline.
+func benchCompare(b *testing.B, servers []string, vs []benchVariant, round int) {
+	// Warm up (lock nodes, connections, JIT) and count requests per cycle.
+	// The CPU this process spends per cycle (daemon, HTTP client and
+	// go-zookeeper alike) shows what seqd costs on the host beside the
+	// requests it makes ZooKeeper serve.
+	const counted = 8 * benchClients
+	reqs, cpu := map[string]float64{}, map[string]float64{}
+	for _, v := range vs {
+		if _, err := benchRun(v, counted); err != nil {
+			b.Fatal(err)
+		}
+		before, cpu0 := benchReceived(b, servers), benchCPU(b)
+		if _, err := benchRun(v, counted); err != nil {
+			b.Fatal(err)
+		}
+		cpu[v.name] = float64((benchCPU(b) - cpu0).Microseconds()) / counted
+		reqs[v.name] = float64(benchReceived(b, servers)-before-1) / counted // -1: the srvr itself
+	}
+
+	spent := map[string]time.Duration{}
+	cycles := 0
+	for b.Loop() {
+		for _, v := range vs {
+			d, err := benchRun(v, round)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spent[v.name] += d
+		}
+		cycles += round
+	}
+	b.StopTimer() // the sessions' cleanup is not part of it
+
+	rate := func(name string) float64 { return float64(cycles) / spent[name].Seconds() }
+	ours := rate(vs[0].name)
+	var lines []string
+	for _, v := range vs {
+		b.ReportMetric(rate(v.name), v.name+"-cycles/s")
+		b.ReportMetric(reqs[v.name], v.name+"-zk-req/cycle")
+		b.ReportMetric(cpu[v.name], v.name+"-cpu-µs/cycle")
+		line := fmt.Sprintf("%-14s %7.0f cycles/s  %4.1f zk req/cycle  %5.0f µs CPU/cycle", v.name, rate(v.name), reqs[v.name], cpu[v.name])
+		if v.name != vs[0].name {
+			b.ReportMetric(ours/rate(v.name), "ratio_vs_"+v.name)
+			line += fmt.Sprintf("  seqd = %.2f×", ours/rate(v.name))
+		}
+		lines = append(lines, line)
+	}
+	b.Logf("%d clients, %d cycles per variant:\n%s", benchClients, cycles, strings.Join(lines, "\n"))
+}
+
+// Each client on its own lock name: nothing waits, every cycle is a grant.
+func BenchmarkCycles16Uncontended(b *testing.B) {
+	servers := sharedZK.Get(b).Servers()
+	base := "/seqd-bench/" + b.Name()
+	d := benchDaemon(b, servers)
+
+	shared := benchConn(b, servers)
+	conns := make([]*zk.Conn, benchClients)
+	locks16 := make([]*zk.Lock, benchClients)
+	locks1 := make([]*zk.Lock, benchClients)
+	for w := range conns {
+		conns[w] = benchConn(b, servers)
+		benchMkdirs(b, shared, fmt.Sprintf("%s/raw/%d", base, w))
+		locks16[w] = zk.NewLock(conns[w], fmt.Sprintf("%s/zkLock16/%d", base, w), zk.WorldACL(zk.PermAll))
+		locks1[w] = zk.NewLock(shared, fmt.Sprintf("%s/zkLock1/%d", base, w), zk.WorldACL(zk.PermAll))
+	}
+	rawParent := func(w int) string { return fmt.Sprintf("%s/raw/%d", base, w) }
+	benchCompare(b, servers, []benchVariant{
+		benchSeqd(d, func(w int) string { return fmt.Sprintf("own/%d", w) }, 0),
+		benchService(d, func(w int) string { return fmt.Sprintf("own/%d", w) }, 0),
+		benchRaw("raw-1conn", func(int) *zk.Conn { return shared }, rawParent),
+		benchRaw("raw-16conn", func(w int) *zk.Conn { return conns[w] }, rawParent),
+		benchZKLock("zkLock-1conn", locks1),
+		benchZKLock("zkLock-16conn", locks16),
+	}, 8*benchClients)
+}
+
+// All 16 clients on one lock: acquire with a wait, then release.
+func BenchmarkCycles16HotLock(b *testing.B) {
+	servers := sharedZK.Get(b).Servers()
+	base := "/seqd-bench/" + b.Name()
+	d := benchDaemon(b, servers)
+
+	shared := benchConn(b, servers)
+	conns := make([]*zk.Conn, benchClients)
+	locks16 := make([]*zk.Lock, benchClients)
+	locks1 := make([]*zk.Lock, benchClients)
+	for w := range conns {
+		conns[w] = benchConn(b, servers)
+		locks16[w] = zk.NewLock(conns[w], base+"/zkLock16", zk.WorldACL(zk.PermAll))
+		locks1[w] = zk.NewLock(shared, base+"/zkLock1", zk.WorldACL(zk.PermAll))
+	}
+	benchCompare(b, servers, []benchVariant{
+		benchSeqd(d, func(int) string { return "hot" }, time.Minute),
+		benchService(d, func(int) string { return "hot" }, time.Minute),
+		benchZKLock("zkLock-1conn", locks1),
+		benchZKLock("zkLock-16conn", locks16),
+	}, 2*benchClients) // short rounds: a hot cycle is slow, and more rounds interleave more
+}

@@ -147,7 +147,9 @@ func (s *sim) at(d int64, fn func()) {
 }
 
 // latency is a message's one-way time: 0.1–5 ms.
-func (s *sim) latency() int64 { return int64(100*time.Microsecond) + s.r.Int64N(int64(5*time.Millisecond)) }
+func (s *sim) latency() int64 {
+	return int64(100*time.Microsecond) + s.r.Int64N(int64(5*time.Millisecond))
+}
 
 // pause is a client pause or a delayed message: 0.5–3× the TTL.
 func (s *sim) pause() int64 { return s.ttl/2 + s.r.Int64N(5*s.ttl/2) }

@@ -1,0 +1,242 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/sequencer"
+)
+
+// clientEnv carries a ClientConfig (JSON) to a client process: the test
+// binary re-executes itself with it set, and TestMain runs the client.
+const clientEnv = "SEQD_CHAOS_CLIENT"
+
+// ClientConfig is one client process of the lock-set workload.
+type ClientConfig struct {
+	ID          int           `json:"id"`
+	Daemons     []string      `json:"daemons"`      // base URLs
+	DaemonNames []string      `json:"daemon_names"` // for the history
+	Store       string        `json:"store"`        // base URL
+	Lock        string        `json:"lock"`
+	Key         string        `json:"key"`
+	TTL         time.Duration `json:"ttl"`
+	Wait        time.Duration `json:"wait"`  // acquire wait
+	Think       time.Duration `json:"think"` // upper bound of the sleep between read and write
+	Timeout     time.Duration `json:"timeout"`
+	Seed        uint64        `json:"seed"`
+	History     string        `json:"history"` // JSON-lines file, appended to
+	Until       int64         `json:"until"`   // UnixNano: start no iteration after it
+	Final       bool          `json:"final"`   // one iteration: acquire (waiting), read, release
+}
+
+// clientMain runs a client process from its environment and returns its
+// exit code.
+func clientMain(raw string) int {
+	var cfg ClientConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos client: %s: %v\n", clientEnv, err)
+		return 64
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := RunClient(ctx, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos client %d: %v\n", cfg.ID, err)
+		return 1
+	}
+	return 0
+}
+
+// RunClient loops the lock-set workload until cfg.Until or ctx ends:
+// acquire the lock through a daemon picked at random, read the set from the
+// store with the token, sleep, write the set plus a new element with the
+// token, release. It goes on with a lease that may be lost (it cannot know:
+// that is the point) and records every operation to cfg.History.
+func RunClient(ctx context.Context, cfg ClientConfig) error {
+	f, err := os.OpenFile(cfg.History, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c := &client{cfg: cfg, rec: NewRecorder(f, cfg.ID), r: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 4}}}
+	if cfg.Timeout <= 0 {
+		c.cfg.Timeout = 4 * time.Second
+	}
+	if cfg.Final {
+		deadline := time.Now().Add(2 * time.Minute)
+		for ctx.Err() == nil && time.Now().Before(deadline) {
+			if c.iteration(ctx, 1) {
+				return c.rec.Err()
+			}
+			c.sleep(ctx, 200*time.Millisecond)
+		}
+		return fmt.Errorf("no final read within 2 minutes")
+	}
+	for iter := 1; ctx.Err() == nil && time.Now().UnixNano() < cfg.Until; iter++ {
+		if !c.iteration(ctx, iter) {
+			c.sleep(ctx, time.Duration(20+c.r.IntN(80))*time.Millisecond)
+		}
+	}
+	return c.rec.Err()
+}
+
+type client struct {
+	cfg  ClientConfig
+	rec  *Recorder
+	r    *rand.Rand
+	http *http.Client
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+func (c *client) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// iteration runs one acquire-read-write-release round and reports whether
+// the read answered ok (for the final client: whether it is done).
+func (c *client) iteration(ctx context.Context, iter int) bool {
+	d := c.r.IntN(len(c.cfg.Daemons))
+	dc := &sequencer.Client{Addr: c.cfg.Daemons[d], HTTP: c.http}
+	owner := fmt.Sprintf("c%d-%d", c.cfg.ID, iter)
+	wait := c.cfg.Wait
+	if c.cfg.Final {
+		wait = 30 * time.Second
+	}
+	op := c.rec.Invoke(Op{Kind: KindAcquire, Daemon: c.cfg.DaemonNames[d], Invoke: now()})
+	actx, cancel := context.WithTimeout(ctx, wait+c.cfg.Timeout)
+	lease, err := dc.Acquire(actx, c.cfg.Lock, owner, c.cfg.TTL, wait)
+	cancel()
+	op.Complete = now()
+	op.Result, op.Err = classifyDaemon(err)
+	if err == nil {
+		op.Token, op.Grant = lease.Token, lease.LeaseID
+	}
+	c.rec.Complete(op)
+	if err != nil {
+		return false
+	}
+	set, ok := c.read(ctx, lease)
+	if ok && !c.cfg.Final {
+		c.sleep(ctx, time.Duration(c.r.Int64N(int64(c.cfg.Think)+1)))
+		x := (c.cfg.ID+1)*1_000_000 + iter
+		c.write(ctx, lease, append(set, x), x)
+	}
+	rel := c.rec.Invoke(Op{Kind: KindRelease, Daemon: c.cfg.DaemonNames[d], Token: lease.Token, Grant: lease.LeaseID, Invoke: now()})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	err = dc.Release(rctx, c.cfg.Lock, lease.LeaseID, lease.Token)
+	cancel()
+	rel.Complete = now()
+	rel.Result, rel.Err = classifyDaemon(err)
+	c.rec.Complete(rel)
+	return ok
+}
+
+// classifyDaemon maps a daemon call's error to a result: an answer of the
+// daemon is definite, a call that got none is unknown.
+func classifyDaemon(err error) (string, string) {
+	var api *sequencer.APIError
+	switch {
+	case err == nil:
+		return ResultOK, ""
+	case errors.As(err, &api) && api.Code == sequencer.CodeStaleToken:
+		return ResultStale, api.Code
+	case errors.As(err, &api):
+		return ResultFail, api.Code
+	}
+	return ResultInfo, err.Error()
+}
+
+func (c *client) storeURL() string { return c.cfg.Store + "/v1/kv/" + c.cfg.Key }
+
+func (c *client) read(ctx context.Context, l sequencer.Lease) ([]int, bool) {
+	op := c.rec.Invoke(Op{Kind: KindRead, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
+	status, body, err := c.do(ctx, http.MethodGet, l.Token, nil)
+	op.Complete = now()
+	var set []int
+	switch {
+	case err != nil:
+		op.Result, op.Err = ResultInfo, err.Error()
+	case status == http.StatusOK:
+		if jerr := json.Unmarshal(body, &set); jerr != nil {
+			op.Result, op.Err = ResultInfo, "undecodable value: "+jerr.Error()
+		} else {
+			op.Result, op.Value = ResultOK, set
+		}
+	case status == http.StatusNotFound: // nothing written yet; the token was admitted
+		op.Result, op.Value = ResultOK, []int{}
+	default:
+		op.Result, op.Err = storeResult(status, body)
+	}
+	c.rec.Complete(op)
+	return set, op.Result == ResultOK
+}
+
+func (c *client) write(ctx context.Context, l sequencer.Lease, set []int, x int) {
+	b, _ := json.Marshal(set)
+	op := c.rec.Invoke(Op{Kind: KindWrite, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
+	status, body, err := c.do(ctx, http.MethodPut, l.Token, b)
+	op.Complete = now()
+	switch {
+	case err != nil:
+		op.Result, op.Err = ResultInfo, err.Error()
+	case status == http.StatusOK:
+		op.Result = ResultOK
+	default:
+		op.Result, op.Err = storeResult(status, body)
+	}
+	c.rec.Complete(op)
+}
+
+// storeResult: a 409 is a refusal, another 4xx had no effect, a 5xx may
+// have come after the write (unknown).
+func storeResult(status int, body []byte) (string, string) {
+	msg := strconv.Itoa(status) + " " + string(bytes.TrimSpace(body))
+	switch {
+	case status == http.StatusConflict:
+		return ResultStale, msg
+	case status/100 == 4:
+		return ResultFail, msg
+	}
+	return ResultInfo, msg
+}
+
+func (c *client) do(ctx context.Context, method string, token uint64, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.storeURL(), rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Fencing-Token", strconv.FormatUint(token, 10))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 2<<20))
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, b, nil
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,8 +20,11 @@ type Client struct {
 	Addr string
 	// APIToken is sent as a bearer token when set.
 	APIToken string
-	// HTTP is the client to use; default http.DefaultClient.
+	// HTTP is the client to use; default one of the Client's own.
 	HTTP *http.Client
+
+	once sync.Once
+	own  *http.Client
 }
 
 // APIError is a non-2xx answer of the daemon.
@@ -140,10 +144,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if c.APIToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIToken)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := c.httpClient()
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrDaemonUnreachable, err)
@@ -173,6 +174,23 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("sequencer: decode %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// httpClient is c.HTTP, or the Client's own, which keeps enough idle
+// connections for a busy sidecar client (http.DefaultClient keeps 2 per
+// host and reconnects past that).
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	c.once.Do(func() {
+		c.own = &http.Client{Transport: &http.Transport{
+			MaxIdleConns:        64,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	})
+	return c.own
 }
 
 // ErrDaemonUnreachable: the daemon did not answer.

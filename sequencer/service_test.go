@@ -445,4 +445,3 @@ func zkChildren(t testing.TB, servers []string, path string) []string {
 	}
 	return ch
 }
-

@@ -92,6 +92,14 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 		case <-tc:
 		case ev := <-ownWatch:
 			t.Stop()
+			if ev.Type == zk.EventNotWatching && s.Err() != nil {
+				// go-zookeeper ends the watches right after it reports the
+				// expiry: say the real reason.
+				if g.end(fmt.Errorf("%w: %w", ErrLockLost, s.Err())) {
+					s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", s.Err())
+				}
+				return
+			}
 			if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated {
 				// Not a loss; watch again. (Nobody writes our node, so this
 				// is rare.)

@@ -215,7 +215,14 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 		for i, c := range cs {
 			if c.node == ownNode {
 				idx = i
-				break
+			} else if c.guid == guid {
+				// A twin of ours from a create that committed after all:
+				// it would block us forever. Remove it.
+				twin := m.path + "/" + c.node
+				s.log.Warn("deleting a twin contender", "path", twin)
+				if err := s.callCtx(ctx, func() error { return s.conn.Delete(twin, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return nil, err
+				}
 			}
 		}
 		if idx < 0 {
@@ -240,13 +247,21 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 			continue
 		}
 		select {
-		case <-ch:
+		case ev := <-ch:
+			// A predecessor granted on this session was the lowest
+			// contender once, and nothing lower can appear later: when it
+			// goes, we are the lowest without reading the children again
+			// (a hand-over inside one daemon costs one request less).
+			if ev.Type == zk.EventNodeDeleted && s.wasGranted(pred) {
+				goto lowest
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-s.done:
 			return nil, s.Err()
 		}
 	}
+lowest:
 	if err := waitOwn(); err != nil {
 		return nil, err
 	}
@@ -299,6 +314,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	m.mu.Lock()
 	m.grant = g
 	m.mu.Unlock()
+	s.markGranted(own)
 	s.metrics.Grant(m.name)
 	s.metrics.LocksHeldAdd(1)
 	s.metrics.AcquireDuration(s.clock.Now().Sub(start).Seconds())
@@ -350,7 +366,16 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 	s := m.s
 	for {
 		var children []string
-		err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err })
+		err := s.callCtx(ctx, func() (err error) {
+			// Sync first: on another server than the one that took the
+			// lost create, the read must not run ahead of its commit, or we
+			// would create a twin.
+			if _, err := s.conn.Sync(m.path); err != nil {
+				return err
+			}
+			children, _, err = s.conn.Children(m.path)
+			return err
+		})
 		switch {
 		case err == nil:
 			for _, ch := range children {
@@ -413,7 +438,11 @@ func (m *Mutex) withdraw(ctx context.Context, guid string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- m.s.deleteGUID(m.path, guid) }()
+	m.s.wg.Add(1)
+	go func() {
+		defer m.s.wg.Done()
+		done <- m.s.deleteGUID(m.path, guid)
+	}()
 	select {
 	case err := <-done:
 		if err == nil {

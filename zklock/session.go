@@ -81,6 +81,12 @@ type Session struct {
 	doneOnce sync.Once
 	doneErr  error
 
+	// granted remembers contenders that were granted on this session (a
+	// bounded set: cleared when full, which only costs the hand-over
+	// shortcut, never safety: a path in it was granted, whatever else).
+	grantedMu sync.Mutex
+	granted   map[string]struct{}
+
 	mu      sync.Mutex
 	cleanup map[orphan]struct{} // contenders still to delete
 	wake    chan struct{}       // pokes the janitor
@@ -116,6 +122,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		guard:     opts.Guard,
 		done:      make(chan struct{}),
 		cleanup:   map[orphan]struct{}{},
+		granted:   map[string]struct{}{},
 		wake:      make(chan struct{}, 1),
 
 		negotiated: make(chan struct{}),
@@ -293,6 +300,24 @@ func (s *Session) Close() error {
 	s.finish(ErrClosed)
 	s.wg.Wait()
 	return nil
+}
+
+const maxGrantedMemory = 4096
+
+func (s *Session) markGranted(path string) {
+	s.grantedMu.Lock()
+	defer s.grantedMu.Unlock()
+	if len(s.granted) >= maxGrantedMemory {
+		clear(s.granted)
+	}
+	s.granted[path] = struct{}{}
+}
+
+func (s *Session) wasGranted(path string) bool {
+	s.grantedMu.Lock()
+	defer s.grantedMu.Unlock()
+	_, ok := s.granted[path]
+	return ok
 }
 
 // orphan names a contender to delete: by its GUID under its lock node, since

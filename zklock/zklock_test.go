@@ -128,7 +128,7 @@ func TestTokensRise1000(t *testing.T) {
 	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
 		t.Run(mode.String(), func(t *testing.T) {
 			a, b := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{})
-			name := "rise/" + mode.String()
+			name := fmt.Sprintf("rise/%s-%d", mode, time.Now().UnixNano()) // fresh: version tokens start at 1
 			ma, mb := mutex(t, a, name, WithTokenMode(mode)), mutex(t, b, name, WithTokenMode(mode))
 			var prev uint64
 			for i := 0; i < 1000; i++ {

@@ -31,6 +31,17 @@ run:
 	scripts/deps.sh zookeeper
 	$(GO) run ./cmd/seqd dev
 
+# chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
+# run; CHAOS_DURATION sets the fenced run). Histories and porcupine's
+# visualization of failed runs go to CHAOS_OUT.
+SEED           ?= 0
+CHAOS_DURATION ?= 5m
+CHAOS_OUT      ?= chaos-out
+chaos: deps
+	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestSimulation|TestServiceSimulation' ./chaos/ \
+		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.control=45s \
+		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
+
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 

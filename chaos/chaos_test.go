@@ -25,7 +25,7 @@ import (
 
 var (
 	durationFlag = flag.Duration("chaos.duration", 60*time.Second, "length of the real-process run with fencing")
-	controlFlag  = flag.Duration("chaos.control", 15*time.Second, "length of each real-process negative control")
+	controlFlag  = flag.Duration("chaos.control", 12*time.Second, "length of each real-process negative control")
 	clientsFlag  = flag.Int("chaos.clients", 4, "client processes")
 	outFlag      = flag.String("chaos.out", "", "directory for the histories and visualizations of failed runs (default: a new one under $TMPDIR)")
 )

@@ -159,6 +159,8 @@ func classifyDaemon(err error) (string, string) {
 		return ResultStale, api.Code
 	case errors.As(err, &api):
 		return ResultFail, api.Code
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ResultFail, err.Error() // never delivered
 	}
 	return ResultInfo, err.Error()
 }
@@ -172,7 +174,7 @@ func (c *client) read(ctx context.Context, l sequencer.Lease) ([]int, bool) {
 	var set []int
 	switch {
 	case err != nil:
-		op.Result, op.Err = ResultInfo, err.Error()
+		op.Result, op.Err = transportResult(err)
 	case status == http.StatusOK:
 		if jerr := json.Unmarshal(body, &set); jerr != nil {
 			op.Result, op.Err = ResultInfo, "undecodable value: "+jerr.Error()
@@ -195,13 +197,22 @@ func (c *client) write(ctx context.Context, l sequencer.Lease, set []int, x int)
 	op.Complete = now()
 	switch {
 	case err != nil:
-		op.Result, op.Err = ResultInfo, err.Error()
+		op.Result, op.Err = transportResult(err)
 	case status == http.StatusOK:
 		op.Result = ResultOK
 	default:
 		op.Result, op.Err = storeResult(status, body)
 	}
 	c.rec.Complete(op)
+}
+
+// transportResult: a refused connection never reached the store; any
+// other failure may have come after the store acted.
+func transportResult(err error) (string, string) {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return ResultFail, err.Error()
+	}
+	return ResultInfo, err.Error()
 }
 
 // storeResult: a 409 is a refusal, another 4xx had no effect, a 5xx may

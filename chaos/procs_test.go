@@ -1,15 +1,12 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -143,30 +140,7 @@ func (p *proc) waitLog(ctx context.Context, re *regexp.Regexp) (string, error) {
 var (
 	daemonListening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 	storeListening  = regexp.MustCompile(`msg="listening on (\S+)"`)
-	grantedToken    = regexp.MustCompile(`msg=granted .*?token=(\d+)`)
 )
-
-// loggedGrants reads the tokens a daemon logged as granted.
-func loggedGrants(path string) ([]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []uint64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if m := grantedToken.FindStringSubmatch(sc.Text()); m != nil {
-			n, err := strconv.ParseUint(m[1], 10, 64)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, n)
-		}
-	}
-	return out, sc.Err()
-}
 
 // buildSeqd builds the seqd binary once per test binary.
 var buildOnce struct {
@@ -197,11 +171,4 @@ func seqdBinary(t *testing.T) string {
 		t.Fatal(buildOnce.err)
 	}
 	return buildOnce.path
-}
-
-func shortErr(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-var simSchedules = flag.Int("chaos.schedules", 2000, "simulated schedules per fence mode")
+var simSchedules = flag.Int("chaos.schedules", 4000, "simulated schedules per fence mode")
 
 // simRun runs n schedules from seed on cfg and counts the schedules in which
 // each checker found a violation.

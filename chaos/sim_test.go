@@ -11,7 +11,7 @@ var simSchedules = flag.Int("chaos.schedules", 4000, "simulated schedules per fe
 
 // simRun runs n schedules from seed on cfg and counts the schedules in which
 // each checker found a violation.
-func simRun(t *testing.T, seed uint64, n int, cfg SimConfig) (failed map[string]int, ops int, stats SimStats, first string) {
+func simRun(t *testing.T, seed uint64, n int, cfg SimConfig) (failed map[string]int, ops, stale int, stats SimStats, first string) {
 	t.Helper()
 	failed = map[string]int{}
 	for i := 0; i < n; i++ {
@@ -26,6 +26,7 @@ func simRun(t *testing.T, seed uint64, n int, cfg SimConfig) (failed map[string]
 		stats.Handoffs += st.Handoffs
 		stats.Renewals += st.Renewals
 		r := Check(h, nil)
+		stale += r.Counts[KindRead][ResultStale] + r.Counts[KindWrite][ResultStale]
 		for k, v := range r.ByChecker() {
 			if v > 0 {
 				failed[k]++
@@ -35,15 +36,15 @@ func simRun(t *testing.T, seed uint64, n int, cfg SimConfig) (failed map[string]
 			}
 		}
 	}
-	return failed, ops, stats, first
+	return failed, ops, stale, stats, first
 }
 
 func TestSimulation(t *testing.T) {
 	seed := chaosSeed(t)
 	start := time.Now()
-	failed, ops, st, first := simRun(t, seed, *simSchedules, SimConfig{})
-	t.Logf("simulation: %d schedules from seed %d, %d operations, %d pauses, %d delayed writes, %d session losses, %d expiries, %d hand-offs, %d renewals in %v",
-		*simSchedules, seed, ops, st.Pauses, st.Delays, st.SessionLosses, st.Expiries, st.Handoffs, st.Renewals, time.Since(start).Round(time.Millisecond))
+	failed, ops, stale, st, first := simRun(t, seed, *simSchedules, SimConfig{})
+	t.Logf("simulation: %d schedules from seed %d, %d operations (%d refused as stale), %d pauses, %d delayed writes, %d session losses, %d expiries, %d hand-offs, %d renewals in %v",
+		*simSchedules, seed, ops, stale, st.Pauses, st.Delays, st.SessionLosses, st.Expiries, st.Handoffs, st.Renewals, time.Since(start).Round(time.Millisecond))
 	if len(failed) > 0 {
 		t.Errorf("violations with full fencing: schedules failed per checker %v; first: %s", failed, first)
 	}
@@ -67,7 +68,7 @@ func TestSimulationNegativeControls(t *testing.T) {
 		{"cached-token", SimConfig{CachedToken: true}, []string{"tokens", "linearizable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			failed, ops, _, first := simRun(t, seed, n, tc.cfg)
+			failed, ops, _, _, first := simRun(t, seed, n, tc.cfg)
 			t.Logf("%s: %d schedules, %d operations; schedules failed per checker %v; first: %s", tc.name, n, ops, failed, first)
 			for _, c := range tc.want {
 				if failed[c] == 0 {

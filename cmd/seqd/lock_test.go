@@ -111,6 +111,9 @@ func startLock(t *testing.T, env []string, args ...string) *lockProc {
 	p.cmd = exec.Command(lockTestBinary(t), append([]string{"lock"}, args...)...)
 	p.cmd.Env = lockEnv(env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// A process seqd failed to stop would hold the output pipes open, and
+	// Wait with them: a failing test must fail, not hang.
+	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +149,9 @@ func (p *lockProc) wait(t *testing.T, d time.Duration) int {
 		return 0
 	case errors.As(p.err, &ee) && ee.Exited():
 		return ee.ExitCode()
+	}
+	if ee != nil && !ee.Exited() {
+		return -1 // killed by a signal
 	}
 	t.Fatalf("seqd lock: %v", p.err)
 	return -1
@@ -660,4 +666,42 @@ func TestLockLossKillsStubbornCommand(t *testing.T) {
 		t.Errorf("stderr: got %q, want the child's end by SIGKILL (status 137)", p.stderr.String())
 	}
 	waitContenders(t, conn, "stubborn", 0, 30*time.Second)
+}
+
+// seqd killed outright (SIGKILL, the OOM killer) cannot signal anyone: the
+// kernel kills the command for it, so that it does not run on unwatched.
+func TestLockCommandDiesWithSeqd(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartT(t, testenv.Options{})
+	dir := t.TempDir()
+	p := startLock(t, []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir},
+		"orphan", "--", "sh", "-c", `echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; exec sleep 1000`)
+	eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "pid")) })
+	data, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() { // then it is still alive, and still ours
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, 30*time.Second)
+	// Gone, or a zombie waiting for init to reap it: either way it runs no
+	// more.
+	eventually(t, 10*time.Second, "the command dies with seqd", func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,7 +67,8 @@ type Result struct {
 // deadline (KillGrace) runs on the injected clock.
 const groupPoll = 20 * time.Millisecond
 
-// Run starts cmd in a new process group (it sets SysProcAttr.Setpgid) and
+// Run starts cmd in a new process group (it sets SysProcAttr.Setpgid, and
+// Pdeathsig so that the command is killed if this process dies) and
 // supervises it until the command has exited and the rest of its group has
 // gone too: a member left behind is sent KillSignal when the command exits,
 // and SIGKILL after KillGrace. An error means the command could not be
@@ -85,19 +87,32 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
-	if err := cmd.Start(); err != nil {
+	// Should this process die without a chance to act (SIGKILL, the OOM
+	// killer), the command must not run on unwatched: the kernel kills it.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() { // Run does not return before this closes exited
+		// Pdeathsig fires when the thread that forked the child ends, not
+		// the process: hold this goroutine to its thread (which then lives
+		// on) until the command has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // the status is read from cmd.ProcessState
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		return Result{}, err
 	}
 	// Start returns after the exec, which comes after setpgid: the group
 	// exists now, and its id is the command's pid.
 	pgid := cmd.Process.Pid
 	log := opts.Logger.With("pgid", pgid)
-
-	exited := make(chan struct{})
-	go func() { // Run does not return before this closes exited
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-		close(exited)
-	}()
 
 	var (
 		res      Result

@@ -32,7 +32,7 @@ func sessionTimeoutFlag() *cli.DurationFlag {
 }
 
 func tokenModeFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "token", Value: "zxid", Usage: "token mode: zxid (czxid of the contender) or version (dense per-lock counter)", EnvVars: []string{"SEQD_TOKEN"}}
+	return &cli.StringFlag{Name: "token", Value: "zxid", Usage: "token mode: zxid (czxid of the contender) or version (dense per-lock counter)", EnvVars: []string{"SEQD_TOKEN_MODE"}}
 }
 
 func logFormatFlag() *cli.StringFlag {

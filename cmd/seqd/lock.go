@@ -58,14 +58,11 @@ Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
 ZooKeeper unreachable; 75 not acquired within --timeout; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SEQD_ZK"},
-				Usage: "ZooKeeper servers, `HOST:PORT[,HOST:PORT...]`"},
-			&cli.StringFlag{Name: "root", Value: zklock.DefaultRoot, EnvVars: []string{"SEQD_ROOT"},
-				Usage: "znode under which lock nodes live"},
+			zkFlag(true),
+			rootFlag(),
 			&cli.StringFlag{Name: "session-timeout", Value: zklock.DefaultSessionTimeout.String(), EnvVars: []string{"SEQD_SESSION_TIMEOUT"},
 				Usage: "ZooKeeper session `TIMEOUT` to ask for (the server may negotiate another)"},
-			&cli.StringFlag{Name: "token", Value: "zxid", EnvVars: []string{"SEQD_TOKEN_MODE"},
-				Usage: "fencing token `MODE`: zxid (czxid of the contender) or version (dense per-lock counter)"},
+			tokenModeFlag(),
 			&cli.StringFlag{Name: "timeout", Value: "0", EnvVars: []string{"SEQD_LOCK_TIMEOUT"},
 				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
 			&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},

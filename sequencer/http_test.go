@@ -225,7 +225,7 @@ var (
 	timeRE = regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`)
 	hexRE  = regexp.MustCompile(`[0-9a-f]{32}`)
 	// Tokens where the API puts them: JSON fields, sequencers, sentences.
-	numRE = regexp.MustCompile(`("token":|"current_token":|@|token )(\d+)`)
+	numRE = regexp.MustCompile(`("token":|"current_token":|@|token |token is )(\d+)`)
 )
 
 // normalize replaces what changes from run to run with stable names: the

@@ -271,7 +271,7 @@ func (m *Member) start() error {
 		m.logs = &tailBuffer{max: 256 << 10}
 	}
 	cmd := exec.Command(m.java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Xmx256m", "-XX:+UseSerialGC",
 		"-Dzookeeper.log.dir="+m.dir,
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dzookeeper.jmx.log4j.disable=true",

@@ -454,9 +454,9 @@ func (s *Service) watch(l *lease) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		d := l.expires.Sub(s.clock.Now())
+		expires := l.expires
 		s.mu.Unlock()
-		tc, t := s.clock.NewTimer(d)
+		tc, t := s.clock.TimerAt(expires)
 		select {
 		case <-tc:
 			s.mu.Lock()

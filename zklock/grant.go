@@ -66,8 +66,8 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 	defer s.wg.Done()
 	defer close(g.ended)
 	for {
-		d := s.Deadline().Sub(s.clock.Now())
-		if d <= 0 {
+		deadline := s.Deadline()
+		if !deadline.After(s.clock.Now()) {
 			err := fmt.Errorf("%w: zookeeper not heard from since %s (session timeout %v): the session may have expired",
 				ErrLockLost, s.LastHeard().Format("15:04:05.000"), s.Timeout())
 			if g.end(err) {
@@ -78,7 +78,7 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 			}
 			return
 		}
-		tc, t := s.clock.NewTimer(d)
+		tc, t := s.clock.TimerAt(deadline)
 		select {
 		case <-g.stop:
 			t.Stop()

@@ -16,6 +16,11 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) Timer
 	// NewTimer returns a timer whose channel receives once d has passed.
 	NewTimer(d time.Duration) (<-chan time.Time, Timer)
+	// TimerAt returns a timer whose channel receives at deadline. Logic
+	// that waits for an absolute moment (a lease's expiry) uses it rather
+	// than NewTimer(deadline.Sub(Now())): a clock that moves between the
+	// two calls would postpone the timer by the move.
+	TimerAt(deadline time.Time) (<-chan time.Time, Timer)
 }
 
 // Timer is a pending call; Stop reports whether it stopped it before it ran.
@@ -34,6 +39,11 @@ func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterF
 
 func (realClock) NewTimer(d time.Duration) (<-chan time.Time, Timer) {
 	t := time.NewTimer(d)
+	return t.C, t
+}
+
+func (realClock) TimerAt(deadline time.Time) (<-chan time.Time, Timer) {
+	t := time.NewTimer(time.Until(deadline))
 	return t.C, t
 }
 
@@ -76,11 +86,25 @@ func (c *Fake) NewTimer(d time.Duration) (<-chan time.Time, Timer) {
 	return ch, t
 }
 
+// TimerAt returns a channel that receives the fake time at deadline.
+func (c *Fake) TimerAt(deadline time.Time) (<-chan time.Time, Timer) {
+	ch := make(chan time.Time, 1)
+	t := c.addAt(deadline, func(now time.Time) { ch <- now })
+	return ch, t
+}
+
 func (c *Fake) add(d time.Duration, fire func(time.Time)) *fakeTimer {
 	c.mu.Lock()
+	at := c.now.Add(d)
+	c.mu.Unlock()
+	return c.addAt(at, fire)
+}
+
+func (c *Fake) addAt(at time.Time, fire func(time.Time)) *fakeTimer {
+	c.mu.Lock()
 	c.seq++
-	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, fire: fire}
-	if d <= 0 {
+	t := &fakeTimer{c: c, at: at, seq: c.seq, fire: fire}
+	if !at.After(c.now) {
 		now := c.now
 		c.mu.Unlock()
 		fire(now)

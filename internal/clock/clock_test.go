@@ -56,3 +56,24 @@ func TestFakeWaitPending(t *testing.T) {
 	c.Advance(time.Second)
 	<-done
 }
+
+// A timer for an absolute deadline is not postponed when the clock moves
+// between reading the time and arming it (NewTimer(deadline.Sub(Now())) is).
+func TestFakeTimerAtIgnoresMovesBeforeArming(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	deadline := c.Now().Add(2 * time.Second)
+	c.Advance(time.Second) // the clock moves before the timer is armed
+	ch, _ := c.TimerAt(deadline)
+	c.Advance(time.Second)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("TimerAt did not fire at its deadline")
+	}
+	past, _ := c.TimerAt(deadline)
+	select {
+	case <-past:
+	default:
+		t.Fatal("TimerAt of a past deadline did not fire at once")
+	}
+}

@@ -526,32 +526,46 @@ func TestChaos(t *testing.T) {
 		{"control-cached-token", FenceFull, true, []string{"tokens"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := e.startStore(tc.name, tc.fence)
-			r := e.newRun(tc.name, store)
-			// Slow clients: the think time spans the TTL, so leases run
-			// out between read and write, as under a pause.
-			r.think, r.wait = 3*chaosTTL/2, chaosTTL/4
-			if tc.cached {
-				p := newCachingProxy(e.urls[0])
-				t.Cleanup(p.Close)
-				r.urls, r.names = []string{p.URL}, []string{"caching-proxy"}
-			}
-			rep, faults := r.execute(t, seed, *controlFlag, []phase{{name: faultClientPause, kinds: []string{faultClientPause}, d: *controlFlag, parallel: 1}})
-			t.Logf("%s, seed %d:\n%s%s", tc.name, seed, rep.Table(), faultTable(faults))
-			bc := rep.ByChecker()
-			caught := false
-			for _, c := range tc.want {
-				caught = caught || bc[c] > 0
-			}
-			if !caught {
-				t.Errorf("%s: none of the checkers %v found a violation: %v", tc.name, tc.want, bc)
-				r.save(t, rep)
-			}
-			for i, v := range rep.Violations() {
-				if i == 3 {
-					break
+			// The race a control is for needs an unlucky interleaving
+			// (a pause between a read and a write, another holder in
+			// between). A short run may not meet one, so a control gets a
+			// few attempts, each on a fresh store and seed; it fails only if
+			// none of them trips a checker.
+			const attempts = 4
+			for attempt := 0; attempt < attempts; attempt++ {
+				name := fmt.Sprintf("%s-%d", tc.name, attempt)
+				store := e.startStore(name, tc.fence)
+				r := e.newRun(name, store)
+				// Slow clients: the think time spans the TTL, so leases run
+				// out between read and write, as under a pause.
+				r.think, r.wait = 3*chaosTTL/2, chaosTTL/4
+				if tc.cached {
+					p := newCachingProxy(e.urls[0])
+					t.Cleanup(p.Close)
+					r.urls, r.names = []string{p.URL}, []string{"caching-proxy"}
 				}
-				t.Logf("%s caught (as it must): %v", tc.name, v)
+				s := seed + uint64(attempt)
+				rep, faults := r.execute(t, s, *controlFlag, []phase{{name: faultClientPause, kinds: []string{faultClientPause}, d: *controlFlag, parallel: 1}})
+				t.Logf("%s, seed %d:\n%s%s", name, s, rep.Table(), faultTable(faults))
+				bc := rep.ByChecker()
+				caught := false
+				for _, c := range tc.want {
+					caught = caught || bc[c] > 0
+				}
+				if caught {
+					for i, v := range rep.Violations() {
+						if i == 3 {
+							break
+						}
+						t.Logf("%s caught (as it must) on attempt %d: %v", tc.name, attempt+1, v)
+					}
+					return
+				}
+				t.Logf("%s: attempt %d found no violation (%v): the race did not happen in %v", tc.name, attempt+1, bc, *controlFlag)
+				if attempt == attempts-1 {
+					t.Errorf("%s: none of the checkers %v found a violation in %d attempts", tc.name, tc.want, attempts)
+					r.save(t, rep)
+				}
 			}
 		})
 	}

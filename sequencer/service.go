@@ -217,8 +217,8 @@ func (s *Service) dial(ctx context.Context) error {
 		return ErrUnavailable
 	}
 	s.sess = sess
+	s.wg.Add(1) // under s.mu, like every Add: Close sets closed before it waits
 	s.mu.Unlock()
-	s.wg.Add(1)
 	go func() { // tells keepSession when this session ends
 		defer s.wg.Done()
 		select {
@@ -243,6 +243,7 @@ func (s *Service) keepSession() {
 		case <-s.wake:
 		}
 		s.log.Warn("zookeeper session ended; every lease on it is lost; dialling a new session")
+		backoff := 100 * time.Millisecond
 		for {
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
@@ -257,12 +258,13 @@ func (s *Service) keepSession() {
 			if err == nil {
 				break
 			}
+			s.log.Error("dial zookeeper", "err", err, "retry_in", backoff)
 			select {
 			case <-s.stop:
 				return
-			default:
+			case <-time.After(backoff): // real time: a retry pace, not logic
 			}
-			s.log.Error("dial zookeeper", "err", err)
+			backoff = min(2*backoff, s.cfg.SessionTimeout)
 		}
 	}
 }
@@ -351,12 +353,11 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
+	if !sess.Connected() || !sess.Live() {
+		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
+	}
 	s.mu.Lock()
-	if l := s.byName[name]; l != nil && l.owner == owner && l.state == live && l.grant.Err() == nil {
-		if !sess.Connected() {
-			s.mu.Unlock()
-			return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
-		}
+	if l := s.byName[name]; l != nil && l.owner == owner && l.state == live && l.grant.Err() == nil && s.clock.Now().Before(l.expires) {
 		l.ttl = ttl
 		l.expires = s.clock.Now().Add(ttl)
 		out := l.view()
@@ -382,7 +383,9 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrClosed):
+			return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():
 			ce := &ConflictError{Err: ErrHeld, Name: name}
 			if h, herr := mu.Holder(context.WithoutCancel(ctx)); herr == nil {
 				ce.CurrentToken = h.Token
@@ -414,10 +417,10 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	s.leases[l.id] = l
 	s.byName[name] = l
 	out := l.view()
+	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
+	go s.watch(l)
 	s.mu.Unlock()
 	s.log.Info("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
-	s.wg.Add(1)
-	go s.watch(l)
 	return out, nil
 }
 
@@ -459,14 +462,20 @@ func (s *Service) watch(l *lease) {
 		tc, t := s.clock.TimerAt(expires)
 		select {
 		case <-tc:
+			// end decides under s.mu whether the TTL has really passed: a
+			// renewal that got in first keeps the lease, one that comes after
+			// finds it ended. Expiry deletes the contender so that the next
+			// waiter proceeds.
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
+			ended := s.end(ctx, l, expired, metrics.ReasonExpired)
+			cancel()
+			if ended {
+				return
+			}
 			s.mu.Lock()
-			due := l.state == live && !s.clock.Now().Before(l.expires)
+			gone := l.state != live
 			s.mu.Unlock()
-			if due {
-				// Delete the contender so that the next waiter proceeds.
-				ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
-				s.end(ctx, l, expired, metrics.ReasonExpired)
-				cancel()
+			if gone {
 				return
 			}
 		case <-l.renewed:
@@ -487,7 +496,7 @@ func (s *Service) watch(l *lease) {
 // ended the lease.
 func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason string) bool {
 	s.mu.Lock()
-	if l.state != live {
+	if l.state != live || state == expired && s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
 		return false
 	}
@@ -601,11 +610,13 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	if err != nil {
 		return Lease{}, err
 	}
-	if !sess.Connected() {
+	if !sess.Connected() || !sess.Live() {
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper; the lease cannot be renewed now", ErrUnavailable)
 	}
 	s.mu.Lock()
-	if l.state != live {
+	// Not past its TTL (the expiry goroutine may not have run yet) and its
+	// grant not lost: a renewal never revives a lease that has ended.
+	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
 		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token}
 	}

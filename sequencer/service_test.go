@@ -445,3 +445,25 @@ func zkChildren(t testing.TB, servers []string, path string) []string {
 	}
 	return ch
 }
+
+// A renewal that arrives once the TTL has passed, whether or not the expiry
+// has run yet, is refused: a lease is never revived after its TTL (the
+// contender may already be gone and the lock granted elsewhere).
+func TestRenewAfterTTLIsLost(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	for i := 0; i < 20; i++ {
+		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk, timeout: 30 * time.Second})
+		ctx := ctxT(t, 30*time.Second)
+		l, err := d.svc.Acquire(ctx, "renew-race", "A", 2*time.Second, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Second) // the TTL passes; the expiry races the renewal below
+		r, err := d.svc.Renew(ctx, "renew-race", l.LeaseID, l.Token, 0)
+		if !errors.Is(err, ErrLost) {
+			t.Fatalf("round %d: renew at the TTL = %+v, %v; want ErrLost", i, r, err)
+		}
+		d.svc.Close(ctx)
+	}
+}

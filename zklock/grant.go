@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -30,6 +31,7 @@ type Grant struct {
 	mu       sync.Mutex
 	err      error
 	stopOnce sync.Once
+	rearm    bool // the monitor's own-node watch must be set again
 }
 
 // Sequencer is the grant's sequencer string, name@token.
@@ -63,7 +65,6 @@ func (g *Grant) end(err error) bool {
 // monitor watches the grant until it is released or lost.
 func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 	s := g.m.s
-	defer s.wg.Done()
 	defer close(g.ended)
 	for {
 		deadline := s.Deadline()
@@ -77,6 +78,39 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 				s.deleteLater(g.m.path, g.guid)
 			}
 			return
+		}
+		if g.rearm && ownWatch == nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			var (
+				ok bool
+				ch <-chan zk.Event
+			)
+			err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+			cancel()
+			switch {
+			case err == nil && ok:
+				ownWatch, g.rearm = ch, false
+			case err == nil || errors.Is(err, zk.ErrNoNode):
+				if g.end(fmt.Errorf("%w: contender deleted", ErrLockLost)) {
+					s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", "contender deleted")
+				}
+				return
+			default: // try again shortly; the deadline is checked first
+				tc, t := s.clock.NewTimer(100 * time.Millisecond)
+				select {
+				case <-tc:
+				case <-g.stop:
+					t.Stop()
+					return
+				case <-s.done:
+					t.Stop()
+					if g.end(fmt.Errorf("%w: %w", ErrLockLost, s.Err())) {
+						s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", s.Err())
+					}
+					return
+				}
+			}
+			continue
 		}
 		tc, t := s.clock.TimerAt(deadline)
 		select {
@@ -103,13 +137,23 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 			if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated {
 				// Not a loss; watch again. (Nobody writes our node, so this
 				// is rare.)
-				var ok bool
-				err := s.call(func() (err error) { ok, _, ownWatch, err = s.conn.ExistsW(g.Path); return err })
+				// Bounded by the session deadline, so that the loop keeps
+				// checking it; until the watch is set again, the deadline
+				// and the session decide.
+				ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
+				var (
+					ok bool
+					ch <-chan zk.Event
+				)
+				err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+				cancel()
 				if err == nil && ok {
+					ownWatch = ch
 					continue
 				}
 				if err != nil && !errors.Is(err, zk.ErrNoNode) {
-					ownWatch = nil // unknown: the deadline decides
+					ownWatch = nil
+					g.rearm = true
 					continue
 				}
 			}

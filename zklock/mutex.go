@@ -180,9 +180,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 		ownErr   error
 		ownDone  = make(chan struct{})
 	)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	if !s.spawn(func() {
 		defer close(ownDone)
 		ownErr = s.call(func() (err error) {
 			var ok bool
@@ -192,7 +190,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 			}
 			return err
 		})
-	}()
+	}) {
+		return nil, ErrClosed
+	}
 	waitOwn := func() error {
 		select {
 		case <-ownDone:
@@ -295,6 +295,14 @@ lowest:
 		c, _ := parseContender(ownNode)
 		token = uint64(c.seq) + 1
 	}
+	// Declare nothing the session cannot vouch for: past its deadline
+	// ZooKeeper may already have expired it and granted someone else.
+	if !s.Live() {
+		if err := s.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
+	}
 	if err := s.guard.Issue(m.path, token); err != nil {
 		s.metrics.TokenRegression(m.name)
 		s.log.Error("token regression: grant refused", "lock", m.name, "token", token, "last", s.guard.Last(m.path), "mode", m.mode)
@@ -319,8 +327,11 @@ lowest:
 	s.metrics.LocksHeldAdd(1)
 	s.metrics.AcquireDuration(s.clock.Now().Sub(start).Seconds())
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
-	s.wg.Add(1)
-	go g.monitor(ownWatch)
+	if !s.spawn(func() { g.monitor(ownWatch) }) {
+		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+		close(g.ended)
+		return nil, ErrClosed
+	}
 	return g, nil
 }
 
@@ -387,6 +398,9 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 		case errors.Is(err, zk.ErrNoNode):
 			return "", nil
 		case errors.Is(err, ErrUnavailable):
+			if !s.Live() {
+				return "", err // past the deadline: the janitor finds the node if it exists
+			}
 			tc, t := s.clock.NewTimer(100 * time.Millisecond)
 			select {
 			case <-tc:
@@ -438,11 +452,9 @@ func (m *Mutex) withdraw(ctx context.Context, guid string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	done := make(chan error, 1)
-	m.s.wg.Add(1)
-	go func() {
-		defer m.s.wg.Done()
-		done <- m.s.deleteGUID(m.path, guid)
-	}()
+	if !m.s.spawn(func() { done <- m.s.deleteGUID(m.path, guid) }) {
+		return // closing: the session's end removes the node
+	}
 	select {
 	case err := <-done:
 		if err == nil {
@@ -477,10 +489,12 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	)
 	if m.mode == TokenVersion {
 		// Pipelined with the children read: the counter and who bumped it.
-		go func() {
+		if !s.spawn(func() {
 			defer close(lockDone)
 			lockErr = s.call(func() (err error) { lockData, lockStat, err = s.conn.Get(m.path); return err })
-		}()
+		}) {
+			return Holder{}, ErrClosed
+		}
 	} else {
 		close(lockDone)
 	}

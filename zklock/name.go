@@ -38,6 +38,11 @@ func ValidateName(name string) error {
 		case ".", "..":
 			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidName, name, seg)
 		}
+		// A lock node is a child of its parent lock's node: a segment named
+		// like a contender would pass for one there and block that lock.
+		if _, ok := parseContender(seg); ok {
+			return fmt.Errorf("%w: %q has a segment %q named like a lock contender (…-lock- or …__lock__ and 10 digits)", ErrInvalidName, name, seg)
+		}
 	}
 	return nil
 }

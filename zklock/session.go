@@ -71,15 +71,24 @@ type Session struct {
 	clock     clock.Clock
 	guard     *Guard
 
-	lastHeard  atomic.Int64  // clock time (UnixNano) a request that succeeded was sent
+	// lastHeard is when the latest request that ZooKeeper answered was
+	// sent, as an offset from base: base carries the monotonic clock
+	// reading, so a wall-clock step cannot stretch a loss deadline.
+	base       time.Time
+	lastHeard  atomic.Int64
 	negotiated chan struct{} // closed once the timeout was read from go-zookeeper
 	negOnce    sync.Once
 	connected  atomic.Bool
 	id         atomic.Int64
 
-	done     chan struct{}
-	doneOnce sync.Once
-	doneErr  error
+	done       chan struct{}
+	doneOnce   sync.Once
+	doneErr    error
+	connClosed chan struct{} // closed once the ZooKeeper session is closed
+
+	// goMu guards starting goroutines against Close's wait for them.
+	goMu   sync.Mutex
+	noMore bool
 
 	// granted remembers contenders that were granted on this session (a
 	// bounded set: cleared when full, which only costs the hand-over
@@ -126,9 +135,11 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		wake:      make(chan struct{}, 1),
 
 		negotiated: make(chan struct{}),
+		connClosed: make(chan struct{}),
 	}
 	s.timeout.Store(int64(opts.SessionTimeout))
-	s.lastHeard.Store(s.clock.Now().UnixNano())
+	// The session cannot be older than this moment: a safe first "heard".
+	s.base = s.clock.Now()
 
 	established := make(chan struct{})
 	var estOnce sync.Once
@@ -161,10 +172,8 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		s.log.Warn("could not read the negotiated session timeout; assuming the requested one", "timeout", opts.SessionTimeout)
 	}
 	s.id.Store(conn.SessionID())
-	s.lastHeard.Store(s.clock.Now().UnixNano())
 	s.log.Info("session established", "session", fmt.Sprintf("0x%x", conn.SessionID()), "timeout", s.Timeout())
-	s.wg.Add(1)
-	go s.run()
+	s.spawn(s.run)
 	return s, nil
 }
 
@@ -194,7 +203,10 @@ func (s *Session) finish(err error) {
 	s.doneOnce.Do(func() {
 		s.doneErr = err
 		close(s.done)
-		go s.conn.Close() // Close waits on the connection's goroutines; this may run on one of them
+		go func() { // Close waits on the connection's goroutines; this may run on one of them
+			s.conn.Close()
+			close(s.connClosed)
+		}()
 	})
 }
 
@@ -222,12 +234,19 @@ func (s *Session) Connected() bool { return s.connected.Load() && s.Err() == nil
 
 // LastHeard is when the most recent request that ZooKeeper answered was sent
 // (a conservative bound on when ZooKeeper last renewed the session).
-func (s *Session) LastHeard() time.Time { return time.Unix(0, s.lastHeard.Load()) }
+func (s *Session) LastHeard() time.Time { return s.base.Add(time.Duration(s.lastHeard.Load())) }
 
 // Deadline is the moment after which the session can no longer be trusted to
 // exist: LastHeard + Timeout - LossMargin. Grants are declared lost there.
 func (s *Session) Deadline() time.Time {
 	return s.LastHeard().Add(s.Timeout() - s.lossMargin())
+}
+
+// Live reports whether the session may be trusted now: not ended, and its
+// Deadline not passed. Request paths check it so that nothing is reported
+// held in the window between the deadline and the loss monitor waking.
+func (s *Session) Live() bool {
+	return s.Err() == nil && s.clock.Now().Before(s.Deadline())
 }
 
 func (s *Session) lossMargin() time.Duration {
@@ -250,7 +269,7 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 
 // heard records that a request sent at sent was answered.
 func (s *Session) heard(sent time.Time) {
-	n := sent.UnixNano()
+	n := int64(sent.Sub(s.base))
 	for {
 		old := s.lastHeard.Load()
 		if n <= old || s.lastHeard.CompareAndSwap(old, n) {
@@ -298,8 +317,28 @@ func isServerAnswer(err error) bool {
 // session's goroutines.
 func (s *Session) Close() error {
 	s.finish(ErrClosed)
+	<-s.connClosed // the session is gone: ZooKeeper has removed its nodes
+	s.goMu.Lock()
+	s.noMore = true
+	s.goMu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// spawn runs f in a goroutine the Session waits for on Close; once Close
+// has begun it refuses (false), so that Close's Wait never races an Add.
+func (s *Session) spawn(f func()) bool {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.noMore {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
 }
 
 const maxGrantedMemory = 4096
@@ -347,7 +386,6 @@ func (s *Session) pendingCleanups() int {
 
 // run is the session's own goroutine: heartbeats and cleanup.
 func (s *Session) run() {
-	defer s.wg.Done()
 	for {
 		tc, t := s.clock.NewTimer(s.heartbeatEvery())
 		select {
@@ -388,7 +426,15 @@ func (s *Session) sweep() {
 // deleteGUID deletes the child of parent whose protected name carries guid.
 func (s *Session) deleteGUID(parent, guid string) error {
 	var children []string
-	err := s.call(func() (err error) { children, _, err = s.conn.Children(parent); return err })
+	err := s.call(func() (err error) {
+		// Sync first: a create that committed on another server must be
+		// seen, or its node would be dropped from the cleanup set unseen.
+		if _, err := s.conn.Sync(parent); err != nil {
+			return err
+		}
+		children, _, err = s.conn.Children(parent)
+		return err
+	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -415,11 +461,9 @@ func (s *Session) callCtx(ctx context.Context, f func() error) error {
 		return err
 	}
 	res := make(chan error, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		res <- s.call(f)
-	}()
+	if !s.spawn(func() { res <- s.call(f) }) {
+		return ErrClosed
+	}
 	select {
 	case err := <-res:
 		return err
@@ -440,8 +484,10 @@ func (l zkLogger) Printf(format string, args ...any) {
 			l.s.timeout.Store(int64(time.Duration(ms) * time.Millisecond))
 			l.s.negOnce.Do(func() { close(l.s.negotiated) })
 		}
+		// Only the first session is ours: after an expiry go-zookeeper may
+		// authenticate a new one before it is closed.
 		if id, ok := args[0].(int64); ok {
-			l.s.id.Store(id)
+			l.s.id.CompareAndSwap(0, id)
 		}
 	}
 	l.s.log.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")

@@ -398,7 +398,7 @@ func TestHolder(t *testing.T) {
 }
 
 func TestNamesRejectedBeforeZooKeeper(t *testing.T) {
-	for _, name := range []string{"", "/abs", "a//b", "a/./b", "../x", "a/..", "sp ace", "ünï", "a\x00b", string(make([]byte, 257))} {
+	for _, name := range []string{"", "/abs", "a//b", "a/./b", "../x", "a/..", "sp ace", "ünï", "a\x00b", string(make([]byte, 257)), "foo/x-lock-0000000000", "foo/ab__lock__0000000001"} {
 		if _, err := NewMutex(nil, name); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("NewMutex(%q) = %v, want ErrInvalidName", name, err)
 		}

@@ -399,8 +399,12 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 	paused := time.Now()
 	waitFor(t, "the lease to be lost", func() bool { return len(d.svc.Leases()) == 0 })
 	t.Logf("lease lost %v after the server froze (session timeout 2s)", time.Since(paused).Round(time.Millisecond))
-	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); err == nil {
-		t.Fatal("renew of a lost lease succeeded")
+	// Cut off from ZooKeeper, the daemon cannot vouch for anything: 503.
+	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("renew while cut off = %v, want ErrUnavailable (503)", err)
+	}
+	if _, err := d.client.Renew(ctx, name, l.LeaseID, l.Token, 0); !isStatus(err, 503) {
+		t.Fatalf("HTTP renew while cut off = %v, want 503", err)
 	}
 	// The other daemon is granted once ZooKeeper expires the session.
 	l2, err := other.svc.Acquire(ctx, name, "B", time.Minute, time.Minute)

@@ -127,6 +127,9 @@ type Store struct {
 	durable   uint64 // seq of the last record on disk
 	flushing  bool
 	err       error // sticky: set by a failed write, fsync or compaction, or Close
+
+	// flushIOHook, if set (tests only), runs while a flush has mu released.
+	flushIOHook func()
 }
 
 // Open opens or creates the store in opts.Dir, replays its log and truncates
@@ -184,8 +187,7 @@ func (s *Store) recover() error {
 	}
 	path := filepath.Join(s.dir, logName)
 	data, err := os.ReadFile(path)
-	created := errors.Is(err, os.ErrNotExist)
-	if err != nil && !created {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("store: reading the log: %w", err)
 	}
 	off, records := 0, 0
@@ -221,11 +223,17 @@ func (s *Store) recover() error {
 		}
 		s.sm.RecoveryDropped(dropped)
 	}
-	if created {
-		if err := syncDir(s.dir); err != nil {
-			f.Close()
-			return err
-		}
+	// What was read may be only in the page cache (the previous process
+	// wrote a batch and was killed before its fsync), and a compaction's
+	// rename may not be durable yet: make both so before answering anything
+	// from them.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return err
 	}
 	s.f = f
 	s.size = int64(off)
@@ -363,21 +371,35 @@ func (s *Store) Get(key string, token uint64) (Entry, error) {
 			e.seq = s.appendLocked(&record{kind: kindFence, key: key, max: token})
 		}
 	}
+	// Snapshot what to answer before waiting: the wait releases mu, and a
+	// later write to the key (not yet durable) must not leak into this
+	// answer. Every change to a key's value or max appends a record and
+	// sets e.seq in one locked section, so the snapshot is what record seq
+	// made durable.
 	e := s.entries[key]
-	var seq uint64
+	var (
+		seq   uint64
+		out   Entry
+		found bool
+	)
 	if e != nil {
 		seq = e.seq
+		if e.live {
+			out.Value, out.Token, found = e.value, e.token, true
+		}
 	}
+	out.Max = s.fence.Max(key)
 	if err := s.waitDurableLocked(seq); err != nil {
 		return Entry{}, err
 	}
-	if e == nil || !e.live {
-		return Entry{Max: s.fence.Max(key)}, ErrNotFound
+	if !found {
+		return Entry{Max: out.Max}, ErrNotFound
 	}
-	return Entry{Value: e.value, Token: e.token, Max: s.fence.Max(key)}, nil
+	return out, nil
 }
 
-// Max returns key's max token.
+// Max returns key's max token in memory, which may include a record not yet
+// durable (for tests and metrics; answers to clients go through Get).
 func (s *Store) Max(key string) uint64 { return s.fence.Max(key) }
 
 func (s *Store) appendLocked(r *record) uint64 {
@@ -410,6 +432,9 @@ func (s *Store) flushLocked() {
 	buf, n, upto := s.pending, s.nPending, s.appended
 	s.pending, s.spare, s.nPending = s.spare[:0], nil, 0
 	s.mu.Unlock()
+	if s.flushIOHook != nil {
+		s.flushIOHook()
+	}
 	start := time.Now()
 	_, err := s.f.Write(buf)
 	if err == nil {

@@ -82,6 +82,14 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 			sigs := make(chan os.Signal, 16)
 			signal.Notify(sigs, forwardedSignals...)
 			defer signal.Stop(sigs)
+			// seqd must never stop while it holds the lock: stopped, it
+			// could not notice the loss nor signal the command. Ctrl-Z and
+			// background terminal I/O would stop it by default, so those
+			// signals are caught and dropped. (Caught, not ignored: the
+			// command gets the default actions back when it is exec'd.)
+			jobControl := make(chan os.Signal, 4)
+			signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+			defer signal.Stop(jobControl)
 			return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, clock.Real())
 		},
 	}
@@ -312,7 +320,7 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
 		return withCode(ExitTimeout, fmt.Errorf("lock %s was not acquired within %v: another holder kept it", cfg.name, cfg.timeout))
-	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired):
+	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
 		return withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
 	default:
 		return fmt.Errorf("lock %s was not acquired: %w", cfg.name, err)
@@ -320,7 +328,9 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 	verbose("acquired: token %d, sequencer %s, contender %s, waited %v", grant.Token, grant.Sequencer(), grant.Path, ms(time.Since(waitStart)))
 	select {
 	case <-grant.Lost():
-		return withCode(ExitLockLost, fmt.Errorf("lock %s (token %d) was lost before the command could start: %v", cfg.name, grant.Token, grant.Err()))
+		// The command never ran: not 76 (lost while it ran) but the lock
+		// could not be held, as when ZooKeeper is unavailable.
+		return withCode(ExitUnavailable, fmt.Errorf("lock %s (token %d) was lost before the command could start: %v", cfg.name, grant.Token, grant.Err()))
 	default:
 	}
 
@@ -332,8 +342,13 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 		"SEQD_SEQUENCER="+grant.Sequencer(),
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.stdin, stdio.stdout, stdio.stderr
+	var term *os.File
+	if f, ok := stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
+		term = f // an interactive run: CMD gets the terminal
+	}
 	runStart := time.Now()
 	res, err := runlock.Run(cmd, runlock.Options{
+		Terminal:   term,
 		Lost:       grant.Lost(),
 		Signals:    sigs,
 		KillSignal: cfg.killSignal,

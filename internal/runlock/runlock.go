@@ -43,6 +43,11 @@ type Options struct {
 	OnLost func(pgid int)
 	// Logger receives forwarded signals and escalations; default discards.
 	Logger *slog.Logger
+	// Terminal, if set, is the command's stdin and a terminal whose
+	// foreground group is ours (see ForegroundTerminal): the command's group
+	// is made the foreground group, so that it can read and configure the
+	// terminal, and ours is made it again when the command exits.
+	Terminal *os.File
 }
 
 // Result is how a supervised command ended.
@@ -87,6 +92,10 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
+	if opts.Terminal != nil {
+		// Ctty is a descriptor in the child: the terminal is its stdin.
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0
+	}
 	// Should this process die without a chance to act (SIGKILL, the OOM
 	// killer), the command must not run on unwatched: the kernel kills it.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -143,6 +152,7 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 			return
 		}
 		signalGroup(pgid, opts.KillSignal)
+		signalGroup(pgid, syscall.SIGCONT) // a stopped group would not act on it
 		if opts.KillGrace <= 0 {
 			kill()
 			return
@@ -154,6 +164,22 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		case <-done:
 			done = nil
 			res.Status = Status(cmd.ProcessState)
+			if opts.Terminal != nil {
+				if err := takeTerminalBack(opts.Terminal); err != nil {
+					log.Warn("could not take the terminal back", "err", err)
+				}
+			}
+			if lost != nil {
+				// Lost and the exit may have come together: the select picks
+				// either. The command may have run its last moments without
+				// the lock, so say so.
+				select {
+				case <-lost:
+					lost = nil
+					res.Lost, res.LostAt = true, opts.Clock.Now()
+				default:
+				}
+			}
 			if !groupAlive(pgid) {
 				return res, nil
 			}
@@ -186,6 +212,7 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		case sig := <-opts.Signals:
 			if s, ok := sig.(syscall.Signal); ok {
 				signalGroup(pgid, s)
+				signalGroup(pgid, syscall.SIGCONT) // a stopped group would not act on it
 				log.Info("forwarded a signal to the process group", "signal", SignalName(s))
 			}
 		case <-graceC:

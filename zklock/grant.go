@@ -68,7 +68,7 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 	defer close(g.ended)
 	for {
 		deadline := s.Deadline()
-		if !deadline.After(s.clock.Now()) {
+		if now := s.clock.Now(); s.overdue(now) {
 			err := fmt.Errorf("%w: zookeeper not heard from since %s (session timeout %v): the session may have expired",
 				ErrLockLost, s.LastHeard().Format("15:04:05.000"), s.Timeout())
 			if g.end(err) {
@@ -112,7 +112,14 @@ func (g *Grant) monitor(ownWatch <-chan zk.Event) {
 			}
 			continue
 		}
-		tc, t := s.clock.TimerAt(deadline)
+		// Wake at the deadline, and at least every heartbeat interval: the
+		// timer runs on the monotonic clock, which a suspended machine does
+		// not advance, and overdue also reads the wall clock.
+		wake := deadline
+		if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
+			wake = hb
+		}
+		tc, t := s.clock.TimerAt(wake)
 		select {
 		case <-g.stop:
 			t.Stop()

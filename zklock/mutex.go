@@ -343,10 +343,16 @@ func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
 	prefix := m.path + "/" + contenderPrefix(guid)
 	for attempt := 0; ; attempt++ {
 		var own string
-		err := s.callCtx(ctx, func() (err error) {
+		// Not abandoned when ctx ends (call, not callCtx): a create still in
+		// flight could commit after the withdrawal looked for it, and leave
+		// an orphan. go-zookeeper answers or fails every request in time.
+		err := s.call(func() (err error) {
 			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 			return err
 		})
+		if err == nil && ctx.Err() != nil {
+			return "", ctx.Err() // the caller withdraws the node by its GUID
+		}
 		switch {
 		case err == nil:
 			return own, nil

@@ -246,7 +246,21 @@ func (s *Session) Deadline() time.Time {
 // Deadline not passed. Request paths check it so that nothing is reported
 // held in the window between the deadline and the loss monitor waking.
 func (s *Session) Live() bool {
-	return s.Err() == nil && s.clock.Now().Before(s.Deadline())
+	return s.Err() == nil && !s.overdue(s.clock.Now())
+}
+
+// overdue reports whether, at now, ZooKeeper has been silent for long
+// enough that it may have expired the session. Silence is measured on the
+// monotonic clock and on the wall clock, and the larger counts: monotonic
+// time stops while the machine is suspended, wall time can step; a wall
+// clock stepping forward only makes a loss early, the safe side.
+func (s *Session) overdue(now time.Time) bool {
+	heard := s.LastHeard()
+	silent := now.Sub(heard)
+	if wall := now.Round(0).Sub(heard.Round(0)); wall > silent {
+		silent = wall
+	}
+	return silent >= s.Timeout()-s.lossMargin()
 }
 
 func (s *Session) lossMargin() time.Duration {

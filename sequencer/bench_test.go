@@ -144,7 +144,7 @@ func benchMkdirs(b *testing.B, conn *zk.Conn, p string) {
 // host, and 16 workers on it would measure TCP handshakes, not seqd.
 func benchDaemon(b *testing.B, servers []string) *daemon {
 	b.Helper()
-	d := metricStartDaemon(b, metricDaemonOpts{
+	d := startDaemon(b, daemonOpts{
 		servers: servers,
 		root:    "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_"),
 		logger:  slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),

@@ -2,66 +2,19 @@ package sequencer
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
 )
-
-// metricDaemonOpts is what startDaemon does not let a test choose: the
-// registry (metrics.NewRegistry, with the Go and process collectors), the
-// metrics options (the lock label cap) and the logger.
-type metricDaemonOpts struct {
-	servers []string
-	root    string
-	clock   clock.Clock
-	reg     *prometheus.Registry // default a bare registry
-	opts    metrics.Options
-	logger  *slog.Logger // default the test log
-}
-
-// metricStartDaemon mirrors startDaemon with those choices.
-func metricStartDaemon(t testing.TB, o metricDaemonOpts) *daemon {
-	t.Helper()
-	if o.reg == nil {
-		o.reg = prometheus.NewRegistry()
-	}
-	if o.root == "" {
-		o.root = "/seqd-test/" + strings.ReplaceAll(t.Name(), "/", "_")
-	}
-	if o.logger == nil {
-		o.logger = testLogger(t)
-	}
-	svc := New(Config{
-		Servers:        o.servers,
-		Root:           o.root,
-		SessionTimeout: 10 * time.Second,
-		Metrics:        metrics.New(o.reg, o.opts),
-		Clock:          o.clock,
-		Logger:         o.logger,
-	})
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg}))
-	t.Cleanup(func() {
-		srv.Close()
-		svc.Close(context.Background())
-	})
-	return &daemon{svc: svc, reg: o.reg, srv: srv, client: &Client{Addr: srv.URL}}
-}
 
 // metricActivity drives every counter the service owns through HTTP: a
 // grant, a renewal, a release, a try that finds the lock held, a stale
@@ -239,7 +192,7 @@ seqd_stale_tokens_rejected_total{lock="cmp/a",source="renew"} 1
 // names seen before the cap keep their own series.
 func TestMetricsLockLabelCap(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	d := metricStartDaemon(t, metricDaemonOpts{servers: zkc.Servers(), opts: metrics.Options{MaxLockLabels: 2}})
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), mopts: metrics.Options{MaxLockLabels: 2}})
 	ctx := ctxT(t, 30*time.Second)
 	for _, name := range []string{"cap/1", "cap/2", "cap/3", "cap/4", "cap/1"} {
 		l, err := d.client.Acquire(ctx, name, "A", 5*time.Second, 0)
@@ -277,7 +230,7 @@ func TestMetricsPromtool(t *testing.T) {
 		t.Fatalf("promtool not found (install Debian's prometheus package; make deps does): %v", err)
 	}
 	zkc := sharedZK.Get(t)
-	d := metricStartDaemon(t, metricDaemonOpts{servers: zkc.Servers(), reg: metrics.NewRegistry()})
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), reg: metrics.NewRegistry()})
 	metricActivity(t, d, "promtool/lock")
 
 	resp, err := http.Get(d.srv.URL + "/metrics")

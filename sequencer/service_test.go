@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -41,35 +42,43 @@ type daemonOpts struct {
 	mode    zklock.TokenMode
 	timeout time.Duration
 	root    string
+	reg     *prometheus.Registry // default a bare registry
+	mopts   metrics.Options
+	logger  *slog.Logger // default the test log
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	if o.reg == nil {
+		o.reg = prometheus.NewRegistry()
+	}
 	if o.timeout == 0 {
 		o.timeout = 10 * time.Second
 	}
 	if o.root == "" {
 		o.root = "/seqd-test/" + strings.ReplaceAll(t.Name(), "/", "_")
 	}
+	if o.logger == nil {
+		o.logger = testLogger(t)
+	}
 	svc := New(Config{
 		Servers:        o.servers,
 		Root:           o.root,
 		SessionTimeout: o.timeout,
 		TokenMode:      o.mode,
-		Metrics:        metrics.New(reg, metrics.Options{}),
+		Metrics:        metrics.New(o.reg, o.mopts),
 		Clock:          o.clock,
-		Logger:         testLogger(t),
+		Logger:         o.logger,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: reg}))
+	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg}))
 	t.Cleanup(func() {
 		srv.Close()
 		svc.Close(context.Background())
 	})
-	return &daemon{svc: svc, reg: reg, srv: srv, client: &Client{Addr: srv.URL}}
+	return &daemon{svc: svc, reg: o.reg, srv: srv, client: &Client{Addr: srv.URL}}
 }
 
 func testLogger(t testing.TB) *slogLogger {

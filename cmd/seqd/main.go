@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/urfave/cli/v2"
 )
 
 func main() {
@@ -23,7 +25,14 @@ func main() {
 // run builds the app and runs it; it never calls os.Exit, so deferred cleanup
 // (releasing a lock, closing a session) always runs.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return newApp(stdin, stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdin, stdout, stderr)
+	var unknown string
+	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
+	err := app.RunContext(ctx, args)
+	if unknown != "" {
+		return usageErrorf("unknown command %q; see seqd --help", unknown)
+	}
+	return err
 }
 
 // exitCode maps an error returned by run to the process exit status and prints

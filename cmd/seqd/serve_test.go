@@ -170,6 +170,7 @@ func TestServeRefusals(t *testing.T) {
 		code int
 		want string
 	}{
+		{[]string{"nosuchcmd"}, ExitUsage, "unknown command"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--listen", "0.0.0.0:0"}, ExitUsage, "not a loopback address"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--token", "seq"}, ExitUsage, "want zxid or version"},
 		{[]string{"serve", "--zk", "nohostport"}, ExitUsage, "is not host:port"},

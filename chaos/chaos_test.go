@@ -39,13 +39,14 @@ const (
 const (
 	faultClientPause   = "client-pause"
 	faultDaemonPause   = "daemon-pause"
+	faultDaemonKill    = "daemon-kill"
 	faultZKLeaderKill  = "zk-leader-kill"
 	faultZKFollowKill  = "zk-follower-kill"
 	faultZKMemberPause = "zk-member-pause"
 	faultStoreKill     = "store-kill"
 )
 
-var allFaults = []string{faultClientPause, faultDaemonPause, faultZKLeaderKill, faultZKFollowKill, faultZKMemberPause, faultStoreKill}
+var allFaults = []string{faultClientPause, faultDaemonPause, faultDaemonKill, faultZKLeaderKill, faultZKFollowKill, faultZKMemberPause, faultStoreKill}
 
 // env is the shared part of the real-process runs: a 3-node ZooKeeper
 // ensemble and two seqd daemons on it.
@@ -80,6 +81,7 @@ func startEnv(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.args[5] = addr // restarts listen where the clients look
 		e.daemons = append(e.daemons, p)
 		e.urls = append(e.urls, "http://"+addr)
 		e.names = append(e.names, name)
@@ -160,6 +162,29 @@ func (s *storeProc) restart(ctx context.Context) error {
 			return fmt.Errorf("store did not come back: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// restartDaemon starts a killed daemon again on the address it had (the
+// clients hold its URL) and waits until it listens. The port can be briefly
+// unavailable (taken as the ephemeral port of an outgoing connection, say),
+// and the daemon exits if it cannot reach ZooKeeper: a start that ends
+// without listening is retried until ctx ends.
+func restartDaemon(ctx context.Context, p *proc) error {
+	for {
+		from := p.logSize()
+		if err := p.start(); err != nil {
+			return err
+		}
+		_, err := p.waitLogFrom(ctx, daemonListening, from)
+		if err == nil {
+			return nil
+		}
+		p.kill() // reaps an exited process, stops one still starting
+		if ctx.Err() != nil {
+			return err
+		}
+		hold(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -280,7 +305,9 @@ type injector struct {
 	rand   *rand.Rand
 	counts map[string]int
 	zkMu   sync.Mutex // one ZooKeeper member down at a time
+	seqdMu sync.Mutex // one daemon killed at a time
 	log    func(format string, args ...any)
+	errorf func(format string, args ...any) // a fault that could not be healed
 }
 
 func (in *injector) intn(n int) int {
@@ -332,6 +359,19 @@ func (in *injector) inject(ctx context.Context, kind string) {
 		in.count(kind)
 		hold(ctx, dur)
 		d.resume()
+	case faultDaemonKill:
+		in.seqdMu.Lock()
+		defer in.seqdMu.Unlock()
+		i := in.intn(len(in.e.daemons))
+		d := in.e.daemons[i]
+		d.kill()
+		in.count(kind)
+		// Its ZooKeeper session, and the contenders and leases on it,
+		// live on until the session times out.
+		hold(ctx, in.between(200*time.Millisecond, 2*time.Second))
+		if err := restartDaemon(heal, d); err != nil {
+			in.errorf("restart seqd-%s on %s: %v", in.e.names[i], in.e.urls[i], err)
+		}
 	case faultZKLeaderKill, faultZKFollowKill, faultZKMemberPause:
 		in.zkMu.Lock()
 		defer in.zkMu.Unlock()
@@ -428,7 +468,7 @@ func (r *run) execute(t *testing.T, seed uint64, d time.Duration, phases []phase
 	start := time.Now()
 	until := start.Add(d)
 	r.startClients(*clientsFlag, seed, until)
-	in := &injector{e: r.e, r: r, rand: rand.New(rand.NewPCG(seed, 0xfa17)), counts: map[string]int{}, log: t.Logf}
+	in := &injector{e: r.e, r: r, rand: rand.New(rand.NewPCG(seed, 0xfa17)), counts: map[string]int{}, log: t.Logf, errorf: t.Errorf}
 	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	var cur phaseName

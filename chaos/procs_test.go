@@ -116,25 +116,43 @@ func (p *proc) exitCode() int {
 // waitLog waits until the process's log has a line matching re and returns
 // the first submatch.
 func (p *proc) waitLog(ctx context.Context, re *regexp.Regexp) (string, error) {
+	return p.waitLogFrom(ctx, re, 0)
+}
+
+// waitLogFrom is waitLog on the part of the log past offset from (the log of
+// a restarted process is appended to).
+func (p *proc) waitLogFrom(ctx context.Context, re *regexp.Regexp, from int) (string, error) {
+	read := func() []byte {
+		b, _ := os.ReadFile(p.log)
+		if len(b) < from {
+			return nil
+		}
+		return b[from:]
+	}
 	for {
-		if b, err := os.ReadFile(p.log); err == nil {
-			if m := re.FindSubmatch(b); m != nil {
-				return string(m[1]), nil
-			}
+		if m := re.FindSubmatch(read()); m != nil {
+			return string(m[1]), nil
 		}
 		p.mu.Lock()
 		exited := p.exited
 		p.mu.Unlock()
 		select {
 		case <-exited:
-			b, _ := os.ReadFile(p.log)
-			return "", fmt.Errorf("%s exited before logging %v:\n%s", p.name, re, b)
+			return "", fmt.Errorf("%s exited before logging %v:\n%s", p.name, re, tail(read(), 4000))
 		case <-ctx.Done():
-			b, _ := os.ReadFile(p.log)
-			return "", fmt.Errorf("%s did not log %v: %w\n%s", p.name, re, ctx.Err(), b)
+			return "", fmt.Errorf("%s did not log %v: %w\n%s", p.name, re, ctx.Err(), tail(read(), 4000))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logSize is the current length of the process's log.
+func (p *proc) logSize() int {
+	fi, err := os.Stat(p.log)
+	if err != nil {
+		return 0
+	}
+	return int(fi.Size())
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -66,7 +67,7 @@ func startEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), bin: seqdBinary(t)}
 	t.Cleanup(e.cleanup)
-	e.zk = testenv.StartT(t, testenv.Options{Servers: 3})
+	e.zk = zktest.StartT(t, testenv.Options{Servers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, name := range []string{"a", "b"} {

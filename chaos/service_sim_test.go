@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -30,7 +31,7 @@ func TestServiceSimulation(t *testing.T) {
 		t.Skip("needs ZooKeeper")
 	}
 	seed := chaosSeed(t)
-	zk := testenv.StartT(t, testenv.Options{})
+	zk := zktest.StartT(t, testenv.Options{})
 	for _, fenced := range []bool{true, false} {
 		name := "fenced"
 		if !fenced {

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"bytes"
 	"errors"
+	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"net/http"
 	"os/exec"
@@ -156,7 +157,7 @@ func TestMetricsCompareScripted(t *testing.T) {
 		t.Fatalf("check of the holder's token = %v", err)
 	}
 	clk.Advance(3 * time.Second) // a2's TTL passes: expired{a}
-	waitFor(t, "the expiry to be counted", func() bool {
+	zktest.Eventually(t, 30*time.Second, "the expiry to be counted", func() bool {
 		return counter(t, d.reg, "seqd_releases_total", map[string]string{"lock": a, "reason": "expired"}) == 1
 	})
 	// Nobody holds a now: its last token is not stale, only not held.

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"github.com/seqd/seqd/testenv/zktest"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -20,7 +21,7 @@ import (
 )
 
 // One standalone ZooKeeper for the tests that do not break it.
-var sharedZK testenv.Lazy
+var sharedZK zktest.Lazy
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -223,7 +224,7 @@ func TestSeedsScenarioFakeClock(t *testing.T) {
 		l, err := d.svc.Acquire(ctx, name, "B", 10*time.Second, time.Minute)
 		bc <- result{l, err}
 	}()
-	waitFor(t, "B to queue", func() bool {
+	zktest.Eventually(t, 30*time.Second, "B to queue", func() bool {
 		st, err := d.svc.Status(ctx, name)
 		return err == nil && st.Waiters == 1
 	})
@@ -257,17 +258,6 @@ func TestSeedsScenarioFakeClock(t *testing.T) {
 	}
 	if got := counter(t, d.reg, "seqd_releases_total", map[string]string{"reason": "expired"}); got != 1 {
 		t.Fatalf("expired releases = %v, want 1", got)
-	}
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -329,7 +319,7 @@ func TestTwoDaemons(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, "daemon 2's waiter", func() bool {
+	zktest.Eventually(t, 30*time.Second, "daemon 2's waiter", func() bool {
 		st, err := d1.client.Status(ctx, name)
 		return err == nil && st.Waiters == 1
 	})
@@ -363,7 +353,7 @@ func TestClientGoneWithdraws(t *testing.T) {
 		_, err := d.client.Acquire(rctx, name, "B", 10*time.Second, 5*time.Minute)
 		done <- err
 	}()
-	waitFor(t, "B to queue", func() bool {
+	zktest.Eventually(t, 30*time.Second, "B to queue", func() bool {
 		st, err := d.svc.Status(ctx, name)
 		return err == nil && st.Waiters == 1
 	})
@@ -371,7 +361,7 @@ func TestClientGoneWithdraws(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("cancelled acquire returned a lease")
 	}
-	waitFor(t, "B's contender to go", func() bool {
+	zktest.Eventually(t, 30*time.Second, "B's contender to go", func() bool {
 		st, err := d.svc.Status(ctx, name)
 		return err == nil && st.Waiters == 0
 	})
@@ -388,7 +378,7 @@ func TestClientGoneWithdraws(t *testing.T) {
 // The daemon's session expires: its leases are reported lost and later
 // grants have higher tokens.
 func TestSessionExpiryLosesLeases(t *testing.T) {
-	zkc := testenv.StartT(t, testenv.Options{Servers: 3})
+	zkc := zktest.StartT(t, testenv.Options{Servers: 3})
 	ctx := ctxT(t, 120*time.Second)
 	followers := zkc.Followers()
 	if len(followers) < 2 {
@@ -406,7 +396,7 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused := time.Now()
-	waitFor(t, "the lease to be lost", func() bool { return len(d.svc.Leases()) == 0 })
+	zktest.Eventually(t, 30*time.Second, "the lease to be lost", func() bool { return len(d.svc.Leases()) == 0 })
 	t.Logf("lease lost %v after the server froze (session timeout 2s)", time.Since(paused).Round(time.Millisecond))
 	// Cut off from ZooKeeper, the daemon cannot vouch for anything: 503.
 	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); !errors.Is(err, ErrUnavailable) {
@@ -426,7 +416,7 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 	if err := cut.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a new session", func() bool { return d.svc.Ready() })
+	zktest.Eventually(t, 30*time.Second, "a new session", func() bool { return d.svc.Ready() })
 	if got := counter(t, d.reg, "seqd_zk_session_expirations_total", nil); got != 1 {
 		t.Errorf("session expirations = %v, want 1", got)
 	}

@@ -1,7 +1,9 @@
-package testenv
+package testenv_test
 
 import (
 	"context"
+	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 	"strings"
 	"testing"
 	"time"
@@ -9,13 +11,13 @@ import (
 
 func TestStandalone(t *testing.T) {
 	start := time.Now()
-	c := StartT(t, Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	t.Logf("standalone ready in %v", time.Since(start))
 	mode, err := c.Members[0].Mode()
 	if err != nil || mode != "standalone" {
 		t.Fatalf("mode = %q, %v; want standalone", mode, err)
 	}
-	out, err := FourLetter(c.Members[0].ClientAddr, "ruok", time.Second)
+	out, err := testenv.FourLetter(c.Members[0].ClientAddr, "ruok", time.Second)
 	if err != nil || out != "imok" {
 		t.Fatalf("ruok = %q, %v; want imok", out, err)
 	}
@@ -29,7 +31,7 @@ func TestStandalone(t *testing.T) {
 }
 
 func TestEnsembleControls(t *testing.T) {
-	c := StartT(t, Options{Servers: 3})
+	c := zktest.StartT(t, testenv.Options{Servers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	leader, err := c.Leader(ctx)
@@ -42,7 +44,7 @@ func TestEnsembleControls(t *testing.T) {
 	if err := leader.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FourLetter(leader.ClientAddr, "srvr", 300*time.Millisecond); err == nil {
+	if _, err := testenv.FourLetter(leader.ClientAddr, "srvr", 300*time.Millisecond); err == nil {
 		t.Fatal("paused leader answered srvr")
 	}
 	if err := leader.Resume(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"net"
 	"path"
@@ -76,7 +77,7 @@ func stream(mode TokenMode, a, b *Session, name string, stop <-chan struct{}, gr
 // mode): grants resume after the election and every token is above every
 // earlier one of its lock.
 func TestFailoverKeepsTokensRising(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Servers: 3})
+	c := zktest.StartT(t, testenv.Options{Servers: 3})
 	modes := []TokenMode{TokenZxid, TokenVersion}
 	const before, after = 30, 30
 
@@ -195,7 +196,7 @@ func TestFailoverKeepsTokensRising(t *testing.T) {
 // one client off by pausing the only server it knows.
 func pausedCluster(t *testing.T) (c *testenv.Cluster, holderSrv, otherSrv *testenv.Member) {
 	t.Helper()
-	c = testenv.StartT(t, testenv.Options{Servers: 3})
+	c = zktest.StartT(t, testenv.Options{Servers: 3})
 	fs := c.Followers()
 	if len(fs) != 2 {
 		t.Fatalf("followers = %d, want 2", len(fs))
@@ -231,7 +232,7 @@ func TestLossBeforeOtherGrant(t *testing.T) {
 		g, err := waiter.Acquire(wctx)
 		waited <- result{g, err, time.Now()}
 	}()
-	pollUntil(t, 10*time.Second, "the waiter to queue", func() bool { return len(children(t, waiterS, waiter.Path())) == 2 })
+	zktest.Eventually(t, 10*time.Second, "the waiter to queue", func() bool { return len(children(t, waiterS, waiter.Path())) == 2 })
 
 	if err := holderSrv.Pause(); err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestSessionExpiry(t *testing.T) {
 		}
 	}()
 	// ZooKeeper expires the session on the other members: the contender goes.
-	pollUntil(t, 10*timeout, "ZooKeeper to expire the holder's session", func() bool {
+	zktest.Eventually(t, 10*timeout, "ZooKeeper to expire the holder's session", func() bool {
 		ok, _, err := watcherS.Conn().Exists(g.Path)
 		return err == nil && !ok
 	})
@@ -449,7 +450,7 @@ func TestLossDeadlineFakeClock(t *testing.T) {
 	}
 	// The session lives on, so the janitor deletes the contender: nobody may
 	// stay blocked behind a holder that was told it lost.
-	pollUntil(t, 10*time.Second, "the lost contender to be deleted", func() bool {
+	zktest.Eventually(t, 10*time.Second, "the lost contender to be deleted", func() bool {
 		return len(children(t, other, m.Path())) == 0
 	})
 	if n := s.pendingCleanups(); n != 0 {
@@ -688,13 +689,3 @@ func writeFrame(w io.Writer, b []byte) error {
 }
 
 // pollUntil polls cond every 10ms until it holds or d passes.
-func pollUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"os/exec"
 	"strings"
@@ -74,7 +75,7 @@ func TestInteropZkLock(t *testing.T) {
 			g, err := m.Acquire(ctx)
 			got <- res{g, err}
 		}()
-		pollUntil(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+		zktest.Eventually(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 		select {
 		case r := <-got:
 			t.Fatalf("Acquire returned (%v) while zk.Lock holds", r.err)
@@ -107,7 +108,7 @@ func TestInteropZkLock(t *testing.T) {
 		}
 		locked := make(chan error, 1)
 		go func() { locked <- theirs.Lock() }()
-		pollUntil(t, 10*time.Second, "zk.Lock's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+		zktest.Eventually(t, 10*time.Second, "zk.Lock's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 		select {
 		case err := <-locked:
 			t.Fatalf("zk.Lock returned (%v) while we hold", err)
@@ -243,7 +244,7 @@ func TestInteropKazoo(t *testing.T) {
 		t.Fatalf("children after kazoo's failed try = %v, want only ours", ch)
 	}
 	k := startKazoo(t, "hold", hosts, m.Path())
-	pollUntil(t, 30*time.Second, "kazoo's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	zktest.Eventually(t, 30*time.Second, "kazoo's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 	select {
 	case l := <-k.lines:
 		t.Fatalf("kazoo printed %q while we hold", l)
@@ -270,7 +271,7 @@ func TestInteropKazoo(t *testing.T) {
 		g, err := m.Acquire(ctx)
 		got <- res{g, err}
 	}()
-	pollUntil(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	zktest.Eventually(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 	select {
 	case r := <-got:
 		t.Fatalf("Acquire returned (%v) while kazoo holds", r.err)

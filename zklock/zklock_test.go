@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/testenv"
 )
 
 // One standalone server for the tests that do not break it.
-var shared testenv.Lazy
+var shared zktest.Lazy
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"net"
 	"os"
 	"os/exec"
@@ -165,16 +166,6 @@ func runLockT(t *testing.T, d time.Duration, env []string, args ...string) (code
 }
 
 // eventually polls cond until it holds or d has passed.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
@@ -223,7 +214,7 @@ func contenders(t *testing.T, conn *zk.Conn, name string) []string {
 
 func waitContenders(t *testing.T, conn *zk.Conn, name string, n int, d time.Duration) {
 	t.Helper()
-	eventually(t, d, fmt.Sprintf("%d contenders on %s", n, name), func() bool {
+	zktest.Eventually(t, d, fmt.Sprintf("%d contenders on %s", n, name), func() bool {
 		ch, _, err := conn.Children(zklock.DefaultRoot + "/" + name)
 		if errors.Is(err, zk.ErrNoNode) {
 			return n == 0
@@ -335,7 +326,7 @@ func TestLockZooKeeperUnreachable(t *testing.T) {
 // no contender is left behind after any run.
 func TestLockRunsCommand(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	env := []string{"SEQD_ZK=" + c.ConnectString()}
 	var tokens []uint64
@@ -397,7 +388,7 @@ func TestLockRunsCommand(t *testing.T) {
 // they ran.
 func TestLockMutualExclusion(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	dir := t.TempDir()
 	const procs, rounds = 8, 3
@@ -451,7 +442,7 @@ func TestLockMutualExclusion(t *testing.T) {
 // --timeout on a held lock exits 75 after about the timeout, and withdraws.
 func TestLockTimeout(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	holdLock(t, c, "busy")
 	dir := t.TempDir()
@@ -480,7 +471,7 @@ func TestLockTimeout(t *testing.T) {
 // starts the command.
 func TestLockSignalWhileWaiting(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		name := "waiting-" + strings.ToLower(sig.String()[:3])
@@ -512,7 +503,7 @@ func TestLockSignalWhileWaiting(t *testing.T) {
 // with the child's status and releases the lock.
 func TestLockForwardsSignals(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -526,7 +517,7 @@ func TestLockForwardsSignals(t *testing.T) {
 		dir := t.TempDir()
 		script := fmt.Sprintf(`trap 'echo > "$D/got"; exit %d' %s; echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`, tc.want, tc.trap)
 		p := startLock(t, []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir}, "fwd", "--", "sh", "-c", script)
-		eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "pid")) })
+		zktest.Eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "pid")) })
 		data, err := os.ReadFile(filepath.Join(dir, "pid"))
 		if err != nil {
 			t.Fatal(err)
@@ -560,7 +551,7 @@ var lostRE = regexp.MustCompile(`lost \(token (\d+)\).*zookeeper last answered a
 // since ZooKeeper last answered; seqd exits 76; once ZooKeeper is back,
 // nobody holds a ghost contender.
 func TestLockLoss(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	const runs = 5
 	const sessionTimeout = 2 * time.Second // the most a 100ms tick allows
@@ -575,7 +566,7 @@ func TestLockLoss(t *testing.T) {
 		dir := t.TempDir()
 		p := startLock(t, []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir},
 			"--session-timeout", sessionTimeout.String(), "--kill-grace", "5s", "--verbose", "frozen", "--", "sh", "-c", script)
-		eventually(t, 30*time.Second, "the grandchild starts", func() bool {
+		zktest.Eventually(t, 30*time.Second, "the grandchild starts", func() bool {
 			return fileExists(filepath.Join(dir, "grand.ready")) && fileExists(filepath.Join(dir, "token"))
 		})
 		// Freeze at a different point of the heartbeat cycle in every run
@@ -642,13 +633,13 @@ func fractions(fs []float64) string {
 // (deterministically tested on a fake clock in internal/runlock; this is the
 // wiring, on the wall clock).
 func TestLockLossKillsStubbornCommand(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
 	dir := t.TempDir()
 	script := `trap 'echo > "$D/term"' TERM; echo > "$D/ready"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`
 	p := startLock(t, []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir},
 		"--session-timeout", "2s", "--kill-grace", "300ms", "--kill-signal", "SIGTERM", "stubborn", "--", "sh", "-c", script)
-	eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "ready")) })
+	zktest.Eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "ready")) })
 	if err := c.Members[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -672,11 +663,11 @@ func TestLockLossKillsStubbornCommand(t *testing.T) {
 // kernel kills the command for it, so that it does not run on unwatched.
 func TestLockCommandDiesWithSeqd(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	dir := t.TempDir()
 	p := startLock(t, []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir},
 		"orphan", "--", "sh", "-c", `echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; exec sleep 1000`)
-	eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "pid")) })
+	zktest.Eventually(t, 30*time.Second, "the child starts", func() bool { return fileExists(filepath.Join(dir, "pid")) })
 	data, err := os.ReadFile(filepath.Join(dir, "pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -696,7 +687,7 @@ func TestLockCommandDiesWithSeqd(t *testing.T) {
 	p.wait(t, 30*time.Second)
 	// Gone, or a zombie waiting for init to reap it: either way it runs no
 	// more.
-	eventually(t, 10*time.Second, "the command dies with seqd", func() bool {
+	zktest.Eventually(t, 10*time.Second, "the command dies with seqd", func() bool {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/testenv/zktest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestLockInteractiveTerminal(t *testing.T) {
 	if err != nil {
 		t.Skip("script(1) from util-linux is not installed: no pseudo-terminal to run seqd in")
 	}
-	c := testenv.StartT(t, testenv.Options{})
+	c := zktest.StartT(t, testenv.Options{})
 	bin := lockTestBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

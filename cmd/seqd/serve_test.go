@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"net"
 	"regexp"
@@ -90,7 +91,7 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() (int, st
 }
 
 func TestServeClientCommandsAndShutdown(t *testing.T) {
-	zkc := testenv.StartT(t, testenv.Options{})
+	zkc := zktest.StartT(t, testenv.Options{})
 	root := "/seqd-cli-test"
 	addr, stop := startServe(t, "--zk", zkc.ConnectString(), "--root", root)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,6 +1,7 @@
 package runlock
 
 import (
+	"github.com/seqd/seqd/testenv/zktest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,22 +11,6 @@ import (
 
 	"github.com/seqd/seqd/internal/clock"
 )
-
-// waitFile polls for a file the child writes: the child's progress is
-// observed, never assumed after a sleep.
-func waitFile(t *testing.T, path string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not written within %v", filepath.Base(path), d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 type outcome struct {
 	res Result
@@ -68,10 +53,10 @@ func TestKillEscalationOnFakeClock(t *testing.T) {
 	cmd.Env = append(os.Environ(), "D="+dir)
 	var lostPgid int
 	out := start(cmd, Options{Lost: lost, KillGrace: grace, Clock: fake, OnLost: func(pgid int) { lostPgid = pgid }})
-	waitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+	zktest.Eventually(t, 10*time.Second, "ready written", fileIn(dir, "ready"))
 
 	close(lost)
-	waitFile(t, filepath.Join(dir, "term"), 10*time.Second)
+	zktest.Eventually(t, 10*time.Second, "term written", fileIn(dir, "term"))
 	if !fake.WaitPending(1, nil) {
 		t.Fatal("the grace timer was never armed")
 	}
@@ -88,7 +73,7 @@ func TestKillEscalationOnFakeClock(t *testing.T) {
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, filepath.Join(dir, "term"), 10*time.Second)
+	zktest.Eventually(t, 10*time.Second, "term written", fileIn(dir, "term"))
 
 	fake.Advance(time.Millisecond)
 	res := wait(t, out, 10*time.Second)
@@ -132,7 +117,7 @@ func TestLossSignalsGrandchildren(t *testing.T) {
 		wait`)
 	cmd.Env = append(os.Environ(), "D="+dir)
 	out := start(cmd, Options{Lost: lost, KillSignal: syscall.SIGUSR1, KillGrace: time.Minute})
-	waitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+	zktest.Eventually(t, 10*time.Second, "ready written", fileIn(dir, "ready"))
 	close(lost)
 	res := wait(t, out, 10*time.Second)
 	for _, f := range []string{"child", "grand"} {
@@ -167,7 +152,7 @@ func TestForwardAndStatus(t *testing.T) {
 			cmd.Env = append(os.Environ(), "D="+dir)
 			out := start(cmd, Options{Signals: sigs, KillGrace: time.Minute})
 			if tc.signal != 0 {
-				waitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+				zktest.Eventually(t, 10*time.Second, "ready written", fileIn(dir, "ready"))
 				sigs <- tc.signal
 			}
 			res := wait(t, out, 10*time.Second)
@@ -186,7 +171,7 @@ func TestStragglersAreTerminated(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `sh -c 'trap "echo > \"$D/term\"" TERM; echo > "$D/ready"; while :; do sleep 0.05; done' & while [ ! -e "$D/ready" ]; do sleep 0.01; done; exit 5`)
 	cmd.Env = append(os.Environ(), "D="+dir)
 	out := start(cmd, Options{KillGrace: time.Minute, Clock: fake})
-	waitFile(t, filepath.Join(dir, "term"), 10*time.Second)
+	zktest.Eventually(t, 10*time.Second, "term written", fileIn(dir, "term"))
 	if !fake.WaitPending(1, nil) {
 		t.Fatal("the grace timer was never armed")
 	}
@@ -254,4 +239,13 @@ func FuzzParseSignal(f *testing.F) {
 			t.Fatalf("ParseSignal(SignalName(%d)) = %v, %v", sig, back, err)
 		}
 	})
+}
+
+// fileIn reports whether the child has written dir/name: the child's
+// progress is signalled through files, not sleeps.
+func fileIn(dir, name string) func() bool {
+	return func() bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
 }

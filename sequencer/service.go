@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
@@ -94,7 +93,7 @@ type Config struct {
 	TokenMode      zklock.TokenMode
 	Logger         *slog.Logger
 	Metrics        *metrics.Metrics
-	Clock          clock.Clock
+	Clock          zklock.Clock
 	// DialTimeout bounds each attempt to establish a session; default the
 	// session timeout.
 	DialTimeout time.Duration
@@ -111,7 +110,7 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	m     *metrics.Metrics
-	clock clock.Clock
+	clock zklock.Clock
 	guard *zklock.Guard
 
 	mu     sync.Mutex
@@ -167,7 +166,7 @@ func New(cfg Config) *Service {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.Real()
+		cfg.Clock = zklock.WallClock()
 	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()

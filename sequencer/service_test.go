@@ -39,7 +39,7 @@ type daemon struct {
 
 type daemonOpts struct {
 	servers []string
-	clock   clock.Clock
+	clock   zklock.Clock
 	mode    zklock.TokenMode
 	timeout time.Duration
 	root    string

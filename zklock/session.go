@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
 )
 
@@ -50,7 +49,7 @@ type Options struct {
 	// records nothing.
 	Metrics *metrics.Metrics
 	// Clock drives loss deadlines; default the wall clock.
-	Clock clock.Clock
+	Clock Clock
 	// Guard is the token regression guard; share one across the sessions of
 	// a process so that it outlives a session. Default a new one.
 	Guard *Guard
@@ -68,7 +67,7 @@ type Session struct {
 	heartbeat time.Duration
 	log       *slog.Logger
 	metrics   *metrics.Metrics
-	clock     clock.Clock
+	clock     Clock
 	guard     *Guard
 
 	// lastHeard is when the latest request that ZooKeeper answered was
@@ -116,7 +115,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.Real()
+		opts.Clock = WallClock()
 	}
 	if opts.Guard == nil {
 		opts.Guard = NewGuard()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
 )
@@ -90,7 +89,7 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 			jobControl := make(chan os.Signal, 4)
 			signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 			defer signal.Stop(jobControl)
-			return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, clock.Real())
+			return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, zklock.WallClock())
 		},
 	}
 }
@@ -209,7 +208,7 @@ func commandError(err error) error {
 
 // runLock waits for the lock, runs the command under it and releases it. sigs
 // carries the forwarded signals; clk measures the kill grace.
-func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk clock.Clock) error {
+func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) error {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(stdio.stderr, "seqd: lock %s: "+format+"\n", append([]any{cfg.name}, args...)...)
 	}

@@ -1,6 +1,7 @@
-// Package clock is the time source that seqd's time-dependent logic takes as
-// a parameter (lease TTLs, lock-loss deadlines, kill deadlines), so that tests
-// can replay a pause deterministically with Fake instead of sleeping.
+// Package clock holds Fake, a manual zklock.Clock: seqd's time-dependent
+// logic (lease TTLs, lock-loss deadlines, kill deadlines) takes a clock as a
+// parameter, so that tests can replay a pause deterministically with Fake
+// instead of sleeping.
 package clock
 
 import (
@@ -9,43 +10,9 @@ import (
 	"time"
 )
 
-// Clock tells the time and runs functions later.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed.
-	AfterFunc(d time.Duration, f func()) Timer
-	// NewTimer returns a timer whose channel receives once d has passed.
-	NewTimer(d time.Duration) (<-chan time.Time, Timer)
-	// TimerAt returns a timer whose channel receives at deadline. Logic
-	// that waits for an absolute moment (a lease's expiry) uses it rather
-	// than NewTimer(deadline.Sub(Now())): a clock that moves between the
-	// two calls would postpone the timer by the move.
-	TimerAt(deadline time.Time) (<-chan time.Time, Timer)
-}
-
 // Timer is a pending call; Stop reports whether it stopped it before it ran.
-type Timer interface {
-	Stop() bool
-}
-
-// Real is the wall clock.
-func Real() Clock { return realClock{} }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
-
-func (realClock) NewTimer(d time.Duration) (<-chan time.Time, Timer) {
-	t := time.NewTimer(d)
-	return t.C, t
-}
-
-func (realClock) TimerAt(deadline time.Time) (<-chan time.Time, Timer) {
-	t := time.NewTimer(time.Until(deadline))
-	return t.C, t
-}
+// It is the same type as zklock.Timer, so that Fake is a zklock.Clock.
+type Timer = interface{ Stop() bool }
 
 // Fake is a manual clock: time moves only when Advance or Set is called, and
 // then every timer that has come due fires, in deadline order.

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seqd/seqd/internal/clock"
+	"github.com/seqd/seqd/zklock"
 )
 
 // Options configures Run.
@@ -37,7 +37,7 @@ type Options struct {
 	// sends SIGKILL right away.
 	KillGrace time.Duration
 	// Clock measures KillGrace; default the wall clock.
-	Clock clock.Clock
+	Clock zklock.Clock
 	// OnLost, if set, is called once, just after KillSignal was sent to the
 	// group because Lost closed.
 	OnLost func(pgid int)
@@ -83,7 +83,7 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		opts.KillSignal = syscall.SIGTERM
 	}
 	if opts.Clock == nil {
-		opts.Clock = clock.Real()
+		opts.Clock = zklock.WallClock()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -129,7 +129,7 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		done     = exited // nil once the command has exited
 		leftover bool     // the command exited; members of its group remain
 		graceC   <-chan time.Time
-		graceT   clock.Timer
+		graceT   zklock.Timer
 		poll     *time.Ticker
 		pollC    <-chan time.Time
 	)

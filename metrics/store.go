@@ -26,6 +26,7 @@ type StoreMetrics struct {
 	logBytes    prometheus.Gauge
 	keys        prometheus.Gauge
 	dropped     prometheus.Counter
+	stopped     prometheus.Gauge
 }
 
 // NewStore builds the store collectors and registers them on reg.
@@ -62,10 +63,14 @@ func NewStore(reg prometheus.Registerer) *StoreMetrics {
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seqd_store_recovery_dropped_bytes_total",
-			Help: "Bytes of a torn or corrupt log tail dropped at start; they were never acknowledged.",
+			Help: "Bytes of a torn last batch dropped at start; they were never acknowledged.",
+		}),
+		stopped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seqd_store_stopped",
+			Help: "1 once a write, fsync or compaction of the log failed (a full disk, an I/O error) and the store stopped serving until a restart.",
 		}),
 	}
-	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped)
+	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped, m.stopped)
 	return m
 }
 
@@ -118,4 +123,11 @@ func (m *StoreMetrics) RecoveryDropped(n int64) {
 		return
 	}
 	m.dropped.Add(float64(n))
+}
+
+// Stopped records that the store stopped serving after a failed write.
+func (m *StoreMetrics) Stopped() {
+	if m != nil {
+		m.stopped.Set(1)
+	}
 }

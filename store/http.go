@@ -104,6 +104,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := h.s.Err(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unavailable: %v\n", err)
+			return
+		}
 		io.WriteString(w, "ok\n")
 	default:
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("store: no such path %q; the API is under %s{key}", p, kvPrefix), 0)

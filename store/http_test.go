@@ -195,6 +195,41 @@ func TestHTTPOtherPaths(t *testing.T) {
 	}
 }
 
+// TestHealthSaysWhenTheStoreStopped: after a failed log write the store
+// answers every request with an error, and /healthz says so with 503 and
+// the reason instead of "ok"; the stopped gauge is set for an alert.
+func TestHealthSaysWhenTheStoreStopped(t *testing.T) {
+	srv, s, reg := newServer(t, FenceFull)
+	health := func() (int, string) {
+		t.Helper()
+		resp, err := srv.Client().Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := health(); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("healthz of a serving store = %d %q, want 200 ok", code, body)
+	}
+	s.flushIOHook = func() { s.f.Close() } // the next write fails, as on a full disk
+	if r := do(t, srv, http.MethodPut, "k", "v", tok(1)...); r.status != http.StatusInternalServerError && r.status != http.StatusServiceUnavailable {
+		t.Fatalf("PUT with a failing log = %d, want 500 or 503", r.status)
+	}
+	code, body := health()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "writing the log") {
+		t.Errorf("healthz after a failed write = %d %q, want 503 with the reason", code, body)
+	}
+	want := `# HELP seqd_store_stopped 1 once a write, fsync or compaction of the log failed (a full disk, an I/O error) and the store stopped serving until a restart.
+# TYPE seqd_store_stopped gauge
+seqd_store_stopped 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "seqd_store_stopped"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestHTTPMetrics(t *testing.T) {
 	srv, _, reg := newServer(t, FenceFull)
 	do(t, srv, "PUT", "k", "v", tok(2)...)

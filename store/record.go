@@ -13,6 +13,12 @@ const (
 	kindPut    byte = 1 // key = value, written with token; max
 	kindDelete byte = 2 // tombstone: the value is gone, the max stays
 	kindFence  byte = 3 // only the max moved (a fenced read raised it)
+	// kindCommit ends every batch written with one write and one fsync;
+	// its token field holds the log offset where the batch starts, its key
+	// and value are empty and its max 0. Recovery uses it to tell a batch
+	// torn by a crash (only the last one can be) from damage to a batch
+	// that was synced and acknowledged before a later one was written.
+	kindCommit byte = 4
 )
 
 // On disk a record is
@@ -42,8 +48,7 @@ type record struct {
 }
 
 // errTorn marks a record cut short by the end of the log; errCorrupt one
-// whose bytes do not check. Recovery drops both: neither was acknowledged,
-// because an acknowledgement follows the fsync of the whole record.
+// whose bytes do not check.
 var (
 	errTorn    = errors.New("store: torn record at the end of the log")
 	errCorrupt = errors.New("store: corrupt record")
@@ -99,6 +104,12 @@ func decodeRecord(b []byte) (record, int, error) {
 	r.value = p[bodyFixed+klen:]
 	// A record that checks but says something impossible was written by a
 	// bug, not torn by a crash: it is refused all the same.
+	if r.kind == kindCommit {
+		if r.key != "" || len(r.value) != 0 || r.max != 0 {
+			return record{}, 0, fmt.Errorf("%w: commit record with a key, value or max", errCorrupt)
+		}
+		return r, recordHeader + body, nil
+	}
 	switch {
 	case r.kind != kindPut && r.kind != kindDelete && r.kind != kindFence:
 		return record{}, 0, fmt.Errorf("%w: unknown kind %d", errCorrupt, r.kind)
@@ -114,4 +125,25 @@ func decodeRecord(b []byte) (record, int, error) {
 		return record{}, 0, fmt.Errorf("%w: token %d above max %d", errCorrupt, r.token, r.max)
 	}
 	return r, recordHeader + body, nil
+}
+
+// appendCommit appends the commit record of a batch that starts at offset
+// start of the log.
+func appendCommit(b []byte, start int64) []byte {
+	return appendRecord(b, &record{kind: kindCommit, token: uint64(start)})
+}
+
+// plausibleAt is a cheap look at whether a record could start at b, run
+// before the CRC while recovery searches damaged bytes for the next record.
+func plausibleAt(b []byte) bool {
+	if len(b) < recordHeader+bodyFixed {
+		return false
+	}
+	body := int(binary.LittleEndian.Uint32(b))
+	if body < bodyFixed || body > maxBody || len(b) < recordHeader+body {
+		return false
+	}
+	kind := b[recordHeader]
+	klen := int(binary.LittleEndian.Uint16(b[recordHeader+17:]))
+	return kind >= kindPut && kind <= kindCommit && bodyFixed+klen <= body
 }

@@ -99,15 +99,21 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// TestRecoverTornTail damages the end of a real log in the ways a crash or a
-// bad disk can and checks that reopening keeps every whole record, drops
-// the rest, and truncates the file so that new records follow good ones.
+// TestRecoverTornTail damages the last batch of a real log in the ways a
+// crash can and checks that reopening keeps every earlier batch, drops the
+// last, and truncates the file so that new records follow good ones.
 func TestRecoverTornTail(t *testing.T) {
 	damages := []struct {
 		name   string
 		damage func([]byte) []byte
 	}{
 		{"truncated mid-record", func(b []byte) []byte { return b[:len(b)-3] }},
+		{"commit record lost", func(b []byte) []byte { return b[:len(b)-len(appendCommit(nil, 0))] }},
+		{"zeros inside the batch", func(b []byte) []byte {
+			b = bytes.Clone(b)
+			clear(b[goodLen(t, b)+2 : goodLen(t, b)+6])
+			return b
+		}},
 		{"truncated mid-header", func(b []byte) []byte { return b[:len(b)-(len(b)-goodLen(t, b))+4] }},
 		{"garbage appended", func(b []byte) []byte { return append(b[:goodLen(t, b)], "\x13\x00\x00\x00garbage!garbage!garbage!"...) }},
 		{"zeros appended", func(b []byte) []byte { return append(b[:goodLen(t, b)], make([]byte, 4096)...) }},
@@ -160,17 +166,22 @@ func TestRecoverTornTail(t *testing.T) {
 	}
 }
 
-// goodLen is the length of b without its last record.
+// goodLen is the length of b without its last batch: the offset just past
+// the commit record before the last one.
 func goodLen(t *testing.T, b []byte) int {
 	t.Helper()
-	off, last := 0, 0
-	for off < len(b) {
-		_, n, err := decodeRecord(b[off:])
-		if err != nil {
-			t.Fatalf("the undamaged log does not decode at %d: %v", off, err)
-		}
-		last = off
-		off += n
+	sc := scanLog(b)
+	if len(sc.damage) > 0 {
+		t.Fatalf("the undamaged log has damage at %d", sc.damage[0].off)
 	}
-	return last
+	var ends []int
+	for _, r := range sc.recs {
+		if r.r.kind == kindCommit {
+			ends = append(ends, r.off+r.n)
+		}
+	}
+	if len(ends) < 2 {
+		t.Fatalf("the log has %d batches, want at least 2", len(ends))
+	}
+	return ends[len(ends)-2]
 }

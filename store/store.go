@@ -1,5 +1,5 @@
 // Package store is `seqd store`: a small key-value store that enforces
-// fencing tokens, the resource side of DESIGN §7. It exists for demos, tests
+// fencing tokens: the resource side of seqd. It exists for demos, tests
 // and the chaos suite, and as a worked example of the durability rule: a
 // key's max token is written in the same log record as the data it guards,
 // with one write and one fsync per acknowledged operation (several
@@ -79,6 +79,10 @@ type Options struct {
 	Metrics      *metrics.Metrics      // stale-token counter; may be nil
 	StoreMetrics *metrics.StoreMetrics // may be nil
 	Logger       *slog.Logger          // nil discards
+	// Repair lets Open start on a log that is damaged before its last
+	// batch (see CorruptionError): every readable record is kept, the
+	// damaged file is linked to a side name, and a new log is written.
+	Repair bool
 }
 
 // Entry is what Get returns.
@@ -133,7 +137,9 @@ type Store struct {
 }
 
 // Open opens or creates the store in opts.Dir, replays its log and truncates
-// a torn or corrupt tail. Only one process may open a directory at a time.
+// a last batch that a crash tore. Damage anywhere else is corruption: Open
+// returns a *CorruptionError unless opts.Repair is set. Only one process may
+// open a directory at a time.
 func Open(opts Options) (*Store, error) {
 	mode := opts.Fence
 	if mode == "" {
@@ -172,78 +178,11 @@ func Open(opts Options) (*Store, error) {
 		threshold: threshold,
 	}
 	s.cond = sync.NewCond(&s.mu)
-	if err := s.recover(); err != nil {
+	if err := s.recover(opts.Repair); err != nil {
 		lock.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// recover replays the log. A compaction that did not reach its rename left
-// only a temporary file: the old log is still the truth.
-func (s *Store) recover() error {
-	if err := os.Remove(filepath.Join(s.dir, compactName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("store: %w", err)
-	}
-	path := filepath.Join(s.dir, logName)
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("store: reading the log: %w", err)
-	}
-	off, records := 0, 0
-	var bad error
-	for off < len(data) {
-		r, n, err := decodeRecord(data[off:])
-		if err != nil {
-			bad = err
-			break
-		}
-		s.apply(&r)
-		off += n
-		records++
-	}
-	// Values alias data; it is kept whole for the life of the store (or
-	// until compaction rewrites), which is cheaper than copying every value.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	if dropped := int64(len(data) - off); dropped > 0 {
-		// Dropping is safe only because nothing after the first bad record
-		// was acknowledged: acknowledgements follow the fsync of a batch, and
-		// a crash can only tear the last batch.
-		s.log.Warn("dropping the torn tail of the log", "path", path, "offset", off, "bytes", dropped, "reason", bad)
-		if err := f.Truncate(int64(off)); err != nil {
-			f.Close()
-			return fmt.Errorf("store: truncating the torn tail: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("store: %w", err)
-		}
-		s.sm.RecoveryDropped(dropped)
-	}
-	// What was read may be only in the page cache (the previous process
-	// wrote a batch and was killed before its fsync), and a compaction's
-	// rename may not be durable yet: make both so before answering anything
-	// from them.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("store: %w", err)
-	}
-	if err := syncDir(s.dir); err != nil {
-		f.Close()
-		return err
-	}
-	s.f = f
-	s.size = int64(off)
-	// The live state's size is unknown until a compaction measures it; past
-	// the threshold, the first flush compacts.
-	s.compactAt = s.threshold
-	s.sm.SetLogBytes(s.size)
-	s.sm.SetKeys(s.liveKeys)
-	s.log.Info("recovered the log", "path", path, "records", records, "keys", s.liveKeys, "bytes", off)
-	return nil
 }
 
 // apply replays one durable record into memory.
@@ -398,6 +337,14 @@ func (s *Store) Get(key string, token uint64) (Entry, error) {
 	return out, nil
 }
 
+// Err returns why the store stopped serving (a failed write, fsync or
+// compaction, or Close), or nil while it serves.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
 // Max returns key's max token in memory, which may include a record not yet
 // durable (for tests and metrics; answers to clients go through Get).
 func (s *Store) Max(key string) uint64 { return s.fence.Max(key) }
@@ -429,7 +376,7 @@ func (s *Store) waitDurableLocked(seq uint64) error {
 // the I/O so that other operations queue up behind it for the next batch.
 func (s *Store) flushLocked() {
 	s.flushing = true
-	buf, n, upto := s.pending, s.nPending, s.appended
+	buf, n, upto := appendCommit(s.pending, s.size), s.nPending, s.appended
 	s.pending, s.spare, s.nPending = s.spare[:0], nil, 0
 	s.mu.Unlock()
 	if s.flushIOHook != nil {
@@ -452,6 +399,7 @@ func (s *Store) flushLocked() {
 		// a restart recover from what the disk really has.
 		s.err = fmt.Errorf("store: writing the log, the store stops: %w", err)
 		s.log.Error("log write failed", "err", err)
+		s.sm.Stopped()
 	} else {
 		s.durable = upto
 		s.size += int64(len(buf))
@@ -500,6 +448,7 @@ func (s *Store) compactLocked() {
 		// is intact on disk, so stopping keeps every acknowledged write.
 		s.err = fmt.Errorf("store: compacting the log, the store stops: %w", err)
 		s.log.Error("compaction failed", "err", err)
+		s.sm.Stopped()
 		return
 	}
 	old := s.f
@@ -537,6 +486,9 @@ func (s *Store) writeCompacted(recs []record) (*os.File, int64, error) {
 	var size int64
 	for i := range recs {
 		buf = appendRecord(buf, &recs[i])
+		if i == len(recs)-1 {
+			buf = appendCommit(buf, 0) // the whole file is one batch
+		}
 		if len(buf) >= 1<<20 || i == len(recs)-1 {
 			if _, err := f.Write(buf); err != nil {
 				return fail(err)

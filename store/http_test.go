@@ -60,8 +60,8 @@ func do(t *testing.T, srv *httptest.Server, method, key, body string, headers ..
 
 func tok(n int) []string { return []string{HeaderToken, strconv.Itoa(n)} }
 
-// TestHTTPSeedsScenario is TestSeedsScenario through the HTTP API.
-func TestHTTPSeedsScenario(t *testing.T) {
+// TestHTTPPausedHolderIsFenced is TestPausedHolderIsFenced through the HTTP API.
+func TestHTTPPausedHolderIsFenced(t *testing.T) {
 	srv, _, _ := newServer(t, FenceFull)
 	if r := do(t, srv, "PUT", "file", "B", tok(2)...); r.status != 200 || r.body != `{"key":"file","token":2}`+"\n" {
 		t.Fatalf("PUT with token 2: %d %q", r.status, r.body)

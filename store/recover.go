@@ -144,11 +144,11 @@ func withoutCommits(recs []scanned) []scanned {
 // recover replays the log. A compaction that did not reach its rename left
 // only a temporary file: the old log is still the truth.
 func (s *Store) recover(repair bool) error {
-	if err := os.Remove(filepath.Join(s.dir, compactName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := s.fs.Remove(filepath.Join(s.dir, compactName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("store: %w", err)
 	}
 	path := filepath.Join(s.dir, logName)
-	data, err := os.ReadFile(path)
+	data, err := s.fs.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("store: reading the log: %w", err)
 	}
@@ -197,7 +197,7 @@ func corruption(path string, sc logScan) *CorruptionError {
 // log still shows, so the fence never goes down.
 func (s *Store) repair(path string, data []byte, sc logScan, v verdict, ce *CorruptionError) error {
 	side := fmt.Sprintf("%s.damaged-%d", path, time.Now().Unix())
-	if err := os.Link(path, side); err != nil {
+	if err := s.fs.Link(path, side); err != nil {
 		return fmt.Errorf("store: keeping the damaged log: %w", err)
 	}
 	var buf []byte
@@ -206,13 +206,13 @@ func (s *Store) repair(path string, data []byte, sc logScan, v verdict, ce *Corr
 	}
 	buf = appendCommit(buf, 0)
 	tmp := filepath.Join(s.dir, compactName)
-	if err := writeSynced(tmp, buf); err != nil {
+	if err := s.writeSynced(tmp, buf); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := s.fs.Rename(tmp, path); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return err
 	}
 	for _, d := range sc.damage {
@@ -222,8 +222,8 @@ func (s *Store) repair(path string, data []byte, sc logScan, v verdict, ce *Corr
 	return nil
 }
 
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func (s *Store) writeSynced(path string, b []byte) error {
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -245,7 +245,7 @@ func (s *Store) openLog(path string, keep []scanned, cut int) error {
 	for i := range keep {
 		s.apply(&keep[i].r)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -263,17 +263,17 @@ func (s *Store) openLog(path string, keep []scanned, cut int) error {
 		f.Close()
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		f.Close()
 		return err
 	}
-	st, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("store: %w", err)
 	}
 	s.f = f
-	s.size = st.Size()
+	s.size = size
 	// The live state's size is unknown until a compaction measures it; past
 	// the threshold, the first flush compacts.
 	s.compactAt = s.threshold

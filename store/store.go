@@ -12,7 +12,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +82,8 @@ type Options struct {
 	// batch (see CorruptionError): every readable record is kept, the
 	// damaged file is linked to a side name, and a new log is written.
 	Repair bool
+
+	fs fileSystem // nil: the real one; tests replay power losses through another
 }
 
 // Entry is what Get returns.
@@ -115,13 +116,14 @@ type Store struct {
 	sm    *metrics.StoreMetrics
 	log   *slog.Logger
 	lock  *os.File // flock on dir/LOCK, held while open
+	fs    fileSystem
 
 	mu        sync.Mutex
 	cond      *sync.Cond // signalled when a flush ends
 	entries   map[string]*entry
 	liveKeys  int
-	f         *os.File // the log, opened for append
-	size      int64    // bytes of the log on disk
+	f         file  // the log, opened for append
+	size      int64 // bytes of the log on disk
 	threshold int64
 	compactAt int64
 	pending   []byte
@@ -167,7 +169,12 @@ func Open(opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("store: %s is in use by another process: %w", opts.Dir, err)
 	}
+	fs := opts.fs
+	if fs == nil {
+		fs = osFS{}
+	}
 	s := &Store{
+		fs:        fs,
 		dir:       opts.Dir,
 		mode:      mode,
 		fence:     sequencer.NewFence(opts.Metrics),
@@ -462,7 +469,7 @@ func (s *Store) compactLocked() {
 	s.log.Info("compacted the log", "keys", len(recs), "bytes", size, "took", elapsed)
 }
 
-func (s *Store) writeCompacted(recs []record) (*os.File, int64, error) {
+func (s *Store) writeCompacted(recs []record) (file, int64, error) {
 	slices.SortFunc(recs, func(a, b record) int {
 		switch {
 		case a.key < b.key:
@@ -473,13 +480,13 @@ func (s *Store) writeCompacted(recs []record) (*os.File, int64, error) {
 		return 0
 	})
 	tmp := filepath.Join(s.dir, compactName)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, 0, err
 	}
-	fail := func(err error) (*os.File, int64, error) {
+	fail := func(err error) (file, int64, error) {
 		f.Close()
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return nil, 0, err
 	}
 	var buf []byte
@@ -500,15 +507,11 @@ func (s *Store) writeCompacted(recs []record) (*os.File, int64, error) {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, logName)); err != nil {
+	if err := s.fs.Rename(tmp, filepath.Join(s.dir, logName)); err != nil {
 		return fail(err)
 	}
 	// The rename is durable only once the directory is.
-	if err := syncDir(s.dir); err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		f.Close()
 		return nil, 0, err
 	}
@@ -535,16 +538,4 @@ func (s *Store) Close() error {
 		err = cerr
 	}
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", dir, err)
-	}
-	return nil
 }

@@ -61,10 +61,10 @@ func wantStale(t testing.TB, err error, max uint64) {
 	}
 }
 
-// TestSeedsScenario: B (token 2) writes, then A (token 1) wakes up and
+// TestPausedHolderIsFenced: B (token 2) writes, then A (token 1) wakes up and
 // writes. Fenced, A is refused and B's write stays. Unfenced (the negative
 // control), A's write silently replaces B's.
-func TestSeedsScenario(t *testing.T) {
+func TestPausedHolderIsFenced(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir()})
 	mustPut(t, s, "file", "B", 2)
 	wantStale(t, s.Put("file", []byte("A"), 1), 2)

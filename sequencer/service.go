@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,14 +11,6 @@ import (
 
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
-)
-
-// Limits of DESIGN §4.
-const (
-	DefaultTTL = 15 * time.Second
-	MinTTL     = time.Second
-	MaxTTL     = time.Hour
-	MaxWait    = 10 * time.Minute
 )
 
 // Errors of the Service. Handler maps them to status codes.
@@ -60,27 +51,6 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Unwrap() error { return e.Err }
-
-// Lease is a grant to an owner, as the API shows it.
-type Lease struct {
-	Name      string    `json:"name"`
-	Token     uint64    `json:"token"`
-	Sequencer string    `json:"sequencer"`
-	LeaseID   string    `json:"lease_id"`
-	Owner     string    `json:"owner"`
-	TTL       Duration  `json:"ttl"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// LockStatus is what GET /v1/locks/{name} shows, read from ZooKeeper.
-type LockStatus struct {
-	Name      string     `json:"name"`
-	Held      bool       `json:"held"`
-	Token     uint64     `json:"token"`
-	Owner     string     `json:"owner"`
-	ExpiresAt *time.Time `json:"expires_at"` // known only for leases of this daemon
-	Waiters   int        `json:"waiters"`
-}
 
 // Config configures a Service.
 type Config struct {
@@ -181,25 +151,5 @@ func (s *Service) Close(ctx context.Context) error {
 		sess.Close()
 	}
 	s.wg.Wait()
-	return nil
-}
-
-// Duration is a time.Duration that marshals as a Go duration string.
-type Duration time.Duration
-
-// MarshalJSON writes "15s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a Go duration string such as "15s" or "1m30s".
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration must be a string such as \"15s\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as \"15s\"", s)
-	}
-	*d = Duration(v)
 	return nil
 }

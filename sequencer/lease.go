@@ -63,20 +63,8 @@ func validateName(name string) error {
 // and token, with the TTL extended. If ctx ends while waiting (the HTTP
 // client went away), the contender is withdrawn.
 func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error) {
-	if err := validateName(name); err != nil {
+	if err := validateAcquire(name, owner, ttl, wait); err != nil {
 		return Lease{}, err
-	}
-	if owner == "" {
-		return Lease{}, fmt.Errorf("%w: owner is required: name who is asking, e.g. host:pid", ErrBadRequest)
-	}
-	if len(owner) > 256 {
-		return Lease{}, fmt.Errorf("%w: owner is %d bytes, longer than 256", ErrBadRequest, len(owner))
-	}
-	if err := validateTTL(ttl); err != nil {
-		return Lease{}, err
-	}
-	if wait < 0 || wait > MaxWait {
-		return Lease{}, fmt.Errorf("%w: wait %v is out of range: it must be between 0s and %v", ErrBadRequest, wait, MaxWait)
 	}
 	sess, err := s.session()
 	if err != nil {
@@ -85,22 +73,60 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if !sess.Connected() || !sess.Live() {
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
-	s.mu.Lock()
-	if l := s.byName[name]; l != nil && l.owner == owner && l.state == live && l.grant.Err() == nil && s.clock.Now().Before(l.expires) {
-		l.ttl = ttl
-		l.expires = s.clock.Now().Add(ttl)
-		out := l.view()
-		s.mu.Unlock()
-		poke(l.renewed)
-		s.m.Renewal(name)
+	if out, ok := s.extendOwn(name, owner, ttl); ok {
 		return out, nil
 	}
-	s.mu.Unlock()
+	g, err := s.contend(ctx, sess, name, owner, wait)
+	if err != nil {
+		return Lease{}, err
+	}
+	return s.admit(ctx, g, name, owner, ttl)
+}
 
+func validateAcquire(name, owner string, ttl, wait time.Duration) error {
+	if err := validateName(name); err != nil {
+		return err
+	}
+	if owner == "" {
+		return fmt.Errorf("%w: owner is required: name who is asking, e.g. host:pid", ErrBadRequest)
+	}
+	if len(owner) > 256 {
+		return fmt.Errorf("%w: owner is %d bytes, longer than 256", ErrBadRequest, len(owner))
+	}
+	if err := validateTTL(ttl); err != nil {
+		return err
+	}
+	if wait < 0 || wait > MaxWait {
+		return fmt.Errorf("%w: wait %v is out of range: it must be between 0s and %v", ErrBadRequest, wait, MaxWait)
+	}
+	return nil
+}
+
+// extendOwn is an acquire by the owner of name's live lease: it extends the
+// lease to ttl from now and reports it, with ok, counted as a renewal.
+func (s *Service) extendOwn(name, owner string, ttl time.Duration) (out Lease, ok bool) {
+	s.mu.Lock()
+	l := s.byName[name]
+	if l == nil || l.owner != owner || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
+		s.mu.Unlock()
+		return Lease{}, false
+	}
+	l.ttl = ttl
+	l.expires = s.clock.Now().Add(ttl)
+	out = l.view()
+	s.mu.Unlock()
+	poke(l.renewed)
+	s.m.Renewal(name)
+	return out, true
+}
+
+// contend puts a contender for name on sess and waits up to wait for the
+// grant (0 tries once).
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait time.Duration) (*zklock.Grant, error) {
 	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
 	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data))
 	if err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	var g *zklock.Grant
 	if wait == 0 {
@@ -111,22 +137,34 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		cancel()
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrClosed):
-			return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():
-			ce := &ConflictError{Err: ErrHeld, Name: name}
-			if h, herr := mu.Holder(context.WithoutCancel(ctx)); herr == nil {
-				ce.CurrentToken = h.Token
-			}
-			return Lease{}, ce
-		case errors.Is(err, zklock.ErrTokenRegression):
-			return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		case ctx.Err() != nil:
-			return Lease{}, ctx.Err()
-		}
-		return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, acquireError(ctx, sess, mu, name, err)
 	}
+	return g, nil
+}
+
+// acquireError maps a failed acquire to the Service's errors: a lock still
+// held when the wait ended is a *ConflictError with the holder's token.
+func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, name string, err error) error {
+	switch {
+	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrClosed):
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():
+		ce := &ConflictError{Err: ErrHeld, Name: name}
+		if h, herr := mu.Holder(context.WithoutCancel(ctx)); herr == nil {
+			ce.CurrentToken = h.Token
+		}
+		return ce
+	case errors.Is(err, zklock.ErrTokenRegression):
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+// admit makes grant g a lease of owner for ttl and starts its watch; a
+// Service that is closing releases g instead.
+func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner string, ttl time.Duration) (Lease, error) {
 	l := &lease{
 		id:      newLeaseID(),
 		name:    name,

@@ -44,18 +44,18 @@ func (s *Service) dial(ctx context.Context) error {
 	s.sess = sess
 	s.wg.Add(1) // under s.mu, like every Add: Close sets closed before it waits
 	s.mu.Unlock()
-	go func() { // tells keepSession when this session ends
-		defer s.wg.Done()
-		select {
-		case <-sess.Done():
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		case <-s.stop:
-		}
-	}()
+	go s.notifyEnd(sess)
 	return nil
+}
+
+// notifyEnd wakes keepSession when sess ends.
+func (s *Service) notifyEnd(sess *zklock.Session) {
+	defer s.wg.Done()
+	select {
+	case <-sess.Done():
+		poke(s.wake)
+	case <-s.stop:
+	}
 }
 
 // keepSession dials a new session whenever the current one has expired.
@@ -68,29 +68,38 @@ func (s *Service) keepSession() {
 		case <-s.wake:
 		}
 		s.log.Warn("zookeeper session ended; every lease on it is lost; dialling a new session")
-		backoff := 100 * time.Millisecond
-		for {
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-s.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			err := s.dial(ctx)
-			cancel()
-			if err == nil {
-				break
-			}
-			s.log.Error("dial zookeeper", "err", err, "retry_in", backoff)
+		if !s.redial() {
+			return
+		}
+	}
+}
+
+// redial dials until a session is established, backing off up to the
+// session timeout between attempts. It reports false when the Service
+// stopped first.
+func (s *Service) redial() bool {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
 			select {
 			case <-s.stop:
-				return
-			case <-time.After(backoff): // real time: a retry pace, not logic
+				cancel()
+			case <-ctx.Done():
 			}
-			backoff = min(2*backoff, s.cfg.SessionTimeout)
+		}()
+		err := s.dial(ctx)
+		cancel()
+		if err == nil {
+			return true
 		}
+		s.log.Error("dial zookeeper", "err", err, "retry_in", backoff)
+		select {
+		case <-s.stop:
+			return false
+		case <-time.After(backoff): // real time: a retry pace, not logic
+		}
+		backoff = min(2*backoff, s.cfg.SessionTimeout)
 	}
 }
 

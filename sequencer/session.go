@@ -22,6 +22,8 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// dial establishes a session within the dial timeout and makes it the
+// current one.
 func (s *Service) dial(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()

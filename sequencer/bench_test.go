@@ -20,7 +20,7 @@ import (
 	"github.com/seqd/seqd/testenv"
 )
 
-// The issue's benchmark: HTTP acquire+release cycles per second with 16
+// HTTP acquire+release cycles per second with 16
 // concurrent clients, against baselines measured in the same run on the same
 // standalone ZooKeeper:
 //
@@ -34,7 +34,7 @@ import (
 // The variants run interleaved, one round of each per b.Loop iteration, so
 // that drift on the machine hits them alike. Each reports cycles/s; the
 // ratios are seqd's throughput over each baseline's (above 1: seqd faster).
-// Aims (issue 2): ≥ 0.9× raw uncontended, ≥ 1.0× zk.Lock on the hot lock.
+// The aims: ≥ 0.9× raw uncontended, ≥ 1.0× zk.Lock on the hot lock.
 //
 // zk-req/cycle is the number of requests the server received per cycle (the
 // srvr four-letter word's Received counter over a separate counting pass):
@@ -110,22 +110,6 @@ func benchCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchConn is a plain go-zookeeper connection, closed at cleanup.
-func benchConn(b *testing.B, servers []string) *zk.Conn {
-	b.Helper()
-	conn, ev, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(conn.Close)
-	for e := range ev {
-		if e.State == zk.StateHasSession {
-			break
-		}
-	}
-	return conn
-}
-
 func benchMkdirs(b *testing.B, conn *zk.Conn, p string) {
 	b.Helper()
 	cur := ""
@@ -155,30 +139,26 @@ func benchDaemon(b *testing.B, servers []string) *daemon {
 	return d
 }
 
-// benchSeqd: worker w acquires lock(w) (waiting up to wait) and releases it.
-func benchSeqd(d *daemon, lock func(w int) string, wait time.Duration) benchVariant {
-	ctx := context.Background()
-	return benchVariant{name: "seqd", cycle: func(w int) error {
-		name := lock(w)
-		l, err := d.client.Acquire(ctx, name, fmt.Sprintf("bench-%d", w), 15*time.Second, wait)
-		if err != nil {
-			return err
-		}
-		return d.client.Release(ctx, name, l.LeaseID, l.Token)
-	}}
+// leaser is what the Client and the Service have in common: acquire and
+// release, over HTTP or in process.
+type leaser interface {
+	Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error)
+	Release(ctx context.Context, name, leaseID string, token uint64) error
 }
 
-// benchService is benchSeqd without HTTP: the Service called in process.
-// Not a baseline; it splits seqd's cost between the API and the core.
-func benchService(d *daemon, lock func(w int) string, wait time.Duration) benchVariant {
+// benchLeases: worker w acquires lock(w) through via (waiting up to wait)
+// and releases it. Via d.client it is seqd as its clients see it; via
+// d.svc, the Service called in process, it is not a baseline but splits
+// seqd's cost between the API and the core.
+func benchLeases(variant string, via leaser, lock func(w int) string, wait time.Duration) benchVariant {
 	ctx := context.Background()
-	return benchVariant{name: "service", cycle: func(w int) error {
+	return benchVariant{name: variant, cycle: func(w int) error {
 		name := lock(w)
-		l, err := d.svc.Acquire(ctx, name, fmt.Sprintf("bench-%d", w), 15*time.Second, wait)
+		l, err := via.Acquire(ctx, name, fmt.Sprintf("bench-%d", w), 15*time.Second, wait)
 		if err != nil {
 			return err
 		}
-		return d.svc.Release(ctx, name, l.LeaseID, l.Token)
+		return via.Release(ctx, name, l.LeaseID, l.Token)
 	}}
 }
 
@@ -258,30 +238,50 @@ func benchCompare(b *testing.B, servers []string, vs []benchVariant, round int) 
 	b.Logf("%d clients, %d cycles per variant:\n%s", benchClients, cycles, strings.Join(lines, "\n"))
 }
 
+// benchZK is the baselines' ZooKeeper side: one shared connection, one per
+// worker, and each worker's zk.Lock on either.
+type benchZK struct {
+	shared  *zk.Conn
+	conns   []*zk.Conn // by worker
+	locks1  []*zk.Lock // on shared
+	locks16 []*zk.Lock // on conns
+}
+
+// benchBaselines connects the baselines; lockPath(kind, w) is the path of
+// worker w's zk.Lock of kind "zkLock1" or "zkLock16".
+func benchBaselines(b *testing.B, servers []string, lockPath func(kind string, w int) string) *benchZK {
+	z := &benchZK{
+		shared:  zkConn(b, servers),
+		conns:   make([]*zk.Conn, benchClients),
+		locks1:  make([]*zk.Lock, benchClients),
+		locks16: make([]*zk.Lock, benchClients),
+	}
+	for w := range z.conns {
+		z.conns[w] = zkConn(b, servers)
+		z.locks16[w] = zk.NewLock(z.conns[w], lockPath("zkLock16", w), zk.WorldACL(zk.PermAll))
+		z.locks1[w] = zk.NewLock(z.shared, lockPath("zkLock1", w), zk.WorldACL(zk.PermAll))
+	}
+	return z
+}
+
 // Each client on its own lock name: nothing waits, every cycle is a grant.
 func BenchmarkCycles16Uncontended(b *testing.B) {
 	servers := sharedZK.Get(b).Servers()
 	base := "/seqd-bench/" + b.Name()
 	d := benchDaemon(b, servers)
-
-	shared := benchConn(b, servers)
-	conns := make([]*zk.Conn, benchClients)
-	locks16 := make([]*zk.Lock, benchClients)
-	locks1 := make([]*zk.Lock, benchClients)
-	for w := range conns {
-		conns[w] = benchConn(b, servers)
-		benchMkdirs(b, shared, fmt.Sprintf("%s/raw/%d", base, w))
-		locks16[w] = zk.NewLock(conns[w], fmt.Sprintf("%s/zkLock16/%d", base, w), zk.WorldACL(zk.PermAll))
-		locks1[w] = zk.NewLock(shared, fmt.Sprintf("%s/zkLock1/%d", base, w), zk.WorldACL(zk.PermAll))
-	}
+	z := benchBaselines(b, servers, func(kind string, w int) string { return fmt.Sprintf("%s/%s/%d", base, kind, w) })
 	rawParent := func(w int) string { return fmt.Sprintf("%s/raw/%d", base, w) }
+	for w := range benchClients {
+		benchMkdirs(b, z.shared, rawParent(w))
+	}
+	own := func(w int) string { return fmt.Sprintf("own/%d", w) }
 	benchCompare(b, servers, []benchVariant{
-		benchSeqd(d, func(w int) string { return fmt.Sprintf("own/%d", w) }, 0),
-		benchService(d, func(w int) string { return fmt.Sprintf("own/%d", w) }, 0),
-		benchRaw("raw-1conn", func(int) *zk.Conn { return shared }, rawParent),
-		benchRaw("raw-16conn", func(w int) *zk.Conn { return conns[w] }, rawParent),
-		benchZKLock("zkLock-1conn", locks1),
-		benchZKLock("zkLock-16conn", locks16),
+		benchLeases("seqd", d.client, own, 0),
+		benchLeases("service", d.svc, own, 0),
+		benchRaw("raw-1conn", func(int) *zk.Conn { return z.shared }, rawParent),
+		benchRaw("raw-16conn", func(w int) *zk.Conn { return z.conns[w] }, rawParent),
+		benchZKLock("zkLock-1conn", z.locks1),
+		benchZKLock("zkLock-16conn", z.locks16),
 	}, 8*benchClients)
 }
 
@@ -290,20 +290,12 @@ func BenchmarkCycles16HotLock(b *testing.B) {
 	servers := sharedZK.Get(b).Servers()
 	base := "/seqd-bench/" + b.Name()
 	d := benchDaemon(b, servers)
-
-	shared := benchConn(b, servers)
-	conns := make([]*zk.Conn, benchClients)
-	locks16 := make([]*zk.Lock, benchClients)
-	locks1 := make([]*zk.Lock, benchClients)
-	for w := range conns {
-		conns[w] = benchConn(b, servers)
-		locks16[w] = zk.NewLock(conns[w], base+"/zkLock16", zk.WorldACL(zk.PermAll))
-		locks1[w] = zk.NewLock(shared, base+"/zkLock1", zk.WorldACL(zk.PermAll))
-	}
+	z := benchBaselines(b, servers, func(kind string, _ int) string { return base + "/" + kind })
+	hot := func(int) string { return "hot" }
 	benchCompare(b, servers, []benchVariant{
-		benchSeqd(d, func(int) string { return "hot" }, time.Minute),
-		benchService(d, func(int) string { return "hot" }, time.Minute),
-		benchZKLock("zkLock-1conn", locks1),
-		benchZKLock("zkLock-16conn", locks16),
+		benchLeases("seqd", d.client, hot, time.Minute),
+		benchLeases("service", d.svc, hot, time.Minute),
+		benchZKLock("zkLock-1conn", z.locks1),
+		benchZKLock("zkLock-16conn", z.locks16),
 	}, 2*benchClients) // short rounds: a hot cycle is slow, and more rounds interleave more
 }

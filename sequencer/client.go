@@ -110,9 +110,7 @@ func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 
 // Leases lists the leases held through the daemon.
 func (c *Client) Leases(ctx context.Context) ([]Lease, error) {
-	var res struct {
-		Locks []Lease `json:"locks"`
-	}
+	var res LeaseList
 	err := c.do(ctx, http.MethodGet, "/v1/locks", nil, &res)
 	return res.Locks, err
 }

@@ -1,4 +1,6 @@
-// Package sequencer is seqd's daemon core and its resource side.
+// Package sequencer is seqd's daemon core: it grants leases on named locks,
+// each with a fencing token, serves them over an HTTP/JSON API and speaks
+// that API as a Go client.
 //
 // Service holds leases for owners over zklock, all on one ZooKeeper session
 // per daemon: Acquire grants a lease with a fencing token (a new grant always
@@ -6,11 +8,15 @@
 // Renew keeps it alive for its TTL, Release ends it, and Check answers
 // whether a token is a lock's current one by reading ZooKeeper, so that it
 // works for locks held through other daemons (Chubby's CheckSequencer).
-// Handler serves the HTTP/JSON API of DESIGN §4 and Client speaks it.
-//
-// Fence is the resource side: it admits a token only if it is not below the
-// highest one seen for the key.
+// NewHandler serves the HTTP API, whose wire types are in api.go, and
+// Client speaks it.
 //
 // A lease is never guaranteed: it ends when its TTL passes without renewal
 // or when the daemon's session is lost. The token is what makes that safe.
+//
+// The package is not a lock library: Go programs that want a lock on their
+// own ZooKeeper session use zklock directly. Nor is it the resource side:
+// a resource that checks tokens (Fence, sequencer parsing) needs no
+// ZooKeeper client, and that code is meant to live in a package of its own
+// that does not import this one.
 package sequencer

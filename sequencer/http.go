@@ -17,60 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// MaxBodyBytes is the largest request body accepted.
-const MaxBodyBytes = 64 << 10
-
-// Error codes of the API (DESIGN §4).
-const (
-	CodeBadRequest   = "bad_request"
-	CodeHeld         = "held"
-	CodeStaleToken   = "stale_token"
-	CodeLost         = "lost"
-	CodeNotHeld      = "not_held"
-	CodeUnavailable  = "unavailable"
-	CodeUnauthorized = "unauthorized"
-	CodeNotFound     = "not_found"
-	CodeMethod       = "method_not_allowed"
-	CodeInternal     = "internal"
-)
-
-// ErrorBody is every error response.
-type ErrorBody struct {
-	Error        string  `json:"error"`
-	Code         string  `json:"code"`
-	CurrentToken *uint64 `json:"current_token,omitempty"`
-}
-
-// AcquireRequest is the body of POST /v1/locks/{name}/acquire.
-type AcquireRequest struct {
-	Owner string    `json:"owner"`
-	TTL   *Duration `json:"ttl,omitempty"`
-	Wait  *Duration `json:"wait,omitempty"`
-}
-
-// LeaseRequest is the body of renew and release.
-type LeaseRequest struct {
-	LeaseID string    `json:"lease_id"`
-	Token   uint64    `json:"token"`
-	TTL     *Duration `json:"ttl,omitempty"`
-}
-
-// CheckRequest is the body of POST /v1/check: a sequencer, or a name and a
-// token.
-type CheckRequest struct {
-	Sequencer string `json:"sequencer,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Token     uint64 `json:"token,omitempty"`
-}
-
-// CheckResponse is the answer of POST /v1/check.
-type CheckResponse struct {
-	Valid        bool   `json:"valid"`
-	CurrentToken uint64 `json:"current_token"`
-	Code         string `json:"code,omitempty"`
-	Error        string `json:"error,omitempty"`
-}
-
 // HandlerOptions configures NewHandler.
 type HandlerOptions struct {
 	// APIToken, if set, is required as "Authorization: Bearer <token>" on
@@ -81,7 +27,8 @@ type HandlerOptions struct {
 	Logger   *slog.Logger
 }
 
-// NewHandler serves the API of DESIGN §4 over s.
+// NewHandler serves the HTTP API over s: the endpoints and bodies of
+// api.go, plus /healthz, /readyz and, with a Gatherer, /metrics.
 func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -137,7 +84,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, ProbeResponse{Status: "ok"})
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +95,7 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the zookeeper session is not connected", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, ProbeResponse{Status: "ready"})
 }
 
 // v1 routes by hand: lock names contain slashes, so the action is the last
@@ -164,7 +111,7 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		return
 	case p == "/v1/locks" || p == "/v1/locks/":
 		if allow(w, r, http.MethodGet) {
-			writeJSON(w, http.StatusOK, map[string][]Lease{"locks": h.s.Leases()})
+			writeJSON(w, http.StatusOK, LeaseList{Locks: h.s.Leases()})
 		}
 		return
 	}
@@ -254,7 +201,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request, name string) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"released": true})
+	writeJSON(w, http.StatusOK, ReleaseResponse{Released: true})
 }
 
 func (h *handler) check(w http.ResponseWriter, r *http.Request) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,22 +16,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// httpDo sends one request and returns status and body.
-func httpDo(t testing.TB, method, url, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // A bad-input table: each request is a 400 (405 for a wrong method) with a
 // sentence, and nothing changes.
@@ -162,11 +145,6 @@ func TestAuthAndProbes(t *testing.T) {
 	if _, err := c2.Acquire(ctxT(t, 10*time.Second), "x", "A", 0, 0); !isStatus(err, 503) {
 		t.Fatalf("acquire without a session = %v, want 503", err)
 	}
-}
-
-func isStatus(err error, status int) bool {
-	ae, ok := err.(*APIError)
-	return ok && ae.Status == status
 }
 
 // Golden files for the JSON responses: a scripted session whose responses,

@@ -3,7 +3,6 @@ package sequencer
 import (
 	"bytes"
 	"errors"
-	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"net/http"
 	"os/exec"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // metricActivity drives every counter the service owns through HTTP: a
@@ -40,12 +39,7 @@ func metricActivity(t testing.TB, d *daemon, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.client.Renew(ctx, name, a.LeaseID, a.Token, 0)
-	wantConflict(t, err, CodeStaleToken, b.Token)
-	err = d.client.Release(ctx, name, a.LeaseID, a.Token)
-	wantConflict(t, err, CodeStaleToken, b.Token)
-	_, err = d.client.Check(ctx, name, a.Token)
-	wantConflict(t, err, CodeStaleToken, b.Token)
+	wantStaleEverywhere(t, ctx, d.client, a, b.Token)
 	if res, err := d.client.Check(ctx, name, b.Token); err != nil || !res.Valid {
 		t.Fatalf("check of the holder's token = %+v, %v; want valid", res, err)
 	}
@@ -64,22 +58,14 @@ func TestMetricsLint(t *testing.T) {
 	metricActivity(t, d, "lint/lock")
 
 	// The activity must have produced the series, or the lint proves little.
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	wantCounters(t, d.reg, []counterWant{
 		{"seqd_grants_total", map[string]string{"lock": "lint/lock"}, 2},
 		{"seqd_renewals_total", map[string]string{"lock": "lint/lock"}, 1},
 		{"seqd_releases_total", map[string]string{"lock": "lint/lock", "reason": "released"}, 2},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": "lint/lock", "source": "renew"}, 1},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": "lint/lock", "source": "release"}, 1},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": "lint/lock", "source": "check"}, 1},
-	} {
-		if got := counter(t, d.reg, c.name, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
+	})
 	problems, err := testutil.GatherAndLint(d.reg)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +81,8 @@ func TestMetricsLint(t *testing.T) {
 	for _, mf := range mfs {
 		got[mf.GetName()] = true
 	}
-	// DESIGN §6: every metric is there (the vectors once they have a child).
+	// Every metric the daemon defines is there (the vectors once they have a
+	// child).
 	for _, name := range []string{
 		"seqd_grants_total", "seqd_renewals_total", "seqd_releases_total",
 		"seqd_stale_tokens_rejected_total", "seqd_locks_held", "seqd_lock_waiters",
@@ -126,7 +113,7 @@ const (
 // are not stale (a token nobody holds, a lease already released).
 func TestMetricsCompareScripted(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := newFakeClock()
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk, timeout: 30 * time.Second})
 	ctx := ctxT(t, 60*time.Second)
 	const a, b = "cmp/a", "cmp/b"

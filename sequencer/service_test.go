@@ -3,141 +3,21 @@ package sequencer
 import (
 	"context"
 	"errors"
-	"github.com/seqd/seqd/testenv/zktest"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/seqd/seqd/internal/clock"
-	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/testenv"
-	"github.com/seqd/seqd/zklock"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
-// One standalone ZooKeeper for the tests that do not break it.
-var sharedZK zktest.Lazy
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sharedZK.Close()
-	os.Exit(code)
-}
-
-// daemon is a Service with its HTTP API on a test server.
-type daemon struct {
-	svc    *Service
-	reg    *prometheus.Registry
-	srv    *httptest.Server
-	client *Client
-}
-
-type daemonOpts struct {
-	servers []string
-	clock   zklock.Clock
-	mode    zklock.TokenMode
-	timeout time.Duration
-	root    string
-	reg     *prometheus.Registry // default a bare registry
-	mopts   metrics.Options
-	logger  *slog.Logger // default the test log
-}
-
-func startDaemon(t testing.TB, o daemonOpts) *daemon {
-	t.Helper()
-	if o.reg == nil {
-		o.reg = prometheus.NewRegistry()
-	}
-	if o.timeout == 0 {
-		o.timeout = 10 * time.Second
-	}
-	if o.root == "" {
-		o.root = "/seqd-test/" + strings.ReplaceAll(t.Name(), "/", "_")
-	}
-	if o.logger == nil {
-		o.logger = testLogger(t)
-	}
-	svc := New(Config{
-		Servers:        o.servers,
-		Root:           o.root,
-		SessionTimeout: o.timeout,
-		TokenMode:      o.mode,
-		Metrics:        metrics.New(o.reg, o.mopts),
-		Clock:          o.clock,
-		Logger:         o.logger,
-	})
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg}))
-	t.Cleanup(func() {
-		srv.Close()
-		svc.Close(context.Background())
-	})
-	return &daemon{svc: svc, reg: o.reg, srv: srv, client: &Client{Addr: srv.URL}}
-}
-
-func testLogger(t testing.TB) *slogLogger {
-	return newTestLogger(t)
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// counter reads one series of a counter vector from the registry.
-func counter(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-func wantConflict(t testing.TB, err error, code string, current uint64) {
-	t.Helper()
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Status != 409 || ae.Code != code {
-		t.Fatalf("got %v, want 409 %s", err, code)
-	}
-	if current != 0 && (ae.CurrentToken == nil || *ae.CurrentToken != current) {
-		t.Fatalf("current_token = %v, want %d", ae.CurrentToken, current)
-	}
-}
-
-// The seeds' scenario through HTTP, on the wall clock: A pauses past its
-// lease, B takes over with a higher token, A's late operations are refused.
-func TestSeedsScenarioHTTP(t *testing.T) {
+// A holder that pauses past its lease is fenced, through HTTP on the wall
+// clock: B takes over with a higher token and A's late renew, release and
+// check are refused as stale, and counted.
+func TestPausedHolderIsFencedHTTP(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
 	ctx := ctxT(t, 60*time.Second)
-	const name = "seeds/http"
+	const name = "paused/http"
 
 	a, err := d.client.Acquire(ctx, name, "A", 2*time.Second, 0)
 	if err != nil {
@@ -162,47 +42,35 @@ func TestSeedsScenarioHTTP(t *testing.T) {
 		t.Fatalf("B's token %d not above A's %d", b.Token, a.Token)
 	}
 	// A wakes up.
-	_, err = d.client.Renew(ctx, name, a.LeaseID, a.Token, 0)
-	wantConflict(t, err, CodeStaleToken, b.Token)
-	err = d.client.Release(ctx, name, a.LeaseID, a.Token)
-	wantConflict(t, err, CodeStaleToken, b.Token)
-	res, err := d.client.Check(ctx, name, a.Token)
-	wantConflict(t, err, CodeStaleToken, b.Token)
+	res := wantStaleEverywhere(t, ctx, d.client, a, b.Token)
 	if res.Valid || res.CurrentToken != b.Token {
 		t.Fatalf("check of A's token = %+v, want invalid with current %d", res, b.Token)
 	}
 	if res, err := d.client.Check(ctx, name, b.Token); err != nil || !res.Valid {
 		t.Fatalf("check of B's token = %+v, %v; want valid", res, err)
 	}
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	wantCounters(t, d.reg, []counterWant{
 		{"seqd_grants_total", map[string]string{"lock": name}, 2},
 		{"seqd_renewals_total", map[string]string{"lock": name}, 1},
 		{"seqd_releases_total", map[string]string{"lock": name, "reason": "expired"}, 1},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "renew"}, 1},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "release"}, 1},
 		{"seqd_stale_tokens_rejected_total", map[string]string{"lock": name, "source": "check"}, 1},
-	} {
-		if got := counter(t, d.reg, c.name, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
+	})
 	if err := d.client.Release(ctx, name, b.LeaseID, b.Token); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// The same scenario on the injected clock: the pause is replayed exactly,
-// with no sleeping.
-func TestSeedsScenarioFakeClock(t *testing.T) {
+// A holder that pauses past its lease is fenced, on the injected clock: the
+// pause is replayed exactly, with no sleeping, and B is not granted a moment
+// before A's TTL has passed.
+func TestPausedHolderIsFencedFakeClock(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := newFakeClock()
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk, timeout: 30 * time.Second})
 	ctx := ctxT(t, 60*time.Second)
-	const name = "seeds/fake"
+	const name = "paused/fake"
 
 	a, err := d.svc.Acquire(ctx, name, "A", 2*time.Second, 0)
 	if err != nil {
@@ -434,28 +302,13 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 	}
 }
 
-// zkChildren lists a node's children with a plain go-zookeeper connection.
-func zkChildren(t testing.TB, servers []string, path string) []string {
-	t.Helper()
-	conn, _, err := zk.Connect(servers, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, _, err := conn.Children(path)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		t.Fatal(err)
-	}
-	return ch
-}
-
 // A renewal that arrives once the TTL has passed, whether or not the expiry
 // has run yet, is refused: a lease is never revived after its TTL (the
 // contender may already be gone and the lock granted elsewhere).
 func TestRenewAfterTTLIsLost(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	for i := 0; i < 20; i++ {
-		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		clk := newFakeClock()
 		d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk, timeout: 30 * time.Second})
 		ctx := ctxT(t, 30*time.Second)
 		l, err := d.svc.Acquire(ctx, "renew-race", "A", 2*time.Second, 0)

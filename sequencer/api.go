@@ -1,0 +1,219 @@
+package sequencer
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The wire types of the HTTP API, all in one place. Every body is JSON.
+//
+//	POST /v1/locks/{name}/acquire  AcquireRequest → 200 Lease
+//	POST /v1/locks/{name}/renew    LeaseRequest   → 200 Lease
+//	POST /v1/locks/{name}/release  LeaseRequest   → 200 ReleaseResponse
+//	GET  /v1/locks/{name}                         → 200 LockStatus
+//	GET  /v1/locks                                → 200 LeaseList
+//	POST /v1/check                 CheckRequest   → 200 or 409 CheckResponse
+//	GET  /healthz, /readyz                        → 200 ProbeResponse
+//
+// Every other failure is an ErrorBody with one of the Code* constants.
+// A lock name is a path of segments of [A-Za-z0-9._-] joined by "/", at
+// most 256 bytes; in a URL each segment is path-escaped.
+
+// Limits on the durations of a request.
+const (
+	// DefaultTTL is the TTL of an acquire that sends none.
+	DefaultTTL = 15 * time.Second
+	// MinTTL and MaxTTL bound a lease's TTL, on acquire and on renew.
+	MinTTL = time.Second
+	MaxTTL = time.Hour
+	// MaxWait bounds how long an acquire may wait; 0 tries once.
+	MaxWait = 10 * time.Minute
+)
+
+// MaxBodyBytes is the largest request body accepted; a larger one is a 400
+// bad_request.
+const MaxBodyBytes = 64 << 10
+
+// AcquireRequest is the body of POST /v1/locks/{name}/acquire.
+type AcquireRequest struct {
+	// Owner ("owner", required) names who is asking, e.g. host:pid; at most
+	// 256 bytes. An owner that asks again while its lease is live gets the
+	// same lease and token, with the TTL extended.
+	Owner string `json:"owner"`
+	// TTL ("ttl", a Duration) is how long the lease lives without renewal:
+	// MinTTL..MaxTTL, DefaultTTL when absent.
+	TTL *Duration `json:"ttl,omitempty"`
+	// Wait ("wait", a Duration) is how long to wait for the lock before a
+	// 409 held: 0..MaxWait; absent or "0s" tries once.
+	Wait *Duration `json:"wait,omitempty"`
+}
+
+// LeaseRequest is the body of POST /v1/locks/{name}/renew and
+// /v1/locks/{name}/release.
+type LeaseRequest struct {
+	// LeaseID ("lease_id", required) is the Lease's LeaseID.
+	LeaseID string `json:"lease_id"`
+	// Token ("token", required, > 0) is the Lease's token. A token below
+	// the lock's current one is a 409 stale_token.
+	Token uint64 `json:"token"`
+	// TTL ("ttl", a Duration, renew only) replaces the lease's TTL:
+	// MinTTL..MaxTTL; absent keeps it. A release with a ttl is a 400.
+	TTL *Duration `json:"ttl,omitempty"`
+}
+
+// CheckRequest is the body of POST /v1/check: either Sequencer, or Name and
+// Token, not both.
+type CheckRequest struct {
+	// Sequencer ("sequencer") is "<name>@<token>", as a holder passes it to
+	// a resource.
+	Sequencer string `json:"sequencer,omitempty"`
+	// Name ("name") is the lock's name.
+	Name string `json:"name,omitempty"`
+	// Token ("token", > 0) is the token to check against Name's holder.
+	Token uint64 `json:"token,omitempty"`
+}
+
+// Lease is a grant to an owner: the answer of acquire and renew, and an
+// entry of LeaseList.
+type Lease struct {
+	// Name ("name") is the lock's name.
+	Name string `json:"name"`
+	// Token ("token") is the fencing token: higher for every new grant of
+	// the lock, the same across renewals.
+	Token uint64 `json:"token"`
+	// Sequencer ("sequencer") is "<name>@<token>", what the holder passes
+	// to a resource.
+	Sequencer string `json:"sequencer"`
+	// LeaseID ("lease_id") is 32 hex digits (128 random bits), needed with
+	// the token to renew or release.
+	LeaseID string `json:"lease_id"`
+	// Owner ("owner") is the owner named at acquire.
+	Owner string `json:"owner"`
+	// TTL ("ttl", a Duration) is how long the lease lives from its last
+	// grant or renewal.
+	TTL Duration `json:"ttl"`
+	// ExpiresAt ("expires_at", RFC 3339, UTC) is when the lease ends
+	// unless renewed. The lease can end earlier, when the daemon loses its
+	// ZooKeeper session: holding is never guaranteed, which is what the
+	// token is for.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// LeaseList is the answer of GET /v1/locks: the live leases held through
+// this daemon, by name.
+type LeaseList struct {
+	// Locks ("locks") is never null; [] when there are none.
+	Locks []Lease `json:"locks"`
+}
+
+// ReleaseResponse is the answer of a release that ended the lease.
+type ReleaseResponse struct {
+	// Released ("released") is always true.
+	Released bool `json:"released"`
+}
+
+// LockStatus is the answer of GET /v1/locks/{name}, read from ZooKeeper, so
+// that it shows holders on any daemon.
+type LockStatus struct {
+	// Name ("name") is the lock's name.
+	Name string `json:"name"`
+	// Held ("held") tells whether anyone holds the lock now.
+	Held bool `json:"held"`
+	// Token ("token") is the lock's current token; 0 when none is known
+	// (nobody holds it, with zxid tokens).
+	Token uint64 `json:"token"`
+	// Owner ("owner") is the holder's owner; "" when not held or when the
+	// holder is not a seqd lease.
+	Owner string `json:"owner"`
+	// ExpiresAt ("expires_at", RFC 3339 or null) is when the holder's lease
+	// ends unless renewed; known only for leases of this daemon.
+	ExpiresAt *time.Time `json:"expires_at"`
+	// Waiters ("waiters") is the number of contenders queued behind the
+	// holder.
+	Waiters int `json:"waiters"`
+}
+
+// CheckResponse is the answer of POST /v1/check: 200 when the token is the
+// current holder's, 409 otherwise.
+type CheckResponse struct {
+	// Valid ("valid") tells whether the token is the current holder's.
+	Valid bool `json:"valid"`
+	// CurrentToken ("current_token") is the lock's current token (0 when
+	// none is known).
+	CurrentToken uint64 `json:"current_token"`
+	// Code ("code", 409 only) is CodeStaleToken (the token is below the
+	// current one) or CodeNotHeld (it is not, but nobody holds the lock
+	// with it).
+	Code string `json:"code,omitempty"`
+	// Error ("error", 409 only) is a sentence saying why.
+	Error string `json:"error,omitempty"`
+}
+
+// ProbeResponse is the answer of GET /healthz ({"status":"ok"}: the
+// process serves) and of GET /readyz ({"status":"ready"}: its ZooKeeper
+// session is connected; otherwise a 503 unavailable).
+type ProbeResponse struct {
+	Status string `json:"status"`
+}
+
+// ErrorBody is every error response but a failed check's.
+type ErrorBody struct {
+	// Error ("error") is a sentence for people, without Go package
+	// prefixes.
+	Error string `json:"error"`
+	// Code ("code") is one of the Code* constants, for programs.
+	Code string `json:"code"`
+	// CurrentToken ("current_token", 409 only) is the lock's current token,
+	// present where one is known.
+	CurrentToken *uint64 `json:"current_token,omitempty"`
+}
+
+// The codes of ErrorBody and CheckResponse, with their HTTP status.
+const (
+	// CodeBadRequest (400): an invalid name, a duration out of range,
+	// malformed JSON, an unknown field or a body over MaxBodyBytes.
+	CodeBadRequest = "bad_request"
+	// CodeHeld (409): the lock was not granted within the wait.
+	CodeHeld = "held"
+	// CodeStaleToken (409): the token is below the lock's current one.
+	CodeStaleToken = "stale_token"
+	// CodeLost (409): the lease has ended (released, expired or lost with
+	// the session) and nobody has been granted the lock since.
+	CodeLost = "lost"
+	// CodeNotHeld (409, check only): the token is not below the current
+	// one, but nobody holds the lock with it.
+	CodeNotHeld = "not_held"
+	// CodeUnavailable (503): ZooKeeper cannot be reached now; try again.
+	CodeUnavailable = "unavailable"
+	// CodeUnauthorized (401): a missing or wrong bearer token.
+	CodeUnauthorized = "unauthorized"
+	// CodeNotFound (404): no such endpoint or action.
+	CodeNotFound = "not_found"
+	// CodeMethod (405): the method is not allowed on the path; the Allow
+	// header lists those that are.
+	CodeMethod = "method_not_allowed"
+	// CodeInternal (500): a bug; the daemon logs it.
+	CodeInternal = "internal"
+)
+
+// Duration is a time.Duration that marshals as a Go duration string such as
+// "15s" or "1m30s"; a JSON number is refused.
+type Duration time.Duration
+
+// MarshalJSON writes "15s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string such as "15s" or "1m30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"15s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"15s\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,123 @@
+package sequencer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seqd/seqd/zklock"
+)
+
+// Session keeping: the Service runs on one ZooKeeper session at a time and
+// dials a new one when ZooKeeper expires it.
+
+// Start establishes the first session (failing if ZooKeeper cannot be
+// reached within the dial timeout) and keeps one afterwards.
+func (s *Service) Start(ctx context.Context) error {
+	if err := s.dial(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.keepSession()
+	return nil
+}
+
+// dial establishes a session within the dial timeout and makes it the
+// current one.
+func (s *Service) dial(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	sess, err := zklock.Dial(dctx, s.cfg.Servers, zklock.Options{
+		SessionTimeout: s.cfg.SessionTimeout,
+		Logger:         s.cfg.Logger,
+		Metrics:        s.m,
+		Clock:          s.clock,
+		Guard:          s.guard,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.Close()
+		return ErrUnavailable
+	}
+	s.sess = sess
+	s.wg.Add(1) // under s.mu, like every Add: Close sets closed before it waits
+	s.mu.Unlock()
+	go s.notifyEnd(sess)
+	return nil
+}
+
+// notifyEnd wakes keepSession when sess ends.
+func (s *Service) notifyEnd(sess *zklock.Session) {
+	defer s.wg.Done()
+	select {
+	case <-sess.Done():
+		poke(s.wake)
+	case <-s.stop:
+	}
+}
+
+// keepSession dials a new session whenever the current one has expired.
+func (s *Service) keepSession() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		s.log.Warn("zookeeper session ended; every lease on it is lost; dialling a new session")
+		if !s.redial() {
+			return
+		}
+	}
+}
+
+// redial dials until a session is established, backing off up to the
+// session timeout between attempts. It reports false when the Service
+// stopped first.
+func (s *Service) redial() bool {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := s.dial(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		s.log.Error("dial zookeeper", "err", err, "retry_in", backoff)
+		select {
+		case <-s.stop:
+			return false
+		case <-time.After(backoff): // real time: a retry pace, not logic
+		}
+		backoff = min(2*backoff, s.cfg.SessionTimeout)
+	}
+}
+
+// session returns the live session, or ErrUnavailable.
+func (s *Service) session() (*zklock.Session, error) {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil || sess.Err() != nil {
+		return nil, fmt.Errorf("%w: no zookeeper session", ErrUnavailable)
+	}
+	return sess, nil
+}
+
+// Ready reports whether the ZooKeeper session is connected.
+func (s *Service) Ready() bool {
+	sess, err := s.session()
+	return err == nil && sess.Connected()
+}

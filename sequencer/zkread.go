@@ -1,0 +1,93 @@
+package sequencer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/zklock"
+)
+
+// ZooKeeper reads: the lock's current holder and token, for check, status
+// and the answers to a renew or release of a lease that has ended. They
+// work for locks held through any daemon.
+
+// currentToken reads the lock's current token from ZooKeeper (0 if none is
+// known: nobody holds it, in zxid mode).
+func (s *Service) currentToken(ctx context.Context, name string) (uint64, error) {
+	h, err := s.holder(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	return h.Token, nil
+}
+
+func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error) {
+	sess, err := s.session()
+	if err != nil {
+		return zklock.Holder{}, err
+	}
+	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
+	if err != nil {
+		return zklock.Holder{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	h, err := mu.Holder(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return zklock.Holder{}, ctx.Err()
+		}
+		return zklock.Holder{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return h, nil
+}
+
+// Check answers whether token is the current holder's token of name,
+// reading ZooKeeper (so it answers for holders on other daemons). It
+// returns the current token, and a *ConflictError when the token is not it.
+func (s *Service) Check(ctx context.Context, name string, token uint64) (uint64, error) {
+	if err := validateName(name); err != nil {
+		return 0, err
+	}
+	if token == 0 {
+		return 0, fmt.Errorf("%w: token is required and must be a positive integer", ErrBadRequest)
+	}
+	h, err := s.holder(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if h.Held && h.Token == token {
+		return token, nil
+	}
+	if token < h.Token {
+		s.m.StaleRejected(name, metrics.SourceCheck)
+		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", h.Token, "source", metrics.SourceCheck)
+		return h.Token, &ConflictError{Err: &StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
+	}
+	return h.Token, &ConflictError{Err: ErrNotHeld, Name: name, Token: token, CurrentToken: h.Token}
+}
+
+// Status reads a lock's state from ZooKeeper.
+func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
+	if err := validateName(name); err != nil {
+		return LockStatus{}, err
+	}
+	h, err := s.holder(ctx, name)
+	if err != nil {
+		return LockStatus{}, err
+	}
+	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters}
+	if h.Held {
+		var cd contenderData
+		if json.Unmarshal(h.Data, &cd) == nil {
+			st.Owner = cd.Owner
+		}
+		s.mu.Lock()
+		if l := s.byName[name]; l != nil && l.grant.Token == h.Token {
+			exp := l.expires.UTC()
+			st.ExpiresAt = &exp
+		}
+		s.mu.Unlock()
+	}
+	return st, nil
+}

@@ -1,4 +1,4 @@
-// Package sequencer is seqd's daemon core and its resource side.
+// Package sequencer is seqd's daemon core.
 //
 // Service holds leases for owners over zklock, all on one ZooKeeper session
 // per daemon: Acquire grants a lease with a fencing token (a new grant always
@@ -8,8 +8,8 @@
 // works for locks held through other daemons (Chubby's CheckSequencer).
 // Handler serves the HTTP/JSON API of DESIGN §4 and Client speaks it.
 //
-// Fence is the resource side: it admits a token only if it is not below the
-// highest one seen for the key.
+// The resource side (Fence, and parsing the sequencers holders pass along) is
+// package fence, which a resource can import without a ZooKeeper client.
 //
 // A lease is never guaranteed: it ends when its TTL passes without renewal
 // or when the daemon's session is lost. The token is what makes that safe.

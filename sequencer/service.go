@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
@@ -44,7 +45,7 @@ var (
 // ConflictError is a 409: a stale token, a lost lease, a held lock or a
 // check that failed, with the lock's current token where one is known.
 type ConflictError struct {
-	Err          error  // ErrStaleToken, ErrLost, ErrHeld or ErrNotHeld
+	Err          error  // fence.ErrStaleToken, ErrLost, ErrHeld or ErrNotHeld
 	Name         string // lock
 	Token        uint64 // what the caller sent (0 for acquire)
 	CurrentToken uint64 // 0 when unknown
@@ -52,7 +53,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	switch {
-	case errors.Is(e.Err, ErrStaleToken):
+	case errors.Is(e.Err, fence.ErrStaleToken):
 		return fmt.Sprintf("token %d for %q is stale: the lock's current token is %d", e.Token, e.Name, e.CurrentToken)
 	case errors.Is(e.Err, ErrHeld):
 		return fmt.Sprintf("lock %q is held by another owner", e.Name)
@@ -443,7 +444,7 @@ func (l *lease) view() Lease {
 	return Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
-		Sequencer: FormatSequencer(l.name, l.grant.Token),
+		Sequencer: fence.FormatSequencer(l.name, l.grant.Token),
 		LeaseID:   l.id,
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
@@ -558,7 +559,7 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	if cur > token {
 		s.m.StaleRejected(name, source)
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
-		return nil, &ConflictError{Err: &StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
+		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
 	}
 	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur}
 }
@@ -662,7 +663,7 @@ func (s *Service) Check(ctx context.Context, name string, token uint64) (uint64,
 	if token < h.Token {
 		s.m.StaleRejected(name, metrics.SourceCheck)
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", h.Token, "source", metrics.SourceCheck)
-		return h.Token, &ConflictError{Err: &StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
+		return h.Token, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
 	}
 	return h.Token, &ConflictError{Err: ErrNotHeld, Name: name, Token: token, CurrentToken: h.Token}
 }

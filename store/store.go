@@ -1,5 +1,5 @@
 // Package store is `seqd store`: a small key-value store that enforces
-// fencing tokens, the resource side of DESIGN §7. It exists for demos, tests
+// fencing tokens, a resource guarded by seqd's locks. It exists for demos, tests
 // and the chaos suite, and as a worked example of the durability rule: a
 // key's max token is written in the same log record as the data it guards,
 // with one write and one fsync per acknowledged operation (several
@@ -21,8 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/sequencer"
 )
 
 // FenceMode says how the store uses fencing tokens.
@@ -107,7 +107,7 @@ type entry struct {
 type Store struct {
 	dir   string
 	mode  FenceMode
-	fence *sequencer.Fence
+	fence *fence.Fence
 	sm    *metrics.StoreMetrics
 	log   *slog.Logger
 	lock  *os.File // flock on dir/LOCK, held while open
@@ -164,7 +164,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{
 		dir:       opts.Dir,
 		mode:      mode,
-		fence:     sequencer.NewFence(opts.Metrics),
+		fence:     newFence(opts.Metrics),
 		sm:        opts.StoreMetrics,
 		log:       logger,
 		lock:      lock,
@@ -177,6 +177,15 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newFence returns the store's Fence, which counts refused tokens on m as
+// seqd_stale_tokens_rejected_total{source="fence"}.
+func newFence(m *metrics.Metrics) *fence.Fence {
+	if m == nil {
+		return fence.New(nil)
+	}
+	return fence.New(func(key string) { m.StaleRejected(key, metrics.SourceFence) })
 }
 
 // recover replays the log. A compaction that did not reach its rename left

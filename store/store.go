@@ -76,9 +76,10 @@ type Options struct {
 	// CompactBytes: compact when the log passes max(CompactBytes, twice the
 	// size of the live state). 0 means DefaultCompactBytes.
 	CompactBytes int64
-	Metrics      *metrics.Metrics      // stale-token counter; may be nil
-	StoreMetrics *metrics.StoreMetrics // may be nil
-	Logger       *slog.Logger          // nil discards
+	// StoreMetrics counts operations, log writes and refused stale tokens;
+	// nil counts nothing.
+	StoreMetrics *metrics.StoreMetrics
+	Logger       *slog.Logger // nil discards
 }
 
 // Entry is what Get returns.
@@ -164,7 +165,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{
 		dir:       opts.Dir,
 		mode:      mode,
-		fence:     newFence(opts.Metrics),
+		fence:     newFence(opts.StoreMetrics),
 		sm:        opts.StoreMetrics,
 		log:       logger,
 		lock:      lock,
@@ -179,13 +180,12 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// newFence returns the store's Fence, which counts refused tokens on m as
-// seqd_stale_tokens_rejected_total{source="fence"}.
-func newFence(m *metrics.Metrics) *fence.Fence {
-	if m == nil {
+// newFence returns the store's Fence, which counts refused tokens on sm.
+func newFence(sm *metrics.StoreMetrics) *fence.Fence {
+	if sm == nil {
 		return fence.New(nil)
 	}
-	return fence.New(func(key string) { m.StaleRejected(key, metrics.SourceFence) })
+	return fence.New(sm.StaleRejected)
 }
 
 // recover replays the log. A compaction that did not reach its rename left

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
@@ -21,7 +22,7 @@ var serviceSchedules = flag.Int("chaos.service-schedules", 40, "seeded schedules
 // TestServiceSimulation drives the real sequencer.Service, on a fake clock
 // and a real ZooKeeper, through seeded schedules of grants, reads, writes,
 // renewals, releases and client pauses (the clock jumps 0.5–3× the TTL),
-// against a store fenced by sequencer.Fence. One step at a time: after the
+// against a store fenced by fence.Fence. One step at a time: after the
 // clock moves, the schedule waits until every lease whose TTL has passed is
 // gone from the Service and from ZooKeeper, so a seed gives the same
 // sequence of events (the tokens' values differ, their order does not).
@@ -92,7 +93,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 
 	const name = "set"
 	ttl := time.Duration(1+r.IntN(5)) * time.Second
-	fence := sequencer.NewFence(nil)
+	guard := fence.New(nil)
 	var set []int
 	var ops []Op
 	var st SimStats
@@ -153,7 +154,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 	}
 	read := func(p int, c *svcClient, final bool) {
 		op := Op{Process: p, Kind: KindRead, Token: c.lease.Token, Grant: c.lease.LeaseID, Final: final}
-		if err := fence.Admit(name, c.lease.Token); err != nil && fenced {
+		if err := guard.Admit(name, c.lease.Token); err != nil && fenced {
 			op.Result = ResultStale
 		} else {
 			op.Result, op.Value = ResultOK, append([]int{}, set...)
@@ -205,7 +206,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 				x := (p+1)*1_000_000 + c.iter
 				v := append(append([]int{}, c.read...), x)
 				op := Op{Process: p, Kind: KindWrite, Token: c.lease.Token, Grant: c.lease.LeaseID, Value: v, Add: x}
-				if err := fence.Admit(name, c.lease.Token); err != nil && fenced {
+				if err := guard.Admit(name, c.lease.Token); err != nil && fenced {
 					op.Result = ResultStale
 				} else {
 					op.Result, set = ResultOK, v

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/fence"
 )
 
 // Store fence modes, as `seqd store --fence` names them.
@@ -36,7 +36,7 @@ type SimStats struct {
 // Simulate runs one schedule of the lock-set workload against a model of the
 // lease service (a grant bumps the token, a renewal keeps it, a lease ends
 // at release, at TTL without renewal, or at a loss of the daemon's session)
-// and a store fenced by sequencer.Fence, on a virtual clock. Clients pause
+// and a store fenced by fence.Fence, on a virtual clock. Clients pause
 // (for 0.5–3× the TTL), messages to the store are delayed, sessions are
 // lost, leases expire and pass to waiters. Everything runs on one goroutine
 // in the order of an event queue, so a seed replays the same history.
@@ -54,7 +54,7 @@ func Simulate(cfg SimConfig) ([]Op, SimStats) {
 	if cfg.Fence == "" {
 		cfg.Fence = FenceFull
 	}
-	s := &sim{cfg: cfg, r: r, ttl: int64(cfg.TTL), fence: sequencer.NewFence(nil)}
+	s := &sim{cfg: cfg, r: r, ttl: int64(cfg.TTL), fence: fence.New(nil)}
 	s.pPause = 0.05 + 0.3*r.Float64()
 	s.pDelay = 0.2 * r.Float64()
 	s.pLoss = 0.05 * r.Float64()
@@ -122,7 +122,7 @@ type sim struct {
 	leaseN  int
 
 	// the store
-	fence *sequencer.Fence
+	fence *fence.Fence
 	set   []int
 
 	clients []*simClient
@@ -234,7 +234,7 @@ func (s *sim) maybeLoseSession() {
 	s.at(int64(float64(s.ttl)*(1+4*s.r.Float64())), s.maybeLoseSession)
 }
 
-// --- the store (sequencer.Fence in front of one key) ---
+// --- the store (fence.Fence in front of one key) ---
 
 func (s *sim) storeRead(token uint64) (string, []int) {
 	if s.cfg.Fence == FenceFull {

@@ -85,10 +85,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name: "seqd_releases_total",
 			Help: "Leases ended, by reason: released by the holder, expired (TTL passed) or lost (session or contender gone).",
 		}, []string{"lock", "reason"}),
-		staleRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seqd_stale_tokens_rejected_total",
-			Help: "Operations refused because they carried a token below the current one.",
-		}, []string{"lock", "source"}),
+		staleRejected: newStaleRejected(),
 		regressions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqd_token_regressions_total",
 			Help: "Tokens from ZooKeeper not above the last one issued for the lock (e.g. ZooKeeper restored from an old snapshot); refused, never handed out.",
@@ -116,15 +113,28 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}),
 		labels: labelCap{max: opts.MaxLockLabels, seen: map[string]struct{}{}},
 	}
+	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions,
+		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
+	return m
+}
+
+// newStaleRejected is seqd_stale_tokens_rejected_total, shared by the daemon's
+// collectors and the store's, which count it with source="fence".
+func newStaleRejected() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seqd_stale_tokens_rejected_total",
+		Help: "Operations refused because they carried a token below the current one.",
+	}, []string{"lock", "source"})
+}
+
+// newBuildInfo is seqd_build_info, set to 1 for this binary.
+func newBuildInfo(v string) prometheus.Collector {
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "seqd_build_info",
 		Help: "Build information; the value is always 1.",
 	}, []string{"version", "goversion"})
-	buildInfo.WithLabelValues(version(opts.Version), runtime.Version()).Set(1)
-
-	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions,
-		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, buildInfo)
-	return m
+	buildInfo.WithLabelValues(version(v), runtime.Version()).Set(1)
+	return buildInfo
 }
 
 // NewRegistry returns a fresh registry with the Go runtime and process

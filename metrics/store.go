@@ -14,9 +14,10 @@ const (
 )
 
 // StoreMetrics are the collectors of `seqd store`, the fenced key-value
-// store. Like Metrics, a nil *StoreMetrics records nothing. Stale-token
-// rejections are not here: the store's Fence counts them on
-// seqd_stale_tokens_rejected_total{source="fence"}.
+// store: its own, seqd_stale_tokens_rejected_total (source="fence") and
+// seqd_build_info. The daemon's (seqd_zk_connected, seqd_locks_held, ...) are
+// not registered: a process without a ZooKeeper session would export them
+// as a misleading 0. Like Metrics, a nil *StoreMetrics records nothing.
 type StoreMetrics struct {
 	operations  *prometheus.CounterVec
 	logWrites   prometheus.Counter
@@ -27,11 +28,18 @@ type StoreMetrics struct {
 	keys        prometheus.Gauge
 	dropped     prometheus.Counter
 	stopped     prometheus.Gauge
+
+	staleRejected *prometheus.CounterVec // lock = the key
+	labels        labelCap
 }
 
-// NewStore builds the store collectors and registers them on reg.
+// NewStore builds the store collectors and registers them on reg. The lock
+// label of seqd_stale_tokens_rejected_total (the store's key) is capped at
+// DefaultMaxLockLabels values.
 func NewStore(reg prometheus.Registerer) *StoreMetrics {
 	m := &StoreMetrics{
+		staleRejected: newStaleRejected(),
+		labels:        labelCap{max: DefaultMaxLockLabels, seen: map[string]struct{}{}},
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqd_store_operations_total",
 			Help: "Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable).",
@@ -70,8 +78,18 @@ func NewStore(reg prometheus.Registerer) *StoreMetrics {
 			Help: "1 once a write, fsync or compaction of the log failed (a full disk, an I/O error) and the store stopped serving until a restart.",
 		}),
 	}
-	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped, m.stopped)
+	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped, m.stopped,
+		m.staleRejected, newBuildInfo(""))
 	return m
+}
+
+// StaleRejected counts an operation on key refused by the store's fence, as
+// seqd_stale_tokens_rejected_total{source="fence"}.
+func (m *StoreMetrics) StaleRejected(key string) {
+	if m == nil {
+		return
+	}
+	m.staleRejected.WithLabelValues(m.labels.label(key), SourceFence).Inc()
 }
 
 // Operation counts a store request; op is get, put or delete and result one

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seqd/seqd/fence"
 )
 
 // Client speaks the HTTP API of a seqd daemon.
@@ -40,10 +42,10 @@ func (e *APIError) Error() string {
 }
 
 // Is maps API codes to the package's sentinels, so that callers use
-// errors.Is(err, sequencer.ErrStaleToken) alike for local and remote calls.
+// errors.Is(err, fence.ErrStaleToken) alike for local and remote calls.
 func (e *APIError) Is(target error) bool {
 	switch target {
-	case ErrStaleToken:
+	case fence.ErrStaleToken:
 		return e.Code == CodeStaleToken
 	case ErrHeld:
 		return e.Code == CodeHeld
@@ -94,7 +96,7 @@ func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64
 }
 
 // Check checks a token against the lock's current holder. A stale token is
-// an error matching ErrStaleToken; the response is returned either way.
+// an error matching fence.ErrStaleToken; the response is returned either way.
 func (c *Client) Check(ctx context.Context, name string, token uint64) (CheckResponse, error) {
 	var res CheckResponse
 	err := c.do(ctx, http.MethodPost, "/v1/check", CheckRequest{Name: name, Token: token}, &res)

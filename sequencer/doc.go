@@ -16,7 +16,6 @@
 //
 // The package is not a lock library: Go programs that want a lock on their
 // own ZooKeeper session use zklock directly. Nor is it the resource side:
-// a resource that checks tokens (Fence, sequencer parsing) needs no
-// ZooKeeper client, and that code is meant to live in a package of its own
-// that does not import this one.
+// a resource that checks tokens imports package fence (Fence, sequencer
+// parsing), which needs no ZooKeeper client.
 package sequencer

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/seqd/seqd/fence"
 )
 
 // HandlerOptions configures NewHandler.
@@ -216,7 +217,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.Sequencer != "":
 		var err error
-		if name, token, err = ParseSequencer(req.Sequencer); err != nil {
+		if name, token, err = fence.ParseSequencer(req.Sequencer); err != nil {
 			writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error(), nil)
 			return
 		}
@@ -239,7 +240,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 
 func conflictCode(ce *ConflictError) string {
 	switch {
-	case errors.Is(ce.Err, ErrStaleToken):
+	case errors.Is(ce.Err, fence.ErrStaleToken):
 		return CodeStaleToken
 	case errors.Is(ce.Err, ErrHeld):
 		return CodeHeld

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/fence"
 	"sort"
 	"time"
 
@@ -211,7 +212,7 @@ func (l *lease) view() Lease {
 	return Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
-		Sequencer: FormatSequencer(l.name, l.grant.Token),
+		Sequencer: fence.FormatSequencer(l.name, l.grant.Token),
 		LeaseID:   l.id,
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
@@ -326,7 +327,7 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	if cur > token {
 		s.m.StaleRejected(name, source)
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
-		return nil, &ConflictError{Err: &StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
+		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
 	}
 	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur}
 }

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"bytes"
 	"errors"
+	"github.com/seqd/seqd/fence"
 	"io"
 	"net/http"
 	"os/exec"
@@ -129,14 +130,14 @@ func TestMetricsCompareScripted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.svc.Renew(ctx, a, a1.LeaseID, a1.Token, 0); !errors.Is(err, ErrStaleToken) { // renew{a}
+	if _, err := d.svc.Renew(ctx, a, a1.LeaseID, a1.Token, 0); !errors.Is(err, fence.ErrStaleToken) { // renew{a}
 		t.Fatalf("renew with the old token = %v, want stale", err)
 	}
-	if err := d.svc.Release(ctx, a, a1.LeaseID, a1.Token); !errors.Is(err, ErrStaleToken) { // release{a}
+	if err := d.svc.Release(ctx, a, a1.LeaseID, a1.Token); !errors.Is(err, fence.ErrStaleToken) { // release{a}
 		t.Fatalf("release with the old token = %v, want stale", err)
 	}
 	for range 2 { // check{a} twice
-		if _, err := d.svc.Check(ctx, a, a1.Token); !errors.Is(err, ErrStaleToken) {
+		if _, err := d.svc.Check(ctx, a, a1.Token); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("check of the old token = %v, want stale", err)
 		}
 	}

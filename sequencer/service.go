@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
@@ -32,7 +33,7 @@ var (
 // ConflictError is a 409: a stale token, a lost lease, a held lock or a
 // check that failed, with the lock's current token where one is known.
 type ConflictError struct {
-	Err          error  // ErrStaleToken, ErrLost, ErrHeld or ErrNotHeld
+	Err          error  // fence.ErrStaleToken, ErrLost, ErrHeld or ErrNotHeld
 	Name         string // lock
 	Token        uint64 // what the caller sent (0 for acquire)
 	CurrentToken uint64 // 0 when unknown
@@ -40,7 +41,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	switch {
-	case errors.Is(e.Err, ErrStaleToken):
+	case errors.Is(e.Err, fence.ErrStaleToken):
 		return fmt.Sprintf("token %d for %q is stale: the lock's current token is %d", e.Token, e.Name, e.CurrentToken)
 	case errors.Is(e.Err, ErrHeld):
 		return fmt.Sprintf("lock %q is held by another owner", e.Name)

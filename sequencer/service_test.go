@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"github.com/seqd/seqd/fence"
 	"testing"
 	"time"
 
@@ -115,13 +116,13 @@ func TestPausedHolderIsFencedFakeClock(t *testing.T) {
 	}
 	_, err = d.svc.Renew(ctx, name, a.LeaseID, a.Token, 0)
 	var ce *ConflictError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrStaleToken) || ce.CurrentToken != r.l.Token {
+	if !errors.As(err, &ce) || !errors.Is(err, fence.ErrStaleToken) || ce.CurrentToken != r.l.Token {
 		t.Fatalf("A's late renew = %v, want stale with current %d", err, r.l.Token)
 	}
-	if err := d.svc.Release(ctx, name, a.LeaseID, a.Token); !errors.Is(err, ErrStaleToken) {
+	if err := d.svc.Release(ctx, name, a.LeaseID, a.Token); !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("A's late release = %v, want stale", err)
 	}
-	if _, err := d.svc.Check(ctx, name, a.Token); !errors.Is(err, ErrStaleToken) {
+	if _, err := d.svc.Check(ctx, name, a.Token); !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("check of A's token = %v, want stale", err)
 	}
 	if got := counter(t, d.reg, "seqd_releases_total", map[string]string{"reason": "expired"}); got != 1 {
@@ -292,7 +293,7 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 		t.Errorf("lost releases = %v, want 1", got)
 	}
 	// A's old token is stale everywhere now.
-	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); !errors.Is(err, ErrStaleToken) {
+	if _, err := d.svc.Renew(ctx, name, l.LeaseID, l.Token, 0); !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("renew after the new grant = %v, want stale", err)
 	}
 	other.svc.Release(ctx, name, l2.LeaseID, l2.Token)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/seqd/seqd/fence"
 
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -62,7 +63,7 @@ func (s *Service) Check(ctx context.Context, name string, token uint64) (uint64,
 	if token < h.Token {
 		s.m.StaleRejected(name, metrics.SourceCheck)
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", h.Token, "source", metrics.SourceCheck)
-		return h.Token, &ConflictError{Err: &StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
+		return h.Token, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
 	}
 	return h.Token, &ConflictError{Err: ErrNotHeld, Name: name, Token: token, CurrentToken: h.Token}
 }

@@ -29,13 +29,12 @@ var (
 
 // event is one recorded call, or an acknowledgement the workload received.
 type event struct {
-	op         string // create, write, trunc, sync, rename, link, remove, syncdir, ack
-	id         int    // the file, for write, trunc, sync
-	name, to   string
-	off        int
-	data       []byte
-	acked      int // for ack: how many workload operations have returned
-	createdNew bool
+	op       string // create, write, trunc, sync, rename, link, remove, syncdir, ack
+	id       int    // the file, for write, trunc, sync
+	name, to string
+	off      int
+	data     []byte
+	acked    int // for ack: how many workload operations have returned
 }
 
 type recordingFS struct {

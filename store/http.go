@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/sequencer"
 )
 
 // HTTP header names. A request carries its token in either header; the
@@ -40,7 +40,7 @@ func ParseFencingHeaders(h http.Header) (uint64, error) {
 		if len(vs) > 1 {
 			return 0, fmt.Errorf("%w: send one %s header, not %d", ErrBadHeader, HeaderToken, len(vs))
 		}
-		t, err := sequencer.ParseToken(vs[0])
+		t, err := fence.ParseToken(vs[0])
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %w", ErrBadHeader, HeaderToken, err)
 		}
@@ -50,7 +50,7 @@ func ParseFencingHeaders(h http.Header) (uint64, error) {
 		if len(vs) > 1 {
 			return 0, fmt.Errorf("%w: send one %s header, not %d", ErrBadHeader, HeaderSequencer, len(vs))
 		}
-		_, t, err := sequencer.ParseSequencer(vs[0])
+		_, t, err := fence.ParseSequencer(vs[0])
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %w", ErrBadHeader, HeaderSequencer, err)
 		}
@@ -205,7 +205,7 @@ func (h *Handler) kv(w http.ResponseWriter, r *http.Request, key string) {
 
 // failed answers err, if any, and reports whether it did.
 func (h *Handler) failed(err error, key string, fail func(int, string, string, uint64)) bool {
-	var stale *sequencer.StaleTokenError
+	var stale *fence.StaleTokenError
 	switch {
 	case err == nil:
 		return false

@@ -18,7 +18,7 @@ func newServer(t *testing.T, mode FenceMode) (*httptest.Server, *Store, *prometh
 	t.Helper()
 	reg := metrics.NewRegistry()
 	sm := metrics.NewStore(reg)
-	s := mustOpen(t, Options{Dir: t.TempDir(), Fence: mode, Metrics: metrics.New(reg, metrics.Options{}), StoreMetrics: sm})
+	s := mustOpen(t, Options{Dir: t.TempDir(), Fence: mode, StoreMetrics: sm})
 	srv := httptest.NewServer(NewHandler(s, reg, sm, nil))
 	t.Cleanup(srv.Close)
 	return srv, s, reg
@@ -377,4 +377,51 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("key %q routes as %q", key, got)
 		}
 	})
+}
+
+// TestHTTPMetricsAreTheStores: the store exports its own metrics, the fence's
+// stale-token counter and seqd_build_info, and none of the daemon's: a
+// seqd_zk_connected 0 or seqd_locks_held 0 from a process that has no
+// ZooKeeper session would page someone for nothing.
+func TestHTTPMetricsAreTheStores(t *testing.T) {
+	srv, _, _ := newServer(t, FenceFull)
+	do(t, srv, "PUT", "k", "v", tok(2)...)
+	do(t, srv, "PUT", "k", "v", tok(1)...)
+	families := scrapeFamilies(t, srv.URL+"/metrics")
+	for _, want := range []string{"seqd_build_info", "seqd_stale_tokens_rejected_total", "seqd_store_operations_total"} {
+		if !families[want] {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	for name := range families {
+		if !strings.HasPrefix(name, "seqd_") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "seqd_store_"), name == "seqd_stale_tokens_rejected_total", name == "seqd_build_info":
+		default:
+			t.Errorf("/metrics exports %s, which is not the store's", name)
+		}
+	}
+}
+
+// scrapeFamilies returns the metric families named by # TYPE lines at url.
+func scrapeFamilies(t *testing.T, url string) map[string]bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+	}
+	families := map[string]bool{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			families[f[2]] = true
+		}
+	}
+	return families
 }

@@ -1,5 +1,5 @@
 // Package store is `seqd store`: a small key-value store that enforces
-// fencing tokens: the resource side of seqd. It exists for demos, tests
+// fencing tokens, a resource guarded by seqd's locks. It exists for demos, tests
 // and the chaos suite, and as a worked example of the durability rule: a
 // key's max token is written in the same log record as the data it guards,
 // with one write and one fsync per acknowledged operation (several
@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/sequencer"
 )
 
 // FenceMode says how the store uses fencing tokens.
@@ -75,9 +75,10 @@ type Options struct {
 	// CompactBytes: compact when the log passes max(CompactBytes, twice the
 	// size of the live state). 0 means DefaultCompactBytes.
 	CompactBytes int64
-	Metrics      *metrics.Metrics      // stale-token counter; may be nil
-	StoreMetrics *metrics.StoreMetrics // may be nil
-	Logger       *slog.Logger          // nil discards
+	// StoreMetrics counts operations, log writes and refused stale tokens;
+	// nil counts nothing.
+	StoreMetrics *metrics.StoreMetrics
+	Logger       *slog.Logger // nil discards
 	// Repair lets Open start on a log that is damaged before its last
 	// batch (see CorruptionError): every readable record is kept, the
 	// damaged file is linked to a side name, and a new log is written.
@@ -112,7 +113,7 @@ type entry struct {
 type Store struct {
 	dir   string
 	mode  FenceMode
-	fence *sequencer.Fence
+	fence *fence.Fence
 	sm    *metrics.StoreMetrics
 	log   *slog.Logger
 	lock  *os.File // flock on dir/LOCK, held while open
@@ -177,7 +178,7 @@ func Open(opts Options) (*Store, error) {
 		fs:        fs,
 		dir:       opts.Dir,
 		mode:      mode,
-		fence:     sequencer.NewFence(opts.Metrics),
+		fence:     newFence(opts.StoreMetrics),
 		sm:        opts.StoreMetrics,
 		log:       logger,
 		lock:      lock,
@@ -190,6 +191,14 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newFence returns the store's Fence, which counts refused tokens on sm.
+func newFence(sm *metrics.StoreMetrics) *fence.Fence {
+	if sm == nil {
+		return fence.New(nil)
+	}
+	return fence.New(sm.StaleRejected)
 }
 
 // apply replays one durable record into memory.

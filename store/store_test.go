@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/fence"
 )
 
 func mustOpen(t testing.TB, o Options) *Store {
@@ -52,9 +52,9 @@ func wantValue(t testing.TB, s *Store, key, value string, token uint64) {
 
 func wantStale(t testing.TB, err error, max uint64) {
 	t.Helper()
-	var se *sequencer.StaleTokenError
+	var se *fence.StaleTokenError
 	if !errors.As(err, &se) {
-		t.Fatalf("got %v, want a *sequencer.StaleTokenError", err)
+		t.Fatalf("got %v, want a *fence.StaleTokenError", err)
 	}
 	if se.Max != max {
 		t.Errorf("stale token error with max %d, want %d", se.Max, max)

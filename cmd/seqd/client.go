@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/sequencer"
 )
 
@@ -186,7 +187,7 @@ func checkCommand() *cli.Command {
 			)
 			switch c.NArg() {
 			case 1:
-				name, token, err = sequencer.ParseSequencer(c.Args().First())
+				name, token, err = fence.ParseSequencer(c.Args().First())
 			case 2:
 				name = c.Args().First()
 				token, err = strconv.ParseUint(c.Args().Get(1), 10, 64)

@@ -62,13 +62,11 @@ func storeAction(c *cli.Context) error {
 	logger = logger.With("component", "store")
 
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{})
 	sm := metrics.NewStore(reg)
 	st, err := store.Open(store.Options{
 		Dir:          dir,
 		Fence:        mode,
 		CompactBytes: c.Int64("compact-bytes"),
-		Metrics:      m,
 		StoreMetrics: sm,
 		Logger:       logger,
 	})

@@ -368,3 +368,67 @@ func TestStoreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreMetricsAreTheStores: `seqd store` has no ZooKeeper session and
+// must not export the daemon's gauges (a seqd_zk_connected 0 there would
+// page someone for nothing); it exports its own metrics, the stale-token
+// counter with source="fence", and seqd_build_info.
+func TestStoreMetricsAreTheStores(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &addrWriter{addr: make(chan string, 1)}
+	args := []string{"seqd", "store", "--dir", t.TempDir(), "--listen", "127.0.0.1:0"}
+	var runErr error
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		runErr = run(ctx, args, strings.NewReader(""), io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+		if runErr != nil {
+			t.Errorf("seqd store after cancel: %v, want nil", runErr)
+		}
+	})
+	var addr string
+	select {
+	case addr = <-stderr.addr:
+	case <-exited:
+		t.Fatalf("seqd store returned before listening: %v\n%s", runErr, stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("seqd store did not log its address\n%s", stderr)
+	}
+
+	for _, token := range []string{"2", "1"} { // the second is refused as stale
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/kv/k", strings.NewReader("v"))
+		req.Header.Set("Fencing-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(body)
+	for _, absent := range []string{"seqd_zk_connected", "seqd_locks_held", "seqd_lock_waiters", "seqd_grants_total", "seqd_zk_session_expirations_total"} {
+		if strings.Contains(text, absent) {
+			t.Errorf("/metrics of seqd store exports %s", absent)
+		}
+	}
+	for _, present := range []string{`seqd_stale_tokens_rejected_total{lock="k",source="fence"} 1`, "seqd_build_info{", "seqd_store_operations_total{"} {
+		if !strings.Contains(text, present) {
+			t.Errorf("/metrics of seqd store lacks %s", present)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", text)
+	}
+}

@@ -1,33 +1,33 @@
-package sequencer
+package fence
 
 import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/seqd/seqd/zklock"
 )
 
 // ErrInvalidSequencer is wrapped by every error of ParseSequencer and
 // ParseToken, so that callers can answer 400 without matching text.
-var ErrInvalidSequencer = errors.New("sequencer: invalid sequencer")
+var ErrInvalidSequencer = errors.New("fence: invalid sequencer")
 
-// FormatSequencer returns the sequencer string of a grant, "<name>@<token>"
-// (DESIGN §4). It is what a holder passes to a resource along with a request.
+// FormatSequencer returns the sequencer string of a grant, "<name>@<token>".
+// It is what a holder passes to a resource along with a request.
 func FormatSequencer(name string, token uint64) string {
 	return name + "@" + formatUint(token)
 }
 
 // ParseSequencer splits "<name>@<token>" and validates both halves: the name
-// with zklock.ValidateName, the token with ParseToken. Lock names cannot
-// contain '@', so the last '@' is the separator.
+// as a lock name (a relative path of [A-Za-z0-9._-] segments joined by '/',
+// no empty, "." or ".." segment, at most 256 bytes), the token with
+// ParseToken. Lock names cannot contain '@', so the last '@' is the
+// separator.
 func ParseSequencer(s string) (name string, token uint64, err error) {
 	i := strings.LastIndexByte(s, '@')
 	if i < 0 {
 		return "", 0, fmt.Errorf("%w: %q has no '@'; want <name>@<token>", ErrInvalidSequencer, s)
 	}
 	name = s[:i]
-	if err := zklock.ValidateName(name); err != nil {
+	if err := checkLockName(name); err != nil {
 		return "", 0, fmt.Errorf("%w: %w", ErrInvalidSequencer, err)
 	}
 	token, err = ParseToken(s[i+1:])

@@ -1,19 +1,16 @@
-package sequencer
+package fence
 
 import (
 	"errors"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/seqd/seqd/metrics"
 )
 
-// TestFenceSeedsScenario is the scenario from the seeds: the new holder (token
-// 2) writes, then the old one (token 1) wakes up and writes.
-func TestFenceSeedsScenario(t *testing.T) {
-	f := NewFence(nil)
+// TestPausedHolderIsFenced: the new holder (token 2) writes, then the old one
+// (token 1) wakes up from a pause and writes.
+func TestPausedHolderIsFenced(t *testing.T) {
+	f := New(nil)
 	if err := f.Admit("file", 2); err != nil {
 		t.Fatalf("Admit(file, 2) = %v, want nil", err)
 	}
@@ -28,8 +25,8 @@ func TestFenceSeedsScenario(t *testing.T) {
 	if !errors.Is(err, ErrStaleToken) {
 		t.Errorf("errors.Is(%v, ErrStaleToken) = false", err)
 	}
-	if msg := err.Error(); !strings.HasPrefix(msg, "sequencer: stale token 1") {
-		t.Errorf("Error() = %q, want the prefix %q", msg, "sequencer: stale token 1")
+	if msg := err.Error(); !strings.HasPrefix(msg, "fence: stale token 1") {
+		t.Errorf("Error() = %q, want the prefix %q", msg, "fence: stale token 1")
 	}
 	if got := f.Max("file"); got != 2 {
 		t.Errorf("Max(file) = %d after a rejection, want 2", got)
@@ -37,7 +34,7 @@ func TestFenceSeedsScenario(t *testing.T) {
 }
 
 func TestFenceEqualTokenAdmitted(t *testing.T) {
-	f := NewFence(nil)
+	f := New(nil)
 	for i := 0; i < 2; i++ {
 		if err := f.Admit("k", 7); err != nil {
 			t.Fatalf("Admit(k, 7) #%d = %v, want nil", i+1, err)
@@ -50,7 +47,7 @@ func TestFenceEqualTokenAdmitted(t *testing.T) {
 // raised the max, or the write slips in and the new holder's
 // read-modify-write loses it.
 func TestFenceReadModifyWrite(t *testing.T) {
-	f := NewFence(nil)
+	f := New(nil)
 	if err := f.Admit("counter", 33); err != nil { // old holder's read
 		t.Fatal(err)
 	}
@@ -63,7 +60,7 @@ func TestFenceReadModifyWrite(t *testing.T) {
 }
 
 func TestFenceKeysIndependent(t *testing.T) {
-	f := NewFence(nil)
+	f := New(nil)
 	if err := f.Admit("a", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +73,7 @@ func TestFenceKeysIndependent(t *testing.T) {
 }
 
 func TestFenceRestoreNeverLowers(t *testing.T) {
-	f := NewFence(nil)
+	f := New(nil)
 	f.Restore("k", 9)
 	if got := f.Max("k"); got != 9 {
 		t.Fatalf("Max after Restore(9) = %d, want 9", got)
@@ -94,7 +91,7 @@ func TestFenceRestoreNeverLowers(t *testing.T) {
 // at the highest token and no token at or above the max at its time may be
 // refused (checked by counting: everything ≥ the final max is admitted).
 func TestFenceConcurrent(t *testing.T) {
-	f := NewFence(nil)
+	f := New(nil)
 	const workers, per = 8, 500
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -123,32 +120,26 @@ func TestFenceConcurrent(t *testing.T) {
 	}
 }
 
-func TestFenceMetrics(t *testing.T) {
-	reg := metrics.NewRegistry()
-	f := NewFence(metrics.New(reg, metrics.Options{}))
+func TestFenceOnStale(t *testing.T) {
+	var mu sync.Mutex
+	refused := map[string]int{}
+	f := New(func(key string) {
+		mu.Lock()
+		refused[key]++
+		mu.Unlock()
+	})
 	_ = f.Admit("orders", 5)
 	_ = f.Admit("orders", 4)
 	_ = f.Admit("orders", 3)
 	_ = f.Admit("orders", 5)
-	const want = `
-# HELP seqd_stale_tokens_rejected_total Operations refused because they carried a token below the current one.
-# TYPE seqd_stale_tokens_rejected_total counter
-seqd_stale_tokens_rejected_total{lock="orders",source="fence"} 2
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "seqd_stale_tokens_rejected_total"); err != nil {
-		t.Error(err)
-	}
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	_ = f.Admit("other", 1)
+	if len(refused) != 1 || refused["orders"] != 2 {
+		t.Errorf("onStale calls by key = %v, want map[orders:2]", refused)
 	}
 }
 
 func BenchmarkFenceAdmitParallel(b *testing.B) {
-	f := NewFence(nil)
+	f := New(nil)
 	var next sync.Mutex
 	id := 0
 	b.ReportAllocs()
@@ -171,7 +162,7 @@ func BenchmarkFenceAdmitParallel(b *testing.B) {
 // BenchmarkFenceAdmitHotKey is the worst case: every goroutine on one key,
 // half of the calls refused as stale.
 func BenchmarkFenceAdmitHotKey(b *testing.B) {
-	f := NewFence(nil)
+	f := New(nil)
 	var tok sync.Mutex
 	n := uint64(0)
 	b.RunParallel(func(pb *testing.PB) {

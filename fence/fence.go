@@ -1,17 +1,24 @@
-package sequencer
+// Package fence is the resource side of seqd's fencing tokens: Fence admits
+// an operation only if its token is not below the highest one already seen
+// for the key, and FormatSequencer, ParseSequencer and ParseToken read and
+// write the "<name>@<token>" strings that holders pass to resources.
+//
+// It is meant to be imported by the resource (a store, a service, a job
+// runner) and depends on the standard library only: no ZooKeeper client, no
+// Prometheus. Getting a lock and its token is the business of packages
+// zklock and sequencer.
+package fence
 
 import (
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/seqd/seqd/metrics"
 )
 
 // ErrStaleToken is matched by every *StaleTokenError:
 // errors.Is(err, ErrStaleToken) reports a refused token whatever its fields.
-var ErrStaleToken = errors.New("sequencer: stale token")
+var ErrStaleToken = errors.New("fence: stale token")
 
 // StaleTokenError is returned when a token is below the highest one already
 // seen for a key (a lock, a row, an object): its holder lost the lock, and a
@@ -23,35 +30,38 @@ type StaleTokenError struct {
 }
 
 func (e *StaleTokenError) Error() string {
-	return fmt.Sprintf("sequencer: stale token %d for %q: a newer holder already used token %d", e.Token, e.Key, e.Max)
+	return fmt.Sprintf("fence: stale token %d for %q: a newer holder already used token %d", e.Token, e.Key, e.Max)
 }
 
 // Is makes errors.Is(err, ErrStaleToken) true for every *StaleTokenError.
 func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
 
-// Fence is the resource-side token check (DESIGN §7): per key, it remembers
-// the highest token used and refuses lower ones. It is safe for concurrent
-// use; keys do not share a lock, so admissions on different keys do not
-// contend, and admissions on one key settle with a compare-and-swap.
+// Fence is the resource-side token check: per key, it remembers the highest
+// token used and refuses lower ones. It is safe for concurrent use; keys do
+// not share a lock, so admissions on different keys do not contend, and
+// admissions on one key settle with a compare-and-swap.
 //
 // A Fence only remembers in memory. A resource that must survive a restart
 // persists the max in the same write as the data it guards and calls Restore
 // when it starts (package store does).
 type Fence struct {
-	metrics *metrics.Metrics
+	onStale func(key string)
 	maxes   sync.Map // string -> *atomic.Uint64
 }
 
-// NewFence returns an empty Fence that counts rejections on m as
-// seqd_stale_tokens_rejected_total{source="fence"}; m may be nil.
-func NewFence(m *metrics.Metrics) *Fence {
-	return &Fence{metrics: m}
+// New returns an empty Fence. onStale, if not nil, is called with the key
+// of every refused operation, after the refusal is decided and before Admit
+// returns: it is the hook for counting rejections (a metric, a log line). It
+// runs on the caller's goroutine and may be called concurrently.
+func New(onStale func(key string)) *Fence {
+	return &Fence{onStale: onStale}
 }
 
 // Admit lets an operation carrying token proceed on key, or refuses it.
 // A token lower than the key's max is refused with a *StaleTokenError and
-// counted; otherwise the max becomes token. Equal tokens are admitted: a
-// holder renews its lease with the same token and keeps writing.
+// reported to New's onStale; otherwise the max becomes token. Equal tokens
+// are admitted: a holder renews its lease with the same token and keeps
+// writing.
 //
 // Reads must call Admit too: once the new holder has read with its token, an
 // old holder's delayed write with a lower token has to fail, or it lands
@@ -61,7 +71,9 @@ func (f *Fence) Admit(key string, token uint64) error {
 	for {
 		cur := p.Load()
 		if token < cur {
-			f.metrics.StaleRejected(key, metrics.SourceFence)
+			if f.onStale != nil {
+				f.onStale(key)
+			}
 			return &StaleTokenError{Key: key, Token: token, Max: cur}
 		}
 		if token == cur || p.CompareAndSwap(cur, token) {

@@ -1,4 +1,4 @@
-package sequencer
+package fence
 
 import (
 	"errors"
@@ -57,7 +57,7 @@ func TestParseSequencer(t *testing.T) {
 		if !errors.Is(err, ErrInvalidSequencer) {
 			t.Errorf("ParseSequencer(%q) error %v does not wrap ErrInvalidSequencer", tc.in, err)
 		}
-		if !strings.HasPrefix(err.Error(), "sequencer: ") {
+		if !strings.HasPrefix(err.Error(), "fence: ") {
 			t.Errorf("ParseSequencer(%q) error %q lacks the package prefix", tc.in, err)
 		}
 	}

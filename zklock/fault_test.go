@@ -317,7 +317,7 @@ func TestSessionExpiry(t *testing.T) {
 	holderS := dial(t, []string{holderSrv.ClientAddr}, Options{
 		SessionTimeout: timeout,
 		Clock:          fake,
-		Metrics:        metrics.New(reg, metrics.Options{}),
+		Observer:       metrics.New(reg, metrics.Options{}),
 	})
 	watcherS := dial(t, []string{otherSrv.ClientAddr}, Options{SessionTimeout: timeout})
 	g, err := mutex(t, holderS, "expiry").Acquire(ctxT(t, 10*time.Second))

@@ -58,7 +58,7 @@ func (g *Grant) end(err error) bool {
 	}
 	g.err = err
 	close(g.lost)
-	g.m.s.metrics.LocksHeldAdd(-1)
+	g.m.s.obs.GrantEnded(g.Name, err)
 	return true
 }
 

@@ -153,8 +153,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	s := m.s
 	start := s.clock.Now()
 	if wait {
-		s.metrics.WaitersAdd(1)
-		defer s.metrics.WaitersAdd(-1)
+		s.obs.Waiting(m.name, 1)
+		defer s.obs.Waiting(m.name, -1)
 	}
 	guid := newGUID()
 	defer func() {
@@ -304,7 +304,7 @@ lowest:
 		return nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 	}
 	if err := s.guard.Issue(m.path, token); err != nil {
-		s.metrics.TokenRegression(m.name)
+		s.obs.TokenRegression(m.name)
 		s.log.Error("token regression: grant refused", "lock", m.name, "token", token, "last", s.guard.Last(m.path), "mode", m.mode)
 		return nil, err
 	}
@@ -323,9 +323,7 @@ lowest:
 	m.grant = g
 	m.mu.Unlock()
 	s.markGranted(own)
-	s.metrics.Grant(m.name)
-	s.metrics.LocksHeldAdd(1)
-	s.metrics.AcquireDuration(s.clock.Now().Sub(start).Seconds())
+	s.obs.Granted(m.name, s.clock.Now().Sub(start))
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(ownWatch) }) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/seqd/seqd/metrics"
 )
 
 // Errors of a Session.
@@ -45,9 +43,9 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives the session's events; default discards.
 	Logger *slog.Logger
-	// Metrics records grants, waits, expirations and connectivity; nil
-	// records nothing.
-	Metrics *metrics.Metrics
+	// Observer is told of grants, waits, losses, token regressions,
+	// connectivity and expiry; nil tells nobody.
+	Observer Observer
 	// Clock drives loss deadlines; default the wall clock.
 	Clock Clock
 	// Guard is the token regression guard; share one across the sessions of
@@ -66,7 +64,7 @@ type Session struct {
 	margin    time.Duration
 	heartbeat time.Duration
 	log       *slog.Logger
-	metrics   *metrics.Metrics
+	obs       Observer
 	clock     Clock
 	guard     *Guard
 
@@ -120,12 +118,15 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	if opts.Guard == nil {
 		opts.Guard = NewGuard()
 	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
 	s := &Session{
 		requested: opts.SessionTimeout,
 		margin:    opts.LossMargin,
 		heartbeat: opts.Heartbeat,
 		log:       opts.Logger.With("component", "zklock"),
-		metrics:   opts.Metrics,
+		obs:       opts.Observer,
 		clock:     opts.Clock,
 		guard:     opts.Guard,
 		done:      make(chan struct{}),
@@ -181,16 +182,16 @@ func (s *Session) onState(st zk.State) {
 	switch st {
 	case zk.StateHasSession:
 		s.connected.Store(true)
-		s.metrics.SetConnected(true)
+		s.obs.Connected(true)
 	case zk.StateDisconnected, zk.StateConnecting:
 		if s.connected.Swap(false) {
 			s.log.Warn("disconnected from zookeeper")
 		}
-		s.metrics.SetConnected(false)
+		s.obs.Connected(false)
 	case zk.StateExpired:
 		s.connected.Store(false)
-		s.metrics.SetConnected(false)
-		s.metrics.SessionExpired()
+		s.obs.Connected(false)
+		s.obs.SessionExpired()
 		s.log.Error("zookeeper session expired: every lock of this session is lost", "session", fmt.Sprintf("0x%x", s.id.Load()))
 		s.finish(ErrSessionExpired)
 	}

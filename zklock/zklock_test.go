@@ -281,7 +281,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	reg := prometheus.NewRegistry()
-	s.metrics = metrics.New(reg, metrics.Options{})
+	s.obs = metrics.New(reg, metrics.Options{})
 	m := mutex(t, s, "regress/seq", withMode(tokenSequence))
 	var last uint64
 	for i := 0; i < 3; i++ {

@@ -336,7 +336,7 @@ func TestSessionExpiry(t *testing.T) {
 	}()
 	// ZooKeeper expires the session on the other members: the contender goes.
 	zktest.Eventually(t, 10*timeout, "ZooKeeper to expire the holder's session", func() bool {
-		ok, _, err := watcherS.Conn().Exists(g.Path)
+		ok, _, err := watcherS.conn.Exists(g.Path)
 		return err == nil && !ok
 	})
 	t.Logf("ZooKeeper removed the holder's contender %v after the pause (%.2f of the %v timeout)",

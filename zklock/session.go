@@ -277,10 +277,6 @@ func (s *Session) heartbeatEvery() time.Duration {
 	return s.Timeout() / 6
 }
 
-// Conn is the underlying go-zookeeper connection, for reads the package does
-// not wrap. Writes through it bypass the recipe's guarantees.
-func (s *Session) Conn() *zk.Conn { return s.conn }
-
 // heard records that a request sent at sent was answered.
 func (s *Session) heard(sent time.Time) {
 	n := int64(sent.Sub(s.base))

@@ -57,10 +57,10 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// children lists the lock node's children with a separate connection.
+// children lists the lock node's children, read on s's connection.
 func children(t testing.TB, s *Session, path string) []string {
 	t.Helper()
-	ch, _, err := s.Conn().Children(path)
+	ch, _, err := s.conn.Children(path)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestContenderDeletedIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Conn().Delete(g.Path, -1); err != nil { // an operator removes it
+	if err := a.conn.Delete(g.Path, -1); err != nil { // an operator removes it
 		t.Fatal(err)
 	}
 	select {
@@ -294,7 +294,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 	}
 	// The lock node is deleted and re-created (a container reaped, an
 	// operator's cleanup, a restore): its sequence counter restarts.
-	if err := s.Conn().Delete(m.Path(), -1); err != nil {
+	if err := s.conn.Delete(m.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, err := m.Acquire(ctxT(t, 10*time.Second))
@@ -331,7 +331,7 @@ func TestGuardCatchesVersionReset(t *testing.T) {
 		}
 		g.Release(context.Background())
 	}
-	if err := s.Conn().Delete(m.Path(), -1); err != nil {
+	if err := s.conn.Delete(m.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Acquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrTokenRegression) {

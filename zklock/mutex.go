@@ -252,7 +252,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 			// contender once, and nothing lower can appear later: when it
 			// goes, we are the lowest without reading the children again
 			// (a hand-over inside one daemon costs one request less).
-			if ev.Type == zk.EventNodeDeleted && s.wasGranted(pred) {
+			if ev.Type == zk.EventNodeDeleted && s.granted.has(pred) {
 				goto lowest
 			}
 		case <-ctx.Done():
@@ -322,7 +322,7 @@ lowest:
 	m.mu.Lock()
 	m.grant = g
 	m.mu.Unlock()
-	s.markGranted(own)
+	s.granted.add(own)
 	s.obs.Granted(m.name, s.clock.Now().Sub(start))
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(ownWatch) }) {

@@ -282,7 +282,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 	s := dial(t, c.Servers(), Options{})
 	reg := prometheus.NewRegistry()
 	s.obs = metrics.New(reg, metrics.Options{})
-	m := mutex(t, s, "regress/seq", withMode(tokenSequence))
+	m := mutex(t, s, "regress/seq", withSequenceTokens())
 	var last uint64
 	for i := 0; i < 3; i++ {
 		g, err := m.Acquire(ctxT(t, 10*time.Second))
@@ -338,8 +338,6 @@ func TestGuardCatchesVersionReset(t *testing.T) {
 		t.Fatalf("Acquire after the counter reset = %v, want ErrTokenRegression", err)
 	}
 }
-
-func withMode(m TokenMode) MutexOption { return WithTokenMode(m) }
 
 // mustVec returns the single-series collector for name from reg.
 func mustVec(t testing.TB, reg *prometheus.Registry, name string) prometheus.Collector {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -185,14 +186,6 @@ func (c *labelCap) label(name string) string {
 	return name
 }
 
-// Grant counts a grant of lock.
-func (m *Metrics) Grant(lock string) {
-	if m == nil {
-		return
-	}
-	m.grants.WithLabelValues(m.labels.label(lock)).Inc()
-}
-
 // Renewal counts a lease renewal.
 func (m *Metrics) Renewal(lock string) {
 	if m == nil {
@@ -225,37 +218,44 @@ func (m *Metrics) TokenRegression(lock string) {
 	m.regressions.WithLabelValues(m.labels.label(lock)).Inc()
 }
 
-// LocksHeldAdd moves the held-locks gauge by d.
-func (m *Metrics) LocksHeldAdd(d float64) {
+// The methods below implement zklock.Observer (structurally: metrics does
+// not import zklock), so that a *Metrics given as a session's observer
+// records its events under the seqd_* names.
+
+// Waiting moves seqd_lock_waiters by delta.
+func (m *Metrics) Waiting(_ string, delta int) {
 	if m == nil {
 		return
 	}
-	m.locksHeld.Add(d)
+	m.lockWaiters.Add(float64(delta))
 }
 
-// WaitersAdd moves the waiters gauge by d.
-func (m *Metrics) WaitersAdd(d float64) {
+// Granted counts a grant of lock in seqd_grants_total, adds it to
+// seqd_locks_held and observes wait in seqd_acquire_duration_seconds.
+func (m *Metrics) Granted(lock string, wait time.Duration) {
 	if m == nil {
 		return
 	}
-	m.lockWaiters.Add(d)
+	m.grants.WithLabelValues(m.labels.label(lock)).Inc()
+	m.locksHeld.Inc()
+	m.acquireDuration.Observe(wait.Seconds())
 }
 
-// AcquireDuration observes the seconds an acquire took to be granted.
-func (m *Metrics) AcquireDuration(seconds float64) {
+// GrantEnded takes an ended grant, released or lost, off seqd_locks_held.
+func (m *Metrics) GrantEnded(string, error) {
 	if m == nil {
 		return
 	}
-	m.acquireDuration.Observe(seconds)
+	m.locksHeld.Dec()
 }
 
-// SetConnected sets seqd_zk_connected.
-func (m *Metrics) SetConnected(connected bool) {
+// Connected sets seqd_zk_connected to 1 or 0.
+func (m *Metrics) Connected(up bool) {
 	if m == nil {
 		return
 	}
 	v := 0.0
-	if connected {
+	if up {
 		v = 1
 	}
 	m.zkConnected.Set(v)

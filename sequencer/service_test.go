@@ -234,10 +234,8 @@ func TestClientGoneWithdraws(t *testing.T) {
 		st, err := d.svc.Status(ctx, name)
 		return err == nil && st.Waiters == 0
 	})
-	conn := d.svc.sess.Conn()
-	ch, _, err := conn.Children(d.svc.cfg.Root + "/" + name)
-	if err != nil || len(ch) != 1 {
-		t.Fatalf("children = %v, %v; want only A's", ch, err)
+	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root+"/"+name); len(ch) != 1 {
+		t.Fatalf("children = %v; want only A's", ch)
 	}
 	if err := d.client.Release(ctx, name, a.LeaseID, a.Token); err != nil {
 		t.Fatal(err)

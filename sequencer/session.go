@@ -30,7 +30,7 @@ func (s *Service) dial(ctx context.Context) error {
 	sess, err := zklock.Dial(dctx, s.cfg.Servers, zklock.Options{
 		SessionTimeout: s.cfg.SessionTimeout,
 		Logger:         s.cfg.Logger,
-		Metrics:        s.m,
+		Observer:       s.m,
 		Clock:          s.clock,
 		Guard:          s.guard,
 	})

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Contender node names (DESIGN §2). seqd's own are Curator's protected
+// Contender node names. seqd's own are Curator's protected
 // InterProcessMutex names, _c_<uuid>-lock-<10 digits>; Curator's and
 // go-zookeeper's zk.Lock end in "-lock-" + 10 digits as well, kazoo's in
 // "__lock__" + 10 digits. All children of one parent share one sequence

@@ -17,5 +17,11 @@
 // InterProcessMutex nodes (_c_<uuid>-lock-<seq>), so seqd, Curator,
 // go-zookeeper's zk.Lock and kazoo locks on the same path exclude each other.
 //
-// zklock knows nothing of HTTP, flags or leases; see package sequencer.
+// A Session reports what it does (grants, waits, losses, refused tokens,
+// connectivity, expiry) to the Observer in its Options, and names no metrics
+// of its own: the program decides what to record and under which names.
+//
+// zklock is a library on its own: it depends on go-zookeeper and the standard
+// library only, and knows nothing of HTTP, flags, leases or metrics; seqd's
+// daemon builds those on top of it (package sequencer).
 package zklock

@@ -137,3 +137,39 @@ func (exampleTB) Cleanup(func()) {}
 func (exampleTB) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
 }
+
+// grantPrinter is an Observer that prints the grants of a session and their
+// ends; a program would count them in its metrics instead.
+type grantPrinter struct{}
+
+func (grantPrinter) Waiting(lock string, delta int) {}
+func (grantPrinter) Granted(lock string, wait time.Duration) {
+	fmt.Println("granted", lock)
+}
+func (grantPrinter) GrantEnded(lock string, err error) {
+	fmt.Println("ended", lock+":", err)
+}
+func (grantPrinter) TokenRegression(lock string) {}
+func (grantPrinter) Connected(up bool)           {}
+func (grantPrinter) SessionExpired()             {}
+
+func ExampleObserver() {
+	ctx := context.Background()
+	s, err := Dial(ctx, exampleServers(), Options{Observer: grantPrinter{}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	m, err := NewMutex(s, "jobs/observed")
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, err := m.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g.Release(ctx)
+	// Output:
+	// granted jobs/observed
+	// ended jobs/observed: zklock: lock released
+}

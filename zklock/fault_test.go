@@ -2,12 +2,8 @@ package zklock
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/testenv/zktest"
-	"io"
-	"net"
 	"path"
 	"slices"
 	"strings"
@@ -15,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // Fault tests: each breaks its own ensemble, never the shared server.
@@ -317,7 +313,7 @@ func TestSessionExpiry(t *testing.T) {
 	holderS := dial(t, []string{holderSrv.ClientAddr}, Options{
 		SessionTimeout: timeout,
 		Clock:          fake,
-		Metrics:        metrics.New(reg, metrics.Options{}),
+		Observer:       metrics.New(reg, metrics.Options{}),
 	})
 	watcherS := dial(t, []string{otherSrv.ClientAddr}, Options{SessionTimeout: timeout})
 	g, err := mutex(t, holderS, "expiry").Acquire(ctxT(t, 10*time.Second))
@@ -336,7 +332,7 @@ func TestSessionExpiry(t *testing.T) {
 	}()
 	// ZooKeeper expires the session on the other members: the contender goes.
 	zktest.Eventually(t, 10*timeout, "ZooKeeper to expire the holder's session", func() bool {
-		ok, _, err := watcherS.Conn().Exists(g.Path)
+		ok, _, err := watcherS.conn.Exists(g.Path)
 		return err == nil && !ok
 	})
 	t.Logf("ZooKeeper removed the holder's contender %v after the pause (%.2f of the %v timeout)",
@@ -388,304 +384,3 @@ seqd_locks_held 0
 		t.Errorf("Acquire on an expired session = %v, want ErrSessionExpired", err)
 	}
 }
-
-// The loss deadline on a fake clock: no heartbeats (one an hour), so the
-// only ZooKeeper answers recorded are the ones the test makes. The grant is
-// lost exactly when the clock passes LastHeard + timeout - margin, an answer
-// moves that deadline, and the lost contender is deleted by the janitor
-// since the session itself is fine.
-func TestLossDeadlineFakeClock(t *testing.T) {
-	c := shared.Get(t)
-	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	s := dial(t, c.Servers(), Options{SessionTimeout: 4 * time.Second, Clock: fake, Heartbeat: time.Hour})
-	other := dial(t, c.Servers(), Options{})
-	m := mutex(t, s, "fakeclock")
-	g, err := m.Acquire(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := s.Deadline()
-	if want := s.LastHeard().Add(s.Timeout() * 3 / 4); !first.Equal(want) {
-		t.Fatalf("Deadline = %v, want LastHeard + 3/4 timeout = %v", first, want)
-	}
-	// The janitor's heartbeat timer and the grant's deadline timer.
-	if !fake.WaitPending(2, g.Lost()) {
-		t.Fatalf("grant lost before the clock moved: %v", g.Err())
-	}
-
-	fake.Set(first.Add(-time.Millisecond))
-	if n := fake.Pending(); n != 2 {
-		t.Fatalf("pending timers = %d after advancing to just before the deadline, want 2 (none fired)", n)
-	}
-	select {
-	case <-g.Lost():
-		t.Fatalf("lost before the deadline: %v", g.Err())
-	default:
-	}
-
-	// ZooKeeper answers now: the deadline moves.
-	if err := s.call(func() error { _, _, err := s.conn.Exists("/"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	second := s.Deadline()
-	if want := first.Add(-time.Millisecond).Add(s.Timeout() * 3 / 4); !second.Equal(want) {
-		t.Fatalf("Deadline after an answer = %v, want %v", second, want)
-	}
-	fake.Set(first.Add(time.Millisecond)) // the old deadline fires; the grant re-arms
-	if !fake.WaitPending(2, g.Lost()) {
-		t.Fatalf("lost at the old deadline although ZooKeeper answered since: %v", g.Err())
-	}
-
-	fake.Set(second)
-	select {
-	case <-g.Lost():
-	case <-time.After(10 * time.Second):
-		t.Fatal("Lost not closed at the deadline")
-	}
-	if err := g.Err(); !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "not heard from") {
-		t.Errorf("Err = %v, want ErrLockLost for a silent ZooKeeper", err)
-	}
-	if s.Err() != nil {
-		t.Errorf("session ended: %v", s.Err())
-	}
-	// The session lives on, so the janitor deletes the contender: nobody may
-	// stay blocked behind a holder that was told it lost.
-	zktest.Eventually(t, 10*time.Second, "the lost contender to be deleted", func() bool {
-		return len(children(t, other, m.Path())) == 0
-	})
-	if n := s.pendingCleanups(); n != 0 {
-		t.Errorf("pending cleanups = %d, want 0", n)
-	}
-	if err := g.Release(context.Background()); !errors.Is(err, ErrLockLost) {
-		t.Errorf("Release after loss = %v, want ErrLockLost", err)
-	}
-}
-
-// The recovery step of a create whose reply was lost: findOwn finds our
-// contender by its GUID and nothing else. (The lost reply itself is provoked
-// in TestCreateReplyLost.)
-func TestFindOwn(t *testing.T) {
-	c := shared.Get(t)
-	s := dial(t, c.Servers(), Options{})
-	ctx := ctxT(t, 10*time.Second)
-	m := mutex(t, s, "findown")
-	if got, err := m.findOwn(ctx, newGUID()); got != "" || err != nil {
-		t.Fatalf("findOwn without a lock node = %q, %v; want \"\", nil", got, err)
-	}
-	if err := m.ensureLockNode(ctx); err != nil {
-		t.Fatal(err)
-	}
-	guid, otherGUID := newGUID(), newGUID()
-	create := func(prefix string) string {
-		t.Helper()
-		p, err := s.conn.Create(m.Path()+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	create(contenderPrefix(otherGUID))
-	create("x" + guid + "__lock__") // a kazoo contender that merely contains the GUID
-	if got, err := m.findOwn(ctx, guid); got != "" || err != nil {
-		t.Fatalf("findOwn before our create = %q, %v; want \"\", nil", got, err)
-	}
-	own := create(contenderPrefix(guid))
-	if got, err := m.findOwn(ctx, guid); got != own || err != nil {
-		t.Fatalf("findOwn = %q, %v; want %q", got, err, own)
-	}
-}
-
-// A create whose reply is lost: a proxy between the session and its server
-// forwards our create to ZooKeeper, drops the reply and cuts the connection.
-// go-zookeeper fails the create with a connection error although the node
-// exists; Acquire must find it by its GUID and use it, leaving no twin.
-func TestCreateReplyLost(t *testing.T) {
-	c := shared.Get(t)
-	p := startDropProxy(t, c.Servers()[0])
-	s := dial(t, []string{p.addr()}, Options{})
-	other := dial(t, c.Servers(), Options{})
-	m := mutex(t, s, "lostreply")
-	g, err := m.Acquire(ctxT(t, 10*time.Second)) // the lock node now exists
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-
-	p.arm(m.Path() + "/" + protectedPrefix)
-	g, err = m.Acquire(ctxT(t, 20*time.Second))
-	if err != nil {
-		t.Fatalf("Acquire after a lost create reply: %v", err)
-	}
-	var dropped string
-	select {
-	case dropped = <-p.dropped:
-	default:
-		t.Fatal("the proxy dropped no create reply: the test tested nothing")
-	}
-	if !strings.HasPrefix(g.Path, dropped) {
-		t.Errorf("granted %s, not the node of the create whose reply was lost (%s…)", g.Path, dropped)
-	}
-	if got, want := children(t, other, m.Path()), []string{path.Base(g.Path)}; !slices.Equal(got, want) {
-		t.Errorf("children = %v, want only %v (no twin)", got, want)
-	}
-	if s.Err() != nil {
-		t.Fatalf("session ended: %v", s.Err())
-	}
-	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if got := children(t, other, m.Path()); len(got) != 0 {
-		t.Errorf("children after release = %v, want none", got)
-	}
-}
-
-// dropProxy is a TCP proxy to one ZooKeeper server that, once armed, drops
-// the reply to the next create of a path with the armed prefix and closes
-// the client's connection.
-type dropProxy struct {
-	ln      net.Listener
-	target  string
-	dropped chan string // the path of each create whose reply was dropped
-
-	mu     sync.Mutex
-	prefix string // armed when not empty
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func startDropProxy(t *testing.T, target string) *dropProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dropProxy{ln: ln, target: target, dropped: make(chan string, 4)}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *dropProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *dropProxy) arm(prefix string) {
-	p.mu.Lock()
-	p.prefix = prefix
-	p.mu.Unlock()
-}
-
-func (p *dropProxy) accept() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, client, server)
-		p.mu.Unlock()
-		var (
-			dropMu   sync.Mutex
-			dropXid  int32
-			dropPath string
-			dropping bool
-		)
-		cut := func() { client.Close(); server.Close() }
-		p.wg.Add(2)
-		go func() { // client → server: spot the armed create
-			defer p.wg.Done()
-			defer cut()
-			for first := true; ; first = false {
-				frame, err := readFrame(client)
-				if err != nil {
-					return
-				}
-				// After the connect request: xid, opcode, then for create
-				// (1) and create2 (15) the path.
-				if !first && len(frame) >= 12 {
-					xid := int32(binary.BigEndian.Uint32(frame[0:4]))
-					op := int32(binary.BigEndian.Uint32(frame[4:8]))
-					n := int(binary.BigEndian.Uint32(frame[8:12]))
-					if (op == 1 || op == 15) && n >= 0 && 12+n <= len(frame) {
-						pth := string(frame[12 : 12+n])
-						p.mu.Lock()
-						if p.prefix != "" && strings.HasPrefix(pth, p.prefix) {
-							p.prefix = ""
-							dropMu.Lock()
-							dropXid, dropPath, dropping = xid, pth, true
-							dropMu.Unlock()
-						}
-						p.mu.Unlock()
-					}
-				}
-				if err := writeFrame(server, frame); err != nil {
-					return
-				}
-			}
-		}()
-		go func() { // server → client: drop that create's reply and cut
-			defer p.wg.Done()
-			defer cut()
-			for first := true; ; first = false {
-				frame, err := readFrame(server)
-				if err != nil {
-					return
-				}
-				if !first && len(frame) >= 4 {
-					xid := int32(binary.BigEndian.Uint32(frame[0:4]))
-					dropMu.Lock()
-					drop := dropping && xid == dropXid
-					pth := dropPath
-					dropMu.Unlock()
-					if drop {
-						p.dropped <- pth
-						return
-					}
-				}
-				if err := writeFrame(client, frame); err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-// readFrame reads one length-prefixed ZooKeeper packet.
-func readFrame(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > 16<<20 {
-		return nil, fmt.Errorf("frame of %d bytes", n)
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
-
-func writeFrame(w io.Writer, b []byte) error {
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err := w.Write(buf)
-	return err
-}
-
-// pollUntil polls cond every 10ms until it holds or d passes.

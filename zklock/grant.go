@@ -31,7 +31,6 @@ type Grant struct {
 	mu       sync.Mutex
 	err      error
 	stopOnce sync.Once
-	rearm    bool // the monitor's own-node watch must be set again
 }
 
 // Sequencer is the grant's sequencer string, name@token.
@@ -58,122 +57,151 @@ func (g *Grant) end(err error) bool {
 	}
 	g.err = err
 	close(g.lost)
-	g.m.s.metrics.LocksHeldAdd(-1)
+	g.m.s.obs.GrantEnded(g.Name, err)
 	return true
 }
 
-// monitor watches the grant until it is released or lost.
-func (g *Grant) monitor(ownWatch <-chan zk.Event) {
-	s := g.m.s
+// loss says why a grant was lost.
+type loss struct {
+	err    error  // for Grant.Err; wraps ErrLockLost
+	reason string // for the log
+	orphan bool   // the contender may still exist: the janitor deletes it
+}
+
+// monitor watches the grant until it is released or lost, and ends it when
+// it is lost.
+func (g *Grant) monitor(own <-chan zk.Event) {
 	defer close(g.ended)
+	l := g.watch(own)
+	if l == nil || !g.end(l.err) {
+		return // released
+	}
+	s := g.m.s
+	s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", l.reason)
+	if l.orphan {
+		// Should the session survive, the node must not: its holder was
+		// told it lost the lock.
+		s.deleteLater(g.m.path, g.guid)
+	}
+}
+
+// watch waits until the grant is lost, and says why, or released (nil).
+// own is the watch on our contender; nil while it must be set again.
+func (g *Grant) watch(own <-chan zk.Event) *loss {
+	s := g.m.s
 	for {
-		deadline := s.Deadline()
-		if now := s.clock.Now(); s.overdue(now) {
-			err := fmt.Errorf("%w: zookeeper not heard from since %s (session timeout %v): the session may have expired",
-				ErrLockLost, s.LastHeard().Format("15:04:05.000"), s.Timeout())
-			if g.end(err) {
-				s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", "zookeeper silent")
-				// Should the session survive, the node must not: its holder
-				// was told it lost the lock.
-				s.deleteLater(g.m.path, g.guid)
+		if s.overdue(s.clock.Now()) {
+			return &loss{
+				err: fmt.Errorf("%w: zookeeper not heard from since %s (session timeout %v): the session may have expired",
+					ErrLockLost, s.LastHeard().Format("15:04:05.000"), s.Timeout()),
+				reason: "zookeeper silent",
+				orphan: true,
 			}
-			return
 		}
-		if g.rearm && ownWatch == nil {
-			ctx, cancel := context.WithDeadline(context.Background(), deadline)
-			var (
-				ok bool
-				ch <-chan zk.Event
-			)
-			err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
-			cancel()
-			switch {
-			case err == nil && ok:
-				ownWatch, g.rearm = ch, false
-			case err == nil || errors.Is(err, zk.ErrNoNode):
-				if g.end(fmt.Errorf("%w: contender deleted", ErrLockLost)) {
-					s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", "contender deleted")
-				}
-				return
-			default: // try again shortly; the deadline is checked first
-				tc, t := s.clock.NewTimer(100 * time.Millisecond)
-				select {
-				case <-tc:
-				case <-g.stop:
-					t.Stop()
-					return
-				case <-s.done:
-					t.Stop()
-					if g.end(fmt.Errorf("%w: %w", ErrLockLost, s.Err())) {
-						s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", s.Err())
-					}
-					return
+		if own == nil {
+			// Until the watch is set again, the deadline and the session
+			// decide.
+			ch, l := g.rewatch()
+			if l != nil {
+				return l
+			}
+			if own = ch; own == nil {
+				if l, done := g.pause(); done {
+					return l
 				}
 			}
 			continue
 		}
-		// Wake at the deadline, and at least every heartbeat interval: the
-		// timer runs on the monotonic clock, which a suspended machine does
-		// not advance, and overdue also reads the wall clock.
-		wake := deadline
-		if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
-			wake = hb
+		ev, l, done := g.next(own)
+		if done {
+			return l
 		}
-		tc, t := s.clock.TimerAt(wake)
-		select {
-		case <-g.stop:
-			t.Stop()
-			return
-		case <-s.done:
-			t.Stop()
-			if g.end(fmt.Errorf("%w: %w", ErrLockLost, s.Err())) {
-				s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", s.Err())
-			}
-			return
-		case <-tc:
-		case ev := <-ownWatch:
-			t.Stop()
-			if ev.Type == zk.EventNotWatching && s.Err() != nil {
-				// go-zookeeper ends the watches right after it reports the
-				// expiry: say the real reason.
-				if g.end(fmt.Errorf("%w: %w", ErrLockLost, s.Err())) {
-					s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", s.Err())
-				}
-				return
-			}
-			if ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated {
-				// Not a loss; watch again. (Nobody writes our node, so this
-				// is rare.)
-				// Bounded by the session deadline, so that the loop keeps
-				// checking it; until the watch is set again, the deadline
-				// and the session decide.
-				ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
-				var (
-					ok bool
-					ch <-chan zk.Event
-				)
-				err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
-				cancel()
-				if err == nil && ok {
-					ownWatch = ch
-					continue
-				}
-				if err != nil && !errors.Is(err, zk.ErrNoNode) {
-					ownWatch = nil
-					g.rearm = true
-					continue
-				}
-			}
-			reason := "contender deleted"
-			if ev.Type == zk.EventNotWatching {
-				reason = fmt.Sprintf("watch ended: %v", ev.Err)
-			}
-			if g.end(fmt.Errorf("%w: %s", ErrLockLost, reason)) {
-				s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", reason)
-			}
-			return
+		switch {
+		case ev == nil: // the deadline or a heartbeat interval passed
+		case ev.Type == zk.EventNotWatching && s.Err() != nil:
+			// go-zookeeper ends the watches right after it reports the
+			// expiry: say the real reason.
+			return g.sessionLoss()
+		case ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated:
+			own = nil // not a loss (nobody writes our node, so this is rare): watch again
+		case ev.Type == zk.EventNotWatching:
+			reason := fmt.Sprintf("watch ended: %v", ev.Err)
+			return &loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason}
+		default:
+			return contenderDeleted()
 		}
 	}
+}
+
+// next waits for the deadline (or at least a heartbeat interval: the timer
+// runs on the monotonic clock, which a suspended machine does not advance,
+// and overdue also reads the wall clock), an event on own, a release or the
+// end of the session. ev is nil when the time passed; done means the watch
+// is over, with l nil on release.
+func (g *Grant) next(own <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
+	s := g.m.s
+	wake := s.Deadline()
+	if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
+		wake = hb
+	}
+	tc, t := s.clock.TimerAt(wake)
+	defer t.Stop()
+	select {
+	case <-g.stop:
+		return nil, nil, true
+	case <-s.done:
+		return nil, g.sessionLoss(), true
+	case <-tc:
+		return nil, nil, false
+	case e := <-own:
+		return &e, nil, false
+	}
+}
+
+// rewatch sets the watch on our contender again, bounded by the session
+// deadline so that watch keeps checking it. It returns the new watch, a
+// loss if the contender is gone, or neither if ZooKeeper did not answer.
+func (g *Grant) rewatch() (<-chan zk.Event, *loss) {
+	s := g.m.s
+	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
+	defer cancel()
+	var (
+		ok bool
+		ch <-chan zk.Event
+	)
+	err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+	switch {
+	case err == nil && ok:
+		return ch, nil
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return nil, contenderDeleted()
+	}
+	return nil, nil
+}
+
+// pause waits a moment before the watch is set again; done means the watch
+// is over, with l nil on release.
+func (g *Grant) pause() (l *loss, done bool) {
+	s := g.m.s
+	tc, t := s.clock.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-tc:
+		return nil, false
+	case <-g.stop:
+		return nil, true
+	case <-s.done:
+		return g.sessionLoss(), true
+	}
+}
+
+func (g *Grant) sessionLoss() *loss {
+	err := g.m.s.Err()
+	return &loss{err: fmt.Errorf("%w: %w", ErrLockLost, err), reason: err.Error()}
+}
+
+func contenderDeleted() *loss {
+	return &loss{err: fmt.Errorf("%w: contender deleted", ErrLockLost), reason: "contender deleted"}
 }
 
 // Release deletes the contender and ends the grant. Releasing a lost grant

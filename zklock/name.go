@@ -14,7 +14,7 @@ var ErrInvalidName = errors.New("zklock: invalid lock name")
 
 // ValidateName checks a lock name: a relative path of segments made of
 // [A-Za-z0-9._-], joined by "/", with no empty, "." or ".." segment, at most
-// MaxNameLen bytes (DESIGN §2). The error is a sentence a user can act on.
+// MaxNameLen bytes. The error is a sentence a user can act on.
 func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: the name is empty", ErrInvalidName)

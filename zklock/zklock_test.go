@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/testenv/zktest"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // One standalone server for the tests that do not break it.
@@ -57,10 +57,10 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// children lists the lock node's children with a separate connection.
+// children lists the lock node's children, read on s's connection.
 func children(t testing.TB, s *Session, path string) []string {
 	t.Helper()
-	ch, _, err := s.Conn().Children(path)
+	ch, _, err := s.conn.Children(path)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestContenderDeletedIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Conn().Delete(g.Path, -1); err != nil { // an operator removes it
+	if err := a.conn.Delete(g.Path, -1); err != nil { // an operator removes it
 		t.Fatal(err)
 	}
 	select {
@@ -281,8 +281,8 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	reg := prometheus.NewRegistry()
-	s.metrics = metrics.New(reg, metrics.Options{})
-	m := mutex(t, s, "regress/seq", withMode(tokenSequence))
+	s.obs = metrics.New(reg, metrics.Options{})
+	m := mutex(t, s, "regress/seq", withSequenceTokens())
 	var last uint64
 	for i := 0; i < 3; i++ {
 		g, err := m.Acquire(ctxT(t, 10*time.Second))
@@ -294,7 +294,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 	}
 	// The lock node is deleted and re-created (a container reaped, an
 	// operator's cleanup, a restore): its sequence counter restarts.
-	if err := s.Conn().Delete(m.Path(), -1); err != nil {
+	if err := s.conn.Delete(m.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, err := m.Acquire(ctxT(t, 10*time.Second))
@@ -331,15 +331,13 @@ func TestGuardCatchesVersionReset(t *testing.T) {
 		}
 		g.Release(context.Background())
 	}
-	if err := s.Conn().Delete(m.Path(), -1); err != nil {
+	if err := s.conn.Delete(m.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Acquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrTokenRegression) {
 		t.Fatalf("Acquire after the counter reset = %v, want ErrTokenRegression", err)
 	}
 }
-
-func withMode(m TokenMode) MutexOption { return WithTokenMode(m) }
 
 // mustVec returns the single-series collector for name from reg.
 func mustVec(t testing.TB, reg *prometheus.Registry, name string) prometheus.Collector {
@@ -395,96 +393,4 @@ func TestHolder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestNamesRejectedBeforeZooKeeper(t *testing.T) {
-	for _, name := range []string{"", "/abs", "a//b", "a/./b", "../x", "a/..", "sp ace", "ünï", "a\x00b", string(make([]byte, 257)), "foo/x-lock-0000000000", "foo/ab__lock__0000000001"} {
-		if _, err := NewMutex(nil, name); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("NewMutex(%q) = %v, want ErrInvalidName", name, err)
-		}
-	}
-	for _, name := range []string{"a", "jobs/nightly-report", "A.b_c-9", string(repeat('x', 256))} {
-		if err := ValidateName(name); err != nil {
-			t.Errorf("ValidateName(%q) = %v, want nil", name, err)
-		}
-	}
-}
-
-func repeat(c byte, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = c
-	}
-	return b
-}
-
-func TestParseContender(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ok   bool
-		seq  int64
-		guid string
-	}{
-		{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-lock-0000000007", true, 7, "1b4e28ba-2fa1-41d2-883f-0016d3cca427"},
-		{"_c_0123456789abcdef0123456789abcdef-lock-0000000012", true, 12, "0123456789abcdef0123456789abcdef"}, // zk.Lock
-		{"x-lock-0000000003", true, 3, ""},            // Curator unprotected
-		{"5d7a3c2e9f__lock__0000000004", true, 4, ""}, // kazoo
-		{"5d7a3c2e9f__rlock__0000000004", false, 0, ""},
-		{"lock-0000000001", false, 0, ""},
-		{"_c_abc-lock-00000001", false, 0, ""},
-		{"_c_abc-lock-000000000x", false, 0, ""},
-		{"leader", false, 0, ""},
-	} {
-		c, ok := parseContender(tc.name)
-		if ok != tc.ok || c.seq != tc.seq || c.guid != tc.guid {
-			t.Errorf("parseContender(%q) = %+v, %v; want seq %d guid %q ok %v", tc.name, c, ok, tc.seq, tc.guid, tc.ok)
-		}
-	}
-}
-
-func FuzzValidateName(f *testing.F) {
-	for _, s := range []string{"a", "a/b", "../x", "a//b", "", "ü", "a/./b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		err := ValidateName(name)
-		if err != nil {
-			return
-		}
-		if len(name) > MaxNameLen || name == "" {
-			t.Fatalf("accepted %q", name)
-		}
-		for _, seg := range splitSlash(name) {
-			if seg == "" || seg == "." || seg == ".." {
-				t.Fatalf("accepted %q with segment %q", name, seg)
-			}
-		}
-	})
-}
-
-func splitSlash(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '/' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
-}
-
-func FuzzParseContender(f *testing.F) {
-	for _, s := range []string{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-lock-0000000007", "x__lock__0000000001", "lock-", "-lock-0000000000"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		c, ok := parseContender(name)
-		if !ok {
-			return
-		}
-		if c.seq < 0 || fmt.Sprintf("%010d", c.seq) != name[len(name)-10:] {
-			t.Fatalf("%q parsed to seq %d", name, c.seq)
-		}
-	})
 }

@@ -1,0 +1,80 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Holder describes a lock's current state as ZooKeeper has it.
+type Holder struct {
+	Held    bool
+	Node    string // the holder's contender (child name)
+	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
+	Data    []byte // the holder's contender data
+	Waiters int    // contenders behind the holder
+}
+
+// Holder reads the lock's current holder from ZooKeeper, so that it answers
+// for holders on any session or daemon (Chubby's CheckSequencer).
+func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
+	s := m.s
+	var (
+		children []string
+		lockData []byte
+		lockStat *zk.Stat
+		lockErr  error
+		lockDone = make(chan struct{})
+	)
+	if m.mode == TokenVersion {
+		// Pipelined with the children read: the counter and who bumped it.
+		if !s.spawn(func() {
+			defer close(lockDone)
+			lockErr = s.call(func() (err error) { lockData, lockStat, err = s.conn.Get(m.path); return err })
+		}) {
+			return Holder{}, ErrClosed
+		}
+	} else {
+		close(lockDone)
+	}
+	err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err })
+	<-lockDone
+	if errors.Is(err, zk.ErrNoNode) {
+		return Holder{}, nil
+	}
+	if err != nil {
+		return Holder{}, err
+	}
+	if lockErr != nil && !errors.Is(lockErr, zk.ErrNoNode) {
+		return Holder{}, lockErr
+	}
+	cs := sortContenders(children)
+	var h Holder
+	if lockStat != nil {
+		h.Token = uint64(lockStat.Version)
+	}
+	for len(cs) > 0 {
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(m.path + "/" + cs[0].node); return err })
+		if errors.Is(err, zk.ErrNoNode) {
+			cs = cs[1:] // it left between the two reads
+			continue
+		}
+		if err != nil {
+			return Holder{}, err
+		}
+		h.Node, h.Data, h.Waiters = cs[0].node, data, len(cs)-1
+		switch m.mode {
+		case TokenZxid:
+			h.Held, h.Token = true, uint64(st.Czxid)
+		case TokenVersion:
+			h.Held = string(lockData) == cs[0].node
+		}
+		break
+	}
+	return h, nil
+}

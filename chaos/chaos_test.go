@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 var (

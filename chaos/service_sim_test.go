@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/seqd/seqd/testenv/zktest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 var serviceSchedules = flag.Int("chaos.service-schedules", 40, "seeded schedules of the real sequencer.Service on a fake clock")

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/seqd/seqd/metrics"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqd/seqd/metrics"
 )
 
 // Paths relative to this package's directory, where go test runs.

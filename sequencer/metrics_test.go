@@ -3,7 +3,6 @@ package sequencer
 import (
 	"bytes"
 	"errors"
-	"github.com/seqd/seqd/fence"
 	"io"
 	"net/http"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/testenv/zktest"
 )

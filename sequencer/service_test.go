@@ -3,10 +3,10 @@ package sequencer
 import (
 	"context"
 	"errors"
-	"github.com/seqd/seqd/fence"
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -320,5 +320,62 @@ func TestRenewAfterTTLIsLost(t *testing.T) {
 			t.Fatalf("round %d: renew at the TTL = %+v, %v; want ErrLost", i, r, err)
 		}
 		d.svc.Close(ctx)
+	}
+}
+
+// TestFrozenZooKeeperAnswers503Fast: with the daemon's ZooKeeper frozen,
+// every request that needs ZooKeeper answers 503 within a fraction of the
+// session timeout: while the session still looks alive (a read that gets no
+// answer is given up) and after its deadline (refused at once).
+func TestFrozenZooKeeperAnswers503Fast(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	const timeout = 2 * time.Second
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), timeout: timeout})
+	ctx := ctxT(t, 60*time.Second)
+	const name = "frozen"
+	gone, err := d.svc.Acquire(ctx, name, "A", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.svc.Release(ctx, name, gone.LeaseID, gone.Token); err != nil {
+		t.Fatal(err)
+	}
+	held, err := d.svc.Acquire(ctx, name, "B", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		what string
+		call func() error
+	}{
+		{"check", func() error { _, err := d.svc.Check(ctx, name, held.Token); return err }},
+		{"status", func() error { _, err := d.svc.Status(ctx, name); return err }},
+		{"renew of a released lease", func() error { _, err := d.svc.Renew(ctx, name, gone.LeaseID, gone.Token, 0); return err }},
+		{"release of a released lease", func() error { return d.svc.Release(ctx, name, gone.LeaseID, gone.Token) }},
+		{"renew of the held lease", func() error { _, err := d.svc.Renew(ctx, name, held.LeaseID, held.Token, 0); return err }},
+		{"HTTP check", func() error { _, err := d.client.Check(ctx, name, held.Token); return err }},
+	}
+	if err := zkc.Members[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer zkc.Members[0].Resume()
+	frozen := time.Now()
+	for _, phase := range []string{"just frozen", "past the session deadline"} {
+		if phase != "just frozen" {
+			time.Sleep(time.Until(frozen.Add(timeout)))
+		}
+		for _, c := range calls {
+			start := time.Now()
+			err := c.call()
+			took := time.Since(start)
+			ratio := float64(took) / float64(timeout)
+			t.Logf("%s, %s: %v in %v (%.2f of the session timeout)", phase, c.what, err, took.Round(time.Millisecond), ratio)
+			if !errors.Is(err, ErrUnavailable) && !isStatus(err, 503) {
+				t.Errorf("%s, %s = %v, want unavailable (503)", phase, c.what, err)
+			}
+			if ratio > 0.5 {
+				t.Errorf("%s, %s took %.2f of the session timeout, want at most 0.5", phase, c.what, ratio)
+			}
+		}
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/seqd/seqd/fence"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
@@ -24,10 +24,16 @@ func (s *Service) currentToken(ctx context.Context, name string) (uint64, error)
 	return h.Token, nil
 }
 
+// holder reads name's holder. It answers ErrUnavailable at once while the
+// session is down or past its deadline, and within a fraction of the
+// session timeout when ZooKeeper stops answering (zklock bounds the reads).
 func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error) {
 	sess, err := s.session()
 	if err != nil {
 		return zklock.Holder{}, err
+	}
+	if !sess.Connected() || !sess.Live() {
+		return zklock.Holder{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
 	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
 	if err != nil {

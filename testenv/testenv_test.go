@@ -2,11 +2,12 @@ package testenv_test
 
 import (
 	"context"
-	"github.com/seqd/seqd/testenv"
-	"github.com/seqd/seqd/testenv/zktest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 func TestStandalone(t *testing.T) {

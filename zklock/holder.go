@@ -22,33 +22,30 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	s := m.s
 	var (
 		children []string
-		lockData []byte
-		lockStat *zk.Stat
-		lockErr  error
-		lockDone = make(chan struct{})
+		lock     = make(chan lockRead, 1)
 	)
 	if m.mode == TokenVersion {
 		// Pipelined with the children read: the counter and who bumped it.
-		if !s.spawn(func() {
-			defer close(lockDone)
-			lockErr = s.call(func() (err error) { lockData, lockStat, err = s.conn.Get(m.path); return err })
-		}) {
-			return Holder{}, ErrClosed
-		}
+		go func() {
+			var r lockRead
+			r.err = s.read(ctx, func() (err error) { r.data, r.stat, err = s.conn.Get(m.path); return err })
+			lock <- r
+		}()
 	} else {
-		close(lockDone)
+		lock <- lockRead{}
 	}
-	err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err })
-	<-lockDone
+	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err })
+	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
 	}
 	if err != nil {
 		return Holder{}, err
 	}
-	if lockErr != nil && !errors.Is(lockErr, zk.ErrNoNode) {
-		return Holder{}, lockErr
+	if lr.err != nil && !errors.Is(lr.err, zk.ErrNoNode) {
+		return Holder{}, lr.err
 	}
+	lockData, lockStat := lr.data, lr.stat
 	cs := sortContenders(children)
 	var h Holder
 	if lockStat != nil {
@@ -59,7 +56,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			data []byte
 			st   *zk.Stat
 		)
-		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(m.path + "/" + cs[0].node); return err })
+		err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(m.path + "/" + cs[0].node); return err })
 		if errors.Is(err, zk.ErrNoNode) {
 			cs = cs[1:] // it left between the two reads
 			continue
@@ -77,4 +74,11 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		break
 	}
 	return h, nil
+}
+
+// lockRead is the lock node's data and stat, read alongside its children.
+type lockRead struct {
+	data []byte
+	stat *zk.Stat
+	err  error
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"os/exec"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // stillBlocked is how long a blocked contender must stay blocked for the

@@ -329,3 +329,30 @@ func (s *Session) callCtx(ctx context.Context, f func() error) error {
 		return ctx.Err()
 	}
 }
+
+// read is callCtx for a request that changes nothing, bounded so that a
+// caller learns within a fraction of the session timeout that ZooKeeper
+// cannot answer, rather than after go-zookeeper's own deadline: it fails at
+// once while the session cannot be trusted (ended, or its deadline passed),
+// and gives up after readTimeout or at the session's deadline, whichever
+// comes first. An abandoned read completes in the background, harmlessly.
+func (s *Session) read(ctx context.Context, f func() error) error {
+	if !s.Live() {
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: zookeeper has not answered for %v", ErrUnavailable, s.clock.Now().Sub(s.LastHeard()).Round(time.Millisecond))
+	}
+	d := min(s.readTimeout(), s.Deadline().Sub(s.clock.Now()))
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := s.callCtx(rctx, f)
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w: no answer within %v", ErrUnavailable, d.Round(time.Millisecond))
+	}
+	return err
+}
+
+// readTimeout is the longest a read waits for its answer: a quarter of the
+// session timeout, far beyond what a healthy ensemble takes.
+func (s *Session) readTimeout() time.Duration { return s.Timeout() / 4 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/testenv/zktest"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // Run interactively (stdin a terminal, seqd in the foreground), the command

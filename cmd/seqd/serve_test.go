@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/seqd/seqd/testenv/zktest"
 	"io"
 	"net"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.

@@ -12,9 +12,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/store"
-	"github.com/urfave/cli/v2"
 )
 
 // storeShutdownGrace bounds how long in-flight requests may take to finish

@@ -1,7 +1,6 @@
 package runlock
 
 import (
-	"github.com/seqd/seqd/testenv/zktest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/clock"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 type outcome struct {

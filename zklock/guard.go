@@ -26,31 +26,68 @@ func (e *RegressionError) Error() string {
 // Is makes errors.Is(err, ErrTokenRegression) true.
 func (e *RegressionError) Is(target error) bool { return target == ErrTokenRegression }
 
-// Guard remembers the highest token issued per lock in this process. Share
-// one Guard across the sessions of a process.
+// DefaultGuardNames is how many lock names a Guard remembers by default.
+const DefaultGuardNames = 10000
+
+// Guard remembers the highest token issued per lock in this process, for the
+// locks granted most recently: its memory is bounded, so that a process that
+// locks ever new names (order/<id>) does not grow without end. A lock not
+// granted here for a long while may be forgotten; the check then starts
+// again from its next grant. Share one Guard across the sessions of a
+// process.
 type Guard struct {
-	mu   sync.Mutex
-	last map[string]uint64
+	mu    sync.Mutex
+	max   int               // names kept in both generations together
+	cur   map[string]uint64 // names issued since the last turn
+	older map[string]uint64 // the generation before; dropped at the next turn
 }
 
-// NewGuard returns an empty guard.
-func NewGuard() *Guard { return &Guard{last: map[string]uint64{}} }
+// NewGuard returns an empty guard that remembers up to DefaultGuardNames
+// lock names.
+func NewGuard() *Guard { return NewGuardSize(DefaultGuardNames) }
+
+// NewGuardSize returns an empty guard that remembers at least the last
+// names/2 and at most names lock names it issued tokens for.
+func NewGuardSize(names int) *Guard {
+	return &Guard{max: max(names, 2), cur: map[string]uint64{}}
+}
 
 // Issue records token as issued for name, or refuses it with a
 // *RegressionError if it is not above the highest issued before.
 func (g *Guard) Issue(name string, token uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if last, ok := g.last[name]; ok && token <= last {
+	if last, ok := g.lastLocked(name); ok && token <= last {
 		return &RegressionError{Name: name, Token: token, Last: last}
 	}
-	g.last[name] = token
+	if _, ok := g.cur[name]; !ok && len(g.cur) >= g.max/2 {
+		// Turn: the names not issued during a whole generation go.
+		g.older, g.cur = g.cur, make(map[string]uint64, g.max/2)
+	}
+	g.cur[name] = token
+	delete(g.older, name)
 	return nil
 }
 
-// Last returns the highest token issued for name (0 if none).
+// Last returns the highest token issued for name (0 if none, or forgotten).
 func (g *Guard) Last(name string) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.last[name]
+	last, _ := g.lastLocked(name)
+	return last
+}
+
+func (g *Guard) lastLocked(name string) (uint64, bool) {
+	if t, ok := g.cur[name]; ok {
+		return t, true
+	}
+	t, ok := g.older[name]
+	return t, ok
+}
+
+// Len is how many lock names the guard remembers now.
+func (g *Guard) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.cur) + len(g.older)
 }

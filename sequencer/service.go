@@ -129,6 +129,9 @@ func New(cfg Config) *Service {
 // Close releases every held lease (deleting the contenders so that waiters
 // elsewhere proceed at once), closes the session and waits for the
 // Service's goroutines.
+// closeParallelism is how many leases Close releases at once.
+const closeParallelism = 128
+
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -141,9 +144,20 @@ func (s *Service) Close(ctx context.Context) error {
 		ls = append(ls, l)
 	}
 	s.mu.Unlock()
+	// Many releases in flight at once: ZooKeeper answers one session's
+	// requests in order over one connection, so this costs round trips
+	// for the slowest, not for all of them.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, closeParallelism)
 	for _, l := range ls {
-		s.end(ctx, l, released, metrics.ReasonReleased)
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			s.end(ctx, l, released, metrics.ReasonReleased)
+		}()
 	}
+	wg.Wait()
 	close(s.stop)
 	s.mu.Lock()
 	sess := s.sess

@@ -3,15 +3,15 @@
 // library user makes its own *Metrics. A nil *Metrics is valid and records
 // nothing, so library users that do not want metrics pass nil.
 //
-// The lock label is bounded: after Options.MaxLockLabels distinct names, further
-// names are counted under lock="_other" so that a client inventing names cannot
-// blow up the series count.
+// The lock label is bounded: at most Options.MaxLockLabels names have series
+// of their own at a time; a name idle for LabelIdle gives its place to a new
+// one, and names beyond that are counted under lock="_other", so that a
+// client inventing names cannot blow up the series count.
 package metrics
 
 import (
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +41,11 @@ const (
 
 // Options tunes New.
 type Options struct {
-	// MaxLockLabels caps the distinct values of the lock label; 0 means
-	// DefaultMaxLockLabels.
+	// MaxLockLabels caps the distinct values of the lock label (see
+	// LabelIdle for how names come and go); 0 means DefaultMaxLockLabels,
+	// and a negative value labels no lock: every one is counted as
+	// OtherLock, for deployments where lock names must not leave the
+	// daemon.
 	MaxLockLabels int
 	// Version is reported by seqd_build_info; empty means the module version
 	// from the build info, or "devel".
@@ -63,14 +66,14 @@ type Metrics struct {
 	zkConnected       prometheus.Gauge
 	sessionExpiration prometheus.Counter
 
-	labels labelCap
+	labels *labelSet
 }
 
 // New builds the collectors and registers them on reg. It panics if reg
 // already holds collectors of the same names (a programming error, as with
 // promauto).
 func New(reg prometheus.Registerer, opts Options) *Metrics {
-	if opts.MaxLockLabels <= 0 {
+	if opts.MaxLockLabels == 0 {
 		opts.MaxLockLabels = DefaultMaxLockLabels
 	}
 	m := &Metrics{
@@ -112,8 +115,8 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name: "seqd_zk_session_expirations_total",
 			Help: "ZooKeeper sessions that expired; every lock they held was lost.",
 		}),
-		labels: labelCap{max: opts.MaxLockLabels, seen: map[string]struct{}{}},
 	}
+	m.labels = newLabelSet(opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions)
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions,
 		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
 	return m
@@ -156,42 +159,12 @@ func version(v string) string {
 	return "devel"
 }
 
-// labelCap bounds the number of distinct lock label values.
-type labelCap struct {
-	mu   sync.RWMutex
-	max  int
-	seen map[string]struct{}
-}
-
-func (c *labelCap) label(name string) string {
-	c.mu.RLock()
-	_, ok := c.seen[name]
-	n := len(c.seen)
-	c.mu.RUnlock()
-	if ok {
-		return name
-	}
-	if n >= c.max {
-		return OtherLock
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.seen[name]; ok {
-		return name
-	}
-	if len(c.seen) >= c.max {
-		return OtherLock
-	}
-	c.seen[name] = struct{}{}
-	return name
-}
-
 // Renewal counts a lease renewal.
 func (m *Metrics) Renewal(lock string) {
 	if m == nil {
 		return
 	}
-	m.renewals.WithLabelValues(m.labels.label(lock)).Inc()
+	m.labels.with(lock, func(l string) { m.renewals.WithLabelValues(l).Inc() })
 }
 
 // Release counts the end of a lease with one of the Reason* values.
@@ -199,7 +172,7 @@ func (m *Metrics) Release(lock, reason string) {
 	if m == nil {
 		return
 	}
-	m.releases.WithLabelValues(m.labels.label(lock), reason).Inc()
+	m.labels.with(lock, func(l string) { m.releases.WithLabelValues(l, reason).Inc() })
 }
 
 // StaleRejected counts a refused stale token with one of the Source* values.
@@ -207,7 +180,7 @@ func (m *Metrics) StaleRejected(lock, source string) {
 	if m == nil {
 		return
 	}
-	m.staleRejected.WithLabelValues(m.labels.label(lock), source).Inc()
+	m.labels.with(lock, func(l string) { m.staleRejected.WithLabelValues(l, source).Inc() })
 }
 
 // TokenRegression counts a token refused by the regression guard.
@@ -215,7 +188,7 @@ func (m *Metrics) TokenRegression(lock string) {
 	if m == nil {
 		return
 	}
-	m.regressions.WithLabelValues(m.labels.label(lock)).Inc()
+	m.labels.with(lock, func(l string) { m.regressions.WithLabelValues(l).Inc() })
 }
 
 // The methods below implement zklock.Observer (structurally: metrics does
@@ -236,7 +209,7 @@ func (m *Metrics) Granted(lock string, wait time.Duration) {
 	if m == nil {
 		return
 	}
-	m.grants.WithLabelValues(m.labels.label(lock)).Inc()
+	m.labels.with(lock, func(l string) { m.grants.WithLabelValues(l).Inc() })
 	m.locksHeld.Inc()
 	m.acquireDuration.Observe(wait.Seconds())
 }

@@ -30,7 +30,7 @@ type StoreMetrics struct {
 	stopped     prometheus.Gauge
 
 	staleRejected *prometheus.CounterVec // lock = the key
-	labels        labelCap
+	labels        *labelSet
 }
 
 // NewStore builds the store collectors and registers them on reg. The lock
@@ -39,7 +39,6 @@ type StoreMetrics struct {
 func NewStore(reg prometheus.Registerer) *StoreMetrics {
 	m := &StoreMetrics{
 		staleRejected: newStaleRejected(),
-		labels:        labelCap{max: DefaultMaxLockLabels, seen: map[string]struct{}{}},
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqd_store_operations_total",
 			Help: "Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable).",
@@ -78,6 +77,7 @@ func NewStore(reg prometheus.Registerer) *StoreMetrics {
 			Help: "1 once a write, fsync or compaction of the log failed (a full disk, an I/O error) and the store stopped serving until a restart.",
 		}),
 	}
+	m.labels = newLabelSet(DefaultMaxLockLabels, m.staleRejected)
 	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped, m.stopped,
 		m.staleRejected, newBuildInfo(""))
 	return m
@@ -89,7 +89,7 @@ func (m *StoreMetrics) StaleRejected(key string) {
 	if m == nil {
 		return
 	}
-	m.staleRejected.WithLabelValues(m.labels.label(key), SourceFence).Inc()
+	m.labels.with(key, func(l string) { m.staleRejected.WithLabelValues(l, SourceFence).Inc() })
 }
 
 // Operation counts a store request; op is get, put or delete and result one

@@ -38,9 +38,16 @@ const MaxBodyBytes = 64 << 10
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire.
 type AcquireRequest struct {
 	// Owner ("owner", required) names who is asking, e.g. host:pid; at most
-	// 256 bytes. An owner that asks again while its lease is live gets the
-	// same lease and token, with the TTL extended.
+	// 256 bytes. It is shown to anyone who asks the lock's status: it is a
+	// label, not a proof.
 	Owner string `json:"owner"`
+	// LeaseID ("lease_id", optional, 32 lowercase hex digits) makes the
+	// acquire idempotent: if it is the owner's live lease on this lock, that
+	// lease comes back with the same token and its TTL extended; otherwise a
+	// new lease is granted under this id, so that a retry after a lost
+	// answer finds it. Without it, an acquire of a lock the owner already
+	// holds is 409 held like any other.
+	LeaseID string `json:"lease_id,omitempty"`
 	// TTL ("ttl", a Duration) is how long the lease lives without renewal:
 	// MinTTL..MaxTTL, DefaultTTL when absent.
 	TTL *Duration `json:"ttl,omitempty"`
@@ -86,8 +93,9 @@ type Lease struct {
 	// to a resource.
 	Sequencer string `json:"sequencer"`
 	// LeaseID ("lease_id") is 32 hex digits (128 random bits), needed with
-	// the token to renew or release.
-	LeaseID string `json:"lease_id"`
+	// the token to renew or release: keep it secret. It is absent from the
+	// listing of GET /v1/locks.
+	LeaseID string `json:"lease_id,omitempty"`
 	// Owner ("owner") is the owner named at acquire.
 	Owner string `json:"owner"`
 	// TTL ("ttl", a Duration) is how long the lease lives from its last

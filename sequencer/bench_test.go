@@ -142,7 +142,7 @@ func benchDaemon(b *testing.B, servers []string) *daemon {
 // leaser is what the Client and the Service have in common: acquire and
 // release, over HTTP or in process.
 type leaser interface {
-	Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error)
+	Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error)
 	Release(ctx context.Context, name, leaseID string, token uint64) error
 }
 

@@ -62,9 +62,13 @@ func (e *APIError) Is(target error) bool {
 }
 
 // Acquire asks for name for owner. ttl and wait of 0 take the daemon's
-// defaults (15s, try once).
-func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error) {
-	req := AcquireRequest{Owner: owner}
+// defaults (15s, try once). WithLeaseID makes it idempotent.
+func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	req := AcquireRequest{Owner: owner, LeaseID: o.leaseID}
 	if ttl != 0 {
 		d := Duration(ttl)
 		req.TTL = &d

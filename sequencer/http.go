@@ -165,7 +165,11 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	if req.Wait != nil {
 		wait = time.Duration(*req.Wait)
 	}
-	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait)
+	var opts []AcquireOption
+	if req.LeaseID != "" {
+		opts = append(opts, WithLeaseID(req.LeaseID))
+	}
+	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
 	if err != nil {
 		h.fail(w, r, err)
 		return

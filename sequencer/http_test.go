@@ -92,7 +92,7 @@ func TestBadInput(t *testing.T) {
 	// Nothing changed: the one lease, the one contender, no other lock node,
 	// no grant, renewal or release counted beyond the first grant.
 	ls := d.svc.Leases()
-	if len(ls) != 1 || ls[0].LeaseID != held.LeaseID || ls[0].Token != held.Token || !ls[0].ExpiresAt.Equal(held.ExpiresAt) {
+	if len(ls) != 1 || ls[0].Name != held.Name || ls[0].Token != held.Token || !ls[0].ExpiresAt.Equal(held.ExpiresAt) {
 		t.Fatalf("leases after bad input = %+v, want only %+v unchanged", ls, held)
 	}
 	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root); len(ch) != 1 || ch[0] != "held" {

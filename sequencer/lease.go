@@ -59,13 +59,37 @@ func validateName(name string) error {
 	return nil
 }
 
+// AcquireOption refines an acquire.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	leaseID string
+}
+
+// WithLeaseID makes an acquire idempotent: if id is the owner's live lease
+// on the lock, that lease comes back (same token, TTL extended); otherwise
+// a new lease is granted under id, so that a retry after a lost answer finds
+// it. id is 32 lowercase hex digits, random, chosen by the client or taken
+// from an earlier answer. Knowing a holder's owner string is never enough
+// to obtain its lease: without its lease_id, an acquire of a held lock is
+// refused as held.
+func WithLeaseID(id string) AcquireOption {
+	return func(o *acquireOptions) { o.leaseID = id }
+}
+
 // Acquire grants name to owner for ttl, waiting up to wait (0 tries once).
-// The same owner asking again while its lease is live gets the same lease
-// and token, with the TTL extended. If ctx ends while waiting (the HTTP
-// client went away), the contender is withdrawn.
-func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration) (Lease, error) {
+// If ctx ends while waiting (the HTTP client went away), the contender is
+// withdrawn.
+func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := validateAcquire(name, owner, ttl, wait); err != nil {
 		return Lease{}, err
+	}
+	if o.leaseID != "" && !validLeaseID(o.leaseID) {
+		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
 	}
 	sess, err := s.session()
 	if err != nil {
@@ -74,14 +98,29 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if !sess.Connected() || !sess.Live() {
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
-	if out, ok := s.extendOwn(name, owner, ttl); ok {
-		return out, nil
+	if o.leaseID != "" {
+		out, ok, err := s.extendOwn(name, owner, o.leaseID, ttl)
+		if ok || err != nil {
+			return out, err
+		}
 	}
 	g, err := s.contend(ctx, sess, name, owner, wait)
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, g, name, owner, ttl)
+	return s.admit(ctx, g, name, owner, o.leaseID, ttl)
+}
+
+func validLeaseID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func validateAcquire(name, owner string, ttl, wait time.Duration) error {
@@ -103,14 +142,19 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 	return nil
 }
 
-// extendOwn is an acquire by the owner of name's live lease: it extends the
-// lease to ttl from now and reports it, with ok, counted as a renewal.
-func (s *Service) extendOwn(name, owner string, ttl time.Duration) (out Lease, ok bool) {
+// extendOwn is an acquire that names lease id: if id is owner's live lease
+// on name, it extends the lease to ttl from now and reports it, with ok,
+// counted as a renewal. An id in use for another lock or owner is refused.
+func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
 	s.mu.Lock()
-	l := s.byName[name]
-	if l == nil || l.owner != owner || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
+	l := s.leases[id]
+	if l != nil && (l.name != name || l.owner != owner) {
 		s.mu.Unlock()
-		return Lease{}, false
+		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock or owner", ErrBadRequest, id)
+	}
+	if l == nil || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
+		s.mu.Unlock()
+		return Lease{}, false, nil
 	}
 	l.ttl = ttl
 	l.expires = s.clock.Now().Add(ttl)
@@ -118,7 +162,7 @@ func (s *Service) extendOwn(name, owner string, ttl time.Duration) (out Lease, o
 	s.mu.Unlock()
 	poke(l.renewed)
 	s.m.Renewal(name)
-	return out, true
+	return out, true, nil
 }
 
 // contend puts a contender for name on sess and waits up to wait for the
@@ -165,9 +209,12 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 
 // admit makes grant g a lease of owner for ttl and starts its watch; a
 // Service that is closing releases g instead.
-func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner string, ttl time.Duration) (Lease, error) {
+func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration) (Lease, error) {
+	if id == "" {
+		id = newLeaseID()
+	}
 	l := &lease{
-		id:      newLeaseID(),
+		id:      id,
 		name:    name,
 		owner:   owner,
 		ttl:     ttl,
@@ -181,6 +228,13 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner string
 		s.mu.Unlock()
 		g.Release(context.WithoutCancel(ctx))
 		return Lease{}, fmt.Errorf("%w: shutting down", ErrUnavailable)
+	}
+	if _, taken := s.leases[id]; taken {
+		// Two acquires named the same new id and both were granted (two
+		// locks, or a retry racing its original): one lease per id.
+		s.mu.Unlock()
+		g.Release(context.WithoutCancel(ctx))
+		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
 	s.byName[name] = l
@@ -387,7 +441,9 @@ func (s *Service) Leases() []Lease {
 	s.mu.Lock()
 	out := make([]Lease, 0, len(s.leases))
 	for _, l := range s.leases {
-		out = append(out, l.view())
+		v := l.view()
+		v.LeaseID = "" // a listing never gives out what proves a lease
+		out = append(out, v)
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

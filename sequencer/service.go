@@ -44,7 +44,7 @@ func (e *ConflictError) Error() string {
 	case errors.Is(e.Err, fence.ErrStaleToken):
 		return fmt.Sprintf("token %d for %q is stale: the lock's current token is %d", e.Token, e.Name, e.CurrentToken)
 	case errors.Is(e.Err, ErrHeld):
-		return fmt.Sprintf("lock %q is held by another owner", e.Name)
+		return fmt.Sprintf("lock %q is held (an owner retrying its own acquire sends the lease_id it was given)", e.Name)
 	case errors.Is(e.Err, ErrNotHeld):
 		return fmt.Sprintf("token %d does not hold %q", e.Token, e.Name)
 	}

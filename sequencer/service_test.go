@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,7 +131,12 @@ func TestPausedHolderIsFencedFakeClock(t *testing.T) {
 	}
 }
 
-func TestSameOwnerGetsSameToken(t *testing.T) {
+// TestOwnerNameDoesNotObtainTheLease: knowing the holder's owner string (it
+// is in every status answer) is not enough to obtain its lease: acquiring as
+// that owner without the lease_id is 409 held and changes nothing, while the
+// holder's own retry with its lease_id gets the same lease and token. No
+// listing gives out lease ids.
+func TestOwnerNameDoesNotObtainTheLease(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
 	ctx := ctxT(t, 30*time.Second)
@@ -138,9 +144,27 @@ func TestSameOwnerGetsSameToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := d.client.Acquire(ctx, "same", "A", 7*time.Second, 0)
+	st, err := d.client.Status(ctx, "same")
+	if err != nil || st.Owner != "A" {
+		t.Fatalf("status = %+v, %v; want owner A shown", st, err)
+	}
+	_, err = d.client.Acquire(ctx, "same", st.Owner, time.Hour, 0)
+	wantConflict(t, err, CodeHeld, a1.Token)
+	if got := d.svc.Leases(); len(got) != 1 || time.Duration(got[0].TTL) != 5*time.Second {
+		t.Fatalf("leases after the hijack attempt = %+v, want A's unchanged (ttl 5s)", got)
+	}
+	// The control: the same request with the lease_id is the holder's retry.
+	a2, err := d.client.Acquire(ctx, "same", "A", 7*time.Second, 0, WithLeaseID(a1.LeaseID))
 	if err != nil || a2.Token != a1.Token || a2.LeaseID != a1.LeaseID || time.Duration(a2.TTL) != 7*time.Second {
-		t.Fatalf("second acquire by A = %+v, %v; want the same lease and token with ttl 7s", a2, err)
+		t.Fatalf("retry with the lease_id = %+v, %v; want the same lease and token with ttl 7s", a2, err)
+	}
+	// Someone else's owner with the right id is refused too.
+	if _, err := d.client.Acquire(ctx, "same", "B", 7*time.Second, 0, WithLeaseID(a1.LeaseID)); !isStatus(err, 400) {
+		t.Fatalf("another owner with A's lease_id = %v, want 400", err)
+	}
+	code, body := httpDo(t, "GET", d.srv.URL+"/v1/locks", "")
+	if code != 200 || strings.Contains(body, "lease_id") || strings.Contains(body, a1.LeaseID) {
+		t.Fatalf("GET /v1/locks = %d %s; want the held lock without its lease_id", code, body)
 	}
 	if err := d.client.Release(ctx, "same", a1.LeaseID, a1.Token); err != nil {
 		t.Fatal(err)
@@ -156,6 +180,28 @@ func TestSameOwnerGetsSameToken(t *testing.T) {
 	}
 	err = d.client.Release(ctx, "same", a3.LeaseID, a3.Token)
 	wantConflict(t, err, CodeLost, 0)
+}
+
+// TestAcquireRetryWithChosenLeaseID: a client that chose its lease_id can
+// retry an acquire whose answer it lost and gets the lease it was granted.
+func TestAcquireRetryWithChosenLeaseID(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	ctx := ctxT(t, 30*time.Second)
+	const id = "0123456789abcdef0123456789abcdef"
+	first, err := d.client.Acquire(ctx, "retry", "A", 10*time.Second, 0, WithLeaseID(id))
+	if err != nil || first.LeaseID != id {
+		t.Fatalf("acquire with a chosen id = %+v, %v; want lease %s", first, err, id)
+	}
+	again, err := d.client.Acquire(ctx, "retry", "A", 10*time.Second, 0, WithLeaseID(id))
+	if err != nil || again.Token != first.Token {
+		t.Fatalf("retry = %+v, %v; want token %d", again, err, first.Token)
+	}
+	for _, bad := range []string{"short", "0123456789ABCDEF0123456789ABCDEF", id + "0"} {
+		if _, err := d.client.Acquire(ctx, "retry-bad", "A", 10*time.Second, 0, WithLeaseID(bad)); !isStatus(err, 400) {
+			t.Errorf("lease_id %q = %v, want 400", bad, err)
+		}
+	}
 }
 
 // Two daemons on one ZooKeeper contend for one lock; a check on either

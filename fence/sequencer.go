@@ -20,8 +20,14 @@ func FormatSequencer(name string, token uint64) string {
 // as a lock name (a relative path of [A-Za-z0-9._-] segments joined by '/',
 // no empty, "." or ".." segment, at most 256 bytes), the token with
 // ParseToken. Lock names cannot contain '@', so the last '@' is the
-// separator.
+// separator. A signed sequencer ("<name>@<token>.<kid>.<sig>") parses too,
+// with its signature's form checked but not the signature: that takes a
+// Verifier.
 func ParseSequencer(s string) (name string, token uint64, err error) {
+	s, _, _, err = splitSigned(s)
+	if err != nil {
+		return "", 0, err
+	}
 	i := strings.LastIndexByte(s, '@')
 	if i < 0 {
 		return "", 0, fmt.Errorf("%w: %q has no '@'; want <name>@<token>", ErrInvalidSequencer, s)

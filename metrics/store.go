@@ -11,6 +11,7 @@ const (
 	StoreNotFound    = "not_found"
 	StoreError       = "error"
 	StoreUnavailable = "unavailable"
+	StoreForbidden   = "forbidden" // refused: not a sequencer seqd signed for the key's lock
 )
 
 // StoreMetrics are the collectors of `seqd store`, the fenced key-value
@@ -41,7 +42,7 @@ func NewStore(reg prometheus.Registerer) *StoreMetrics {
 		staleRejected: newStaleRejected(),
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqd_store_operations_total",
-			Help: "Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable).",
+			Help: "Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable, forbidden).",
 		}, []string{"op", "result"}),
 		logWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seqd_store_writes_total",

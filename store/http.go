@@ -73,10 +73,11 @@ func ParseFencingHeaders(h http.Header) (uint64, error) {
 // Errors are {"error":"<sentence>","code":"<word>"}, with "current_token"
 // on 409 stale_token and on 404 when the key has a max.
 type Handler struct {
-	s    *Store
-	sm   *metrics.StoreMetrics
-	log  *slog.Logger
-	prom http.Handler
+	s      *Store
+	signed *signedOnly // nil: any well-formed token is taken
+	sm     *metrics.StoreMetrics
+	log    *slog.Logger
+	prom   http.Handler
 }
 
 // NewHandler returns the HTTP API of s; gatherer serves /metrics and sm
@@ -141,7 +142,13 @@ func (h *Handler) kv(w http.ResponseWriter, r *http.Request, key string) {
 		fail(http.StatusBadRequest, metrics.StoreBadRequest, err.Error(), 0)
 		return
 	}
-	token, err := ParseFencingHeaders(r.Header)
+	token, err := h.token(r.Header, key)
+	var ref *refusal
+	if errors.As(err, &ref) {
+		h.sm.Operation(op, metrics.StoreForbidden)
+		writeError(w, http.StatusForbidden, ref.code, ref.msg, 0)
+		return
+	}
 	if err != nil {
 		fail(http.StatusBadRequest, metrics.StoreBadRequest, err.Error(), 0)
 		return
@@ -202,6 +209,13 @@ func (h *Handler) kv(w http.ResponseWriter, r *http.Request, key string) {
 		w.WriteHeader(http.StatusOK)
 		w.Write(e.Value)
 	}
+}
+
+func (h *Handler) token(hd http.Header, key string) (uint64, error) {
+	if h.signed != nil {
+		return h.signed.token(hd, key)
+	}
+	return ParseFencingHeaders(hd)
 }
 
 // failed answers err, if any, and reports whether it did.

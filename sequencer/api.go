@@ -194,6 +194,9 @@ const (
 	CodeNotHeld = "not_held"
 	// CodeUnavailable (503): ZooKeeper cannot be reached now; try again.
 	CodeUnavailable = "unavailable"
+	// CodeBadSignature (403, check only): a signed sequencer whose
+	// signature does not check with the daemon's keys: seqd did not make it.
+	CodeBadSignature = "bad_signature"
 	// CodeUnauthorized (401): a missing or wrong bearer token.
 	CodeUnauthorized = "unauthorized"
 	// CodeNotFound (404): no such endpoint or action.

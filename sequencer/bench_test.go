@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -126,13 +127,18 @@ func benchMkdirs(b *testing.B, conn *zk.Conn, p string) {
 // over loopback HTTP, and an HTTP client that keeps one connection per
 // worker alive: http.DefaultTransport keeps only 2 idle connections per
 // host, and 16 workers on it would measure TCP handshakes, not seqd.
-func benchDaemon(b *testing.B, servers []string) *daemon {
+func benchDaemon(b *testing.B, servers []string, signer ...*fence.Signer) *daemon {
 	b.Helper()
-	d := startDaemon(b, daemonOpts{
+	o := daemonOpts{
 		servers: servers,
 		root:    "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_"),
 		logger:  slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	}
+	if len(signer) > 0 {
+		o.signer = signer[0]
+		o.root += "-signed"
+	}
+	d := startDaemon(b, o)
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * benchClients}
 	b.Cleanup(tr.CloseIdleConnections)
 	d.client.HTTP = &http.Client{Transport: tr}
@@ -298,4 +304,17 @@ func BenchmarkCycles16HotLock(b *testing.B) {
 		benchZKLock("zkLock-1conn", z.locks1),
 		benchZKLock("zkLock-16conn", z.locks16),
 	}, 2*benchClients) // short rounds: a hot cycle is slow, and more rounds interleave more
+}
+
+// A daemon that signs its sequencers against one that does not, each client
+// on its own lock: the cost of signing every grant (aim: ≥ 0.95×).
+func BenchmarkCycles16Signed(b *testing.B) {
+	servers := sharedZK.Get(b).Servers()
+	signer, _ := newSigner(b, "bench")
+	signed, plain := benchDaemon(b, servers, signer), benchDaemon(b, servers)
+	own := func(w int) string { return fmt.Sprintf("own/%d", w) }
+	benchCompare(b, servers, []benchVariant{
+		benchLeases("signed", signed.client, own, 0),
+		benchLeases("unsigned", plain.client, own, 0),
+	}, 8*benchClients)
 }

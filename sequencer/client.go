@@ -107,6 +107,14 @@ func (c *Client) Check(ctx context.Context, name string, token uint64) (CheckRes
 	return res, err
 }
 
+// CheckSequencer asks whether seq (plain or signed) is its lock's current
+// holder's sequencer.
+func (c *Client) CheckSequencer(ctx context.Context, seq string) (CheckResponse, error) {
+	var res CheckResponse
+	err := c.do(ctx, http.MethodPost, "/v1/check", CheckRequest{Sequencer: seq}, &res)
+	return res, err
+}
+
 // Status reads a lock's state.
 func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 	var st LockStatus

@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -50,6 +51,7 @@ type daemonOpts struct {
 	reg     *prometheus.Registry // default a bare registry
 	mopts   metrics.Options
 	logger  *slog.Logger // default the test log
+	signer  *fence.Signer
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -74,6 +76,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Metrics:        metrics.New(o.reg, o.mopts),
 		Clock:          o.clock,
 		Logger:         o.logger,
+		Signer:         o.signer,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -222,8 +222,12 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.Sequencer != "":
 		var err error
-		if name, token, err = fence.ParseSequencer(req.Sequencer); err != nil {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error(), nil)
+		if name, token, err = h.s.parseSequencer(req.Sequencer); err != nil {
+			status, code := http.StatusBadRequest, CodeBadRequest
+			if errors.Is(err, fence.ErrBadSignature) {
+				status, code = http.StatusForbidden, CodeBadSignature
+			}
+			writeError(w, status, code, err.Error(), nil)
 			return
 		}
 	case req.Name == "":

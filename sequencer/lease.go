@@ -34,9 +34,12 @@ type lease struct {
 	ttl     time.Duration
 	expires time.Time
 	grant   *zklock.Grant
-	state   leaseState
-	renewed chan struct{} // poked when expires moves
-	stop    chan struct{} // closed when released
+	// sequencer is the grant's, signed when the daemon signs: made once,
+	// at grant, since every answer about the lease carries it.
+	sequencer string
+	state     leaseState
+	renewed   chan struct{} // poked when expires moves
+	stop      chan struct{} // closed when released
 }
 
 // contenderData is stored in each contender node.
@@ -214,14 +217,15 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		id = newLeaseID()
 	}
 	l := &lease{
-		id:      id,
-		name:    name,
-		owner:   owner,
-		ttl:     ttl,
-		expires: s.clock.Now().Add(ttl),
-		grant:   g,
-		renewed: make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		sequencer: s.sequencer(name, g.Token),
+		id:        id,
+		name:      name,
+		owner:     owner,
+		ttl:       ttl,
+		expires:   s.clock.Now().Add(ttl),
+		grant:     g,
+		renewed:   make(chan struct{}, 1),
+		stop:      make(chan struct{}),
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -246,6 +250,15 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 	return out, nil
 }
 
+// sequencer is the sequencer of name's grant with token, signed if the
+// daemon has a signing key.
+func (s *Service) sequencer(name string, token uint64) string {
+	if s.cfg.Signer != nil {
+		return s.cfg.Signer.Sign(name, token)
+	}
+	return fence.FormatSequencer(name, token)
+}
+
 func poke(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -266,7 +279,7 @@ func (l *lease) view() Lease {
 	return Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
-		Sequencer: fence.FormatSequencer(l.name, l.grant.Token),
+		Sequencer: l.sequencer,
 		LeaseID:   l.id,
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,6 +70,12 @@ type Config struct {
 	// a status read on another daemon can tell where a holder is. Default
 	// host:pid.
 	Identity string
+	// Signer, if set, signs every sequencer the daemon hands out, so that
+	// resources holding the public key admit only tokens seqd granted.
+	Signer *fence.Signer
+	// Verifier checks signed sequencers sent to check; default the
+	// Signer's own public key, if there is a Signer.
+	Verifier *fence.Verifier
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When
@@ -108,6 +115,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = zklock.WallClock()
+	}
+	if cfg.Verifier == nil && cfg.Signer != nil {
+		cfg.Verifier, _ = fence.NewVerifier(map[string]ed25519.PublicKey{cfg.Signer.KeyID(): cfg.Signer.Public()})
 	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()

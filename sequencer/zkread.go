@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/seqd/seqd/fence"
@@ -47,6 +48,19 @@ func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error
 		return zklock.Holder{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return h, nil
+}
+
+// parseSequencer reads a sequencer sent to check: a signed one must verify
+// with the daemon's keys (a plain one is read as it is: check compares its
+// token with ZooKeeper's anyway).
+func (s *Service) parseSequencer(seq string) (string, uint64, error) {
+	if s.cfg.Verifier != nil {
+		name, token, err := s.cfg.Verifier.Verify(seq)
+		if !errors.Is(err, fence.ErrUnsigned) {
+			return name, token, err
+		}
+	}
+	return fence.ParseSequencer(seq)
 }
 
 // Check answers whether token is the current holder's token of name,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -309,6 +310,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if err := exactKeys(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error(), nil)
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -320,6 +325,57 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// exactKeys refuses a body whose top-level object repeats a key or spells
+// one in another case than v's JSON names: encoding/json would take the last
+// of two "owner" keys and match "OWNER" too, while a proxy or log in front
+// of seqd may read the first, or not see it as the owner at all.
+func exactKeys(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: Decode says what is wrong
+	}
+	names := jsonNames(reflect.TypeOf(v).Elem())
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := t.(string)
+		if seen[key] {
+			return fmt.Errorf("the key %q appears twice in the request body", key)
+		}
+		seen[key] = true
+		if !names[key] {
+			for n := range names {
+				if strings.EqualFold(n, key) {
+					return fmt.Errorf("the key %q must be spelt %q", key, n)
+				}
+			}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// jsonNames returns the JSON names of a struct type's fields.
+func jsonNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return names
+	}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names[name] = true
+		}
+	}
+	return names
 }
 
 func jsonSentence(err error) string {

@@ -123,9 +123,7 @@ func (t *tracker) state(c net.Conn, st http.ConnState) {
 	case http.StateActive:
 		delete(t.quiet, c)
 	case http.StateClosed, http.StateHijacked:
-		if _, ok := t.quiet[c]; ok {
-			delete(t.quiet, c)
-		}
+		delete(t.quiet, c)
 		// A connection the cap closed was already uncounted.
 		if cc, ok := c.(*countedConn); !ok || cc.uncount() {
 			t.open--

@@ -1,0 +1,107 @@
+// Package security loads what seqd's servers and clients need to trust each
+// other: bearer token files and TLS configurations from PEM files. Every
+// loader refuses what would be unsafe to run with (a token file others can
+// read, a short token, a client CA without a server certificate) with a
+// sentence the user can act on.
+package security
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// MinTokenBytes is the shortest bearer token accepted.
+const MinTokenBytes = 16
+
+// ErrUnsafe is wrapped by the errors of files that must not be used.
+var ErrUnsafe = errors.New("unsafe")
+
+// LoadToken reads a bearer token file: its first line, which must be at
+// least MinTokenBytes long, in a file nobody but its owner can read.
+func LoadToken(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s can be read by others (mode %v): chmod 600 it", ErrUnsafe, path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok, _, _ := strings.Cut(string(b), "\n")
+	tok = strings.TrimSpace(tok)
+	if len(tok) < MinTokenBytes {
+		return "", fmt.Errorf("%w: the token in %s is %d bytes; use at least %d random bytes (e.g. openssl rand -hex 32)", ErrUnsafe, path, len(tok), MinTokenBytes)
+	}
+	return tok, nil
+}
+
+// ServerTLS returns the TLS configuration of a server with certFile and
+// keyFile; with clientCAFile, clients must present a certificate signed by
+// one of its CAs (mutual TLS). Both files empty means no TLS (nil).
+func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		if clientCAFile != "" {
+			return nil, errors.New("a client CA needs a server certificate and key too")
+		}
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("TLS needs both a certificate file and a key file")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCAFile != "" {
+		pool, err := loadPool(clientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// ClientTLS returns the TLS configuration of a client that trusts caFile
+// (the system's roots if empty) and presents certFile/keyFile if given.
+func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := loadPool(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if certFile != "" || keyFile != "" {
+		if certFile == "" || keyFile == "" {
+			return nil, errors.New("a client certificate needs both a certificate file and a key file")
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+func loadPool(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}

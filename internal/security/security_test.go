@@ -1,0 +1,101 @@
+package security
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seqd/seqd/testenv"
+)
+
+func TestLoadToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	if tok, err := LoadToken(write("good", "0123456789abcdef0123\n", 0o600)); err != nil || tok != "0123456789abcdef0123" {
+		t.Fatalf("LoadToken(good) = %q, %v", tok, err)
+	}
+	for name, c := range map[string]struct {
+		content string
+		mode    os.FileMode
+	}{
+		"world-readable": {"0123456789abcdef0123", 0o644},
+		"group-readable": {"0123456789abcdef0123", 0o640},
+		"short":          {"secret", 0o600},
+		"empty":          {"", 0o600},
+	} {
+		if _, err := LoadToken(write(name, c.content, c.mode)); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("LoadToken(%s) = %v, want ErrUnsafe", name, err)
+		}
+	}
+}
+
+// TestMutualTLS: a server requiring client certificates serves a client
+// that presents one from its CA, and refuses one without a certificate or
+// with one from another CA; a client refuses a server its CA did not sign.
+func TestMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := testenv.NewCA(dir, "seqd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := testenv.NewCA(dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, srvKey, _ := ca.Issue("server", true)
+	cliCert, cliKey, _ := ca.Issue("client", false)
+	strangerCert, strangerKey, _ := other.Issue("stranger", false)
+
+	cfg, err := ServerTLS(srvCert, srvKey, ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	srv.TLS = cfg
+	srv.StartTLS()
+	defer srv.Close()
+
+	get := func(c *tls.Config) error {
+		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: c}}).Get(srv.URL)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	good, err := ClientTLS(ca.CertFile, cliCert, cliKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := get(good); err != nil {
+		t.Fatalf("client with a certificate of the CA: %v", err)
+	}
+	noCert, _ := ClientTLS(ca.CertFile, "", "")
+	if err := get(noCert); err == nil {
+		t.Error("a client without a certificate was served")
+	}
+	stranger, _ := ClientTLS(ca.CertFile, strangerCert, strangerKey)
+	if err := get(stranger); err == nil {
+		t.Error("a client with another CA's certificate was served")
+	}
+	wrongCA, _ := ClientTLS(other.CertFile, cliCert, cliKey)
+	if err := get(wrongCA); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a client trusting another CA = %v, want a certificate error", err)
+	}
+	if _, err := ServerTLS("", "", ca.CertFile); err == nil {
+		t.Error("a client CA without a server certificate was accepted")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -82,7 +83,7 @@ func acquireCommand() *cli.Command {
 		ArgsUsage: "NAME",
 		Flags: clientFlags(
 			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease (the same owner asking again gets the same token)", EnvVars: []string{"SEQD_OWNER"}},
-			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease TTL (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
+			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 		),
 		Action: func(c *cli.Context) error {
@@ -94,8 +95,15 @@ func acquireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			wait := c.Duration("wait")
-			l, err := cl.Acquire(c.Context, name, c.String("owner"), c.Duration("ttl"), wait)
+			ttl, err := durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL)
+			if err != nil {
+				return err
+			}
+			wait, err := durationFlag(c, "wait", 0, sequencer.MaxWait)
+			if err != nil {
+				return err
+			}
+			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait)
 			if err != nil {
 				return clientError(err)
 			}
@@ -107,7 +115,7 @@ func acquireCommand() *cli.Command {
 func leaseFlags() []cli.Flag {
 	return clientFlags(
 		&cli.StringFlag{Name: "lease-id", Usage: "the lease_id returned by acquire", EnvVars: []string{"SEQD_LEASE_ID"}},
-		&cli.Uint64Flag{Name: "token", Usage: "the token returned by acquire", EnvVars: []string{"SEQD_TOKEN_VALUE"}},
+		&cli.Uint64Flag{Name: "token", Usage: "the token returned by acquire", EnvVars: []string{"SEQD_TOKEN"}},
 	)
 }
 
@@ -130,17 +138,23 @@ func renewCommand() *cli.Command {
 		Name:      "renew",
 		Usage:     "renew a lease (the token stays the same)",
 		ArgsUsage: "NAME",
-		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new TTL (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
+		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new `TTL`, 1s..1h (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
 		Action: func(c *cli.Context) error {
 			name, id, token, err := leaseArgs(c)
 			if err != nil {
 				return err
 			}
+			var ttl time.Duration // 0 keeps the lease's TTL
+			if c.Duration("ttl") != 0 {
+				if ttl, err = durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL); err != nil {
+					return err
+				}
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
-			l, err := cl.Renew(c.Context, name, id, token, c.Duration("ttl"))
+			l, err := cl.Renew(c.Context, name, id, token, ttl)
 			if err != nil {
 				return clientError(err)
 			}

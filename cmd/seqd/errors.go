@@ -6,12 +6,12 @@ import (
 	"fmt"
 )
 
-// Exit codes (sysexits.h where one fits), see DESIGN §5.
+// Exit codes (sysexits.h where one fits).
 const (
 	ExitUsage       = 64 // EX_USAGE
 	ExitUnavailable = 69 // EX_UNAVAILABLE: ZooKeeper or the daemon cannot be reached
 	ExitSoftware    = 70 // EX_SOFTWARE: anything unexpected
-	ExitTimeout     = 75 // EX_TEMPFAIL: lock not acquired within --timeout
+	ExitTimeout     = 75 // EX_TEMPFAIL: lock not acquired within --wait
 	ExitLockLost    = 76 // lock lost while CMD ran
 )
 

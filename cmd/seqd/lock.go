@@ -54,19 +54,18 @@ could expire the session, the whole group is sent --kill-signal, SIGKILL
 after --kill-grace, and seqd exits 76.
 
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
-ZooKeeper unreachable; 75 not acquired within --timeout; 76 lock lost while
+ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 		Flags: []cli.Flag{
 			zkFlag(true),
 			rootFlag(),
-			&cli.StringFlag{Name: "session-timeout", Value: zklock.DefaultSessionTimeout.String(), EnvVars: []string{"SEQD_SESSION_TIMEOUT"},
-				Usage: "ZooKeeper session `TIMEOUT` to ask for (the server may negotiate another)"},
+			sessionTimeoutFlag(),
 			tokenModeFlag(),
-			&cli.StringFlag{Name: "timeout", Value: "0", EnvVars: []string{"SEQD_LOCK_TIMEOUT"},
+			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
 				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
 			&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
 				Usage: "`SIGNAL` sent to CMD's process group when the lock is lost (name or number)"},
-			&cli.StringFlag{Name: "kill-grace", Value: "10s", EnvVars: []string{"SEQD_KILL_GRACE"},
+			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, EnvVars: []string{"SEQD_KILL_GRACE"},
 				Usage: "SIGKILL the process group this `DURATION` after --kill-signal"},
 			&cli.BoolFlag{Name: "shell", EnvVars: []string{"SEQD_SHELL"},
 				Usage: "run CMD through sh -c (its words joined by spaces)"},
@@ -104,7 +103,7 @@ type lockConfig struct {
 	root           string
 	sessionTimeout time.Duration
 	mode           zklock.TokenMode
-	timeout        time.Duration
+	wait           time.Duration
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
@@ -120,81 +119,70 @@ type lockIO struct {
 // 127 (as in a shell) rather than a lock taken for nothing.
 func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	var cfg lockConfig
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return cfg, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+	var err error
+	if cfg.name, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
+		return cfg, err
 	}
-	cfg.name, args = args[0], args[1:]
-	if strings.HasPrefix(cfg.name, "-") {
-		return cfg, usageErrorf("lock: %q is not a lock name; flags go before NAME", cfg.name)
-	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		return cfg, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
-	}
-	if len(args) == 0 {
-		return cfg, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", cfg.name)
-	}
-	cfg.argv = args
-
 	cfg.root = c.String("root")
 	// NewMutex validates the name and the root and does no I/O: it never
 	// touches the (absent) session.
 	if _, err := zklock.NewMutex(nil, cfg.name, zklock.WithRoot(cfg.root)); err != nil {
 		return cfg, usageErrorf("lock: %v", err)
 	}
-	var err error
 	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
 		return cfg, err
 	}
-	if cfg.mode, err = zklock.ParseTokenMode(c.String("token")); err != nil {
-		return cfg, usageErrorf("lock: --token: %v", err)
+	if cfg.mode, err = tokenMode(c); err != nil {
+		return cfg, err
 	}
-	durations := []struct {
-		flag     string
-		dst      *time.Duration
-		positive bool
-	}{
-		{"session-timeout", &cfg.sessionTimeout, true},
-		{"timeout", &cfg.timeout, false},
-		{"kill-grace", &cfg.killGrace, false},
+	if cfg.sessionTimeout, err = durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout); err != nil {
+		return cfg, err
 	}
-	for _, d := range durations {
-		if *d.dst, err = parseDuration(c.String(d.flag), d.positive); err != nil {
-			return cfg, usageErrorf("lock: --%s: %v", d.flag, err)
-		}
+	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
+		return cfg, err
+	}
+	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
+		return cfg, err
 	}
 	if cfg.killSignal, err = runlock.ParseSignal(c.String("kill-signal")); err != nil {
 		return cfg, usageErrorf("lock: --kill-signal: %v", err)
 	}
 	cfg.verbose = c.Bool("verbose")
-
-	if c.Bool("shell") {
-		cfg.path, cfg.args = "/bin/sh", []string{"sh", "-c", strings.Join(args, " ")}
-		return cfg, nil
-	}
-	cfg.path, err = exec.LookPath(args[0])
-	if err != nil {
-		return cfg, commandError(err)
-	}
-	cfg.args = args
-	return cfg, nil
+	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
+	return cfg, err
 }
 
-// parseDuration reads a Go duration.
-func parseDuration(s string, positive bool) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+// lockArgs splits `NAME [--] CMD [ARG...]`.
+func lockArgs(args []string) (name string, argv []string, err error) {
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+	}
+	name, args = args[0], args[1:]
+	if strings.HasPrefix(name, "-") {
+		return "", nil, usageErrorf("lock: %q is not a lock name; flags go before NAME", name)
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		return "", nil, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
+	}
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", name)
+	}
+	return name, args, nil
+}
+
+// lockProgram resolves the program to exec and its arguments (argv[0]
+// included): argv itself, or with shell its words joined for sh -c.
+func lockProgram(argv []string, shell bool) (path string, args []string, err error) {
+	if shell {
+		return "/bin/sh", []string{"sh", "-c", strings.Join(argv, " ")}, nil
+	}
+	path, err = exec.LookPath(argv[0])
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 30s, 1m30s or 500ms", s)
+		return "", nil, commandError(err)
 	}
-	switch {
-	case d < 0:
-		return 0, fmt.Errorf("%q is negative", s)
-	case positive && d == 0:
-		return 0, fmt.Errorf("%q must be more than zero", s)
-	}
-	return d, nil
+	return path, argv, nil
 }
 
 // commandError maps a command that cannot be run to a shell's statuses:
@@ -302,8 +290,8 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 		return usageErrorf("lock: %v", err)
 	}
 	acqCtx, cancelAcq := waitCtx, context.CancelFunc(func() {})
-	if cfg.timeout > 0 {
-		acqCtx, cancelAcq = context.WithTimeout(waitCtx, cfg.timeout)
+	if cfg.wait > 0 {
+		acqCtx, cancelAcq = context.WithTimeout(waitCtx, cfg.wait)
 	}
 	waitStart := time.Now()
 	grant, err := m.Acquire(acqCtx)
@@ -318,7 +306,7 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
-		return withCode(ExitTimeout, fmt.Errorf("lock %s was not acquired within %v: another holder kept it", cfg.name, cfg.timeout))
+		return withCode(ExitTimeout, fmt.Errorf("lock %s was not acquired within %v: another holder kept it", cfg.name, cfg.wait))
 	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
 		return withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
 	default:

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -27,11 +29,29 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 }
 
 func newClient(c *cli.Context) (*sequencer.Client, error) {
+	addr, err := daemonAddr(c.String("addr"))
+	if err != nil {
+		return nil, err
+	}
 	tok, err := readTokenFile(c.String("api-token-file"))
 	if err != nil {
 		return nil, err
 	}
-	return &sequencer.Client{Addr: c.String("addr"), APIToken: tok}, nil
+	return &sequencer.Client{Addr: addr, APIToken: tok}, nil
+}
+
+// daemonAddr checks --addr: a base URL with an http or https scheme and a
+// host, so that a mistyped address is a usage error rather than a request
+// that fails in the URL parser.
+func daemonAddr(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageErrorf("--addr %q is not the daemon's base URL: write it like http://127.0.0.1:7070", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErrorf("--addr %q: the daemon's base URL takes no query or fragment", s)
+	}
+	return s, nil
 }
 
 // oneName returns the single NAME argument.
@@ -42,14 +62,22 @@ func oneName(c *cli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
-// clientError maps an API error to an exit status.
-func clientError(err error) error {
+// clientError maps an API error to an exit status. A request cut short by a
+// signal (the command's context cancelled) is an interruption, whatever the
+// HTTP client made of it.
+func clientError(c *cli.Context, err error) error {
 	var ae *sequencer.APIError
 	switch {
 	case err == nil:
 		return nil
+	case c.Context.Err() != nil:
+		return interrupted(c.Context, c.Command.Name)
 	case errors.As(err, &ae):
 		switch {
+		case ae.Status == http.StatusUnauthorized:
+			return withCode(ExitAuth, unauthorized(c))
+		case ae.Status == http.StatusForbidden:
+			return withCode(ExitAuth, err)
 		case ae.Status == 400:
 			return withCode(ExitUsage, err)
 		case ae.Code == sequencer.CodeHeld:
@@ -63,6 +91,15 @@ func clientError(err error) error {
 		return withCode(ExitUnavailable, err)
 	}
 	return err
+}
+
+// unauthorized explains a 401: the daemon runs with --api-token-file and
+// the client must send the same token, read from its own --api-token-file.
+func unauthorized(c *cli.Context) error {
+	if f := c.String("api-token-file"); f != "" {
+		return fmt.Errorf("the daemon at %s refused the bearer token read from --api-token-file %s (401): give the file the daemon's own --api-token-file holds", c.String("addr"), f)
+	}
+	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with", c.String("addr"))
 }
 
 func printOut(c *cli.Context, v any, token uint64) error {
@@ -105,7 +142,7 @@ func acquireCommand() *cli.Command {
 			}
 			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait)
 			if err != nil {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			return printOut(c, l, l.Token)
 		},
@@ -156,7 +193,7 @@ func renewCommand() *cli.Command {
 			}
 			l, err := cl.Renew(c.Context, name, id, token, ttl)
 			if err != nil {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			return printOut(c, l, l.Token)
 		},
@@ -179,7 +216,7 @@ func releaseCommand() *cli.Command {
 				return err
 			}
 			if err := cl.Release(c.Context, name, id, token); err != nil {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			return printOut(c, map[string]bool{"released": true}, token)
 		},
@@ -220,7 +257,7 @@ func checkCommand() *cli.Command {
 			res, err := cl.Check(c.Context, name, token)
 			var ae *sequencer.APIError
 			if err != nil && !(errors.As(err, &ae) && ae.Status == 409) {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			if perr := printOut(c, res, res.CurrentToken); perr != nil {
 				return perr
@@ -248,7 +285,7 @@ func statusCommand() *cli.Command {
 			case 0:
 				ls, err := cl.Leases(c.Context)
 				if err != nil {
-					return clientError(err)
+					return clientError(c, err)
 				}
 				if c.Bool("token-only") {
 					for _, l := range ls {
@@ -260,7 +297,7 @@ func statusCommand() *cli.Command {
 			case 1:
 				st, err := cl.Status(c.Context, c.Args().First())
 				if err != nil {
-					return clientError(err)
+					return clientError(c, err)
 				}
 				return printOut(c, st, st.Token)
 			}

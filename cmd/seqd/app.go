@@ -12,8 +12,11 @@ import (
 // newApp builds the CLI. It takes its writers so that tests run commands in
 // process and read what they print.
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	info := readBuildInfo()
 	app := &cli.App{
-		Name:      "seqd",
+		Name: "seqd",
+		// --version prints "seqd version " and this, as `seqd version` does.
+		Version:   info.String(),
 		Usage:     "a ZooKeeper-backed sequencer: locks with fencing tokens",
 		Reader:    stdin,
 		Writer:    stdout,
@@ -30,6 +33,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			checkCommand(),
 			statusCommand(),
 			storeCommand(),
+			versionCommand(info),
 		},
 		HideHelpCommand: true,
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -77,5 +81,55 @@ func TestFlagErrorMessages(t *testing.T) {
 		if got := flagErrorMessage(tc.in, kinds); got != tc.want {
 			t.Errorf("flagErrorMessage(%q):\n got %q\nwant %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// seqd --version and seqd version print one line: the version, the commit
+// and the Go version.
+func TestVersion(t *testing.T) {
+	ctx := context.Background()
+	info := readBuildInfo()
+	want := "seqd version " + info.String() + "\n"
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
+		code, out, errs := runCLI(ctx, args...)
+		if code != 0 || out != want {
+			t.Errorf("seqd %s: exit %d, stdout %q (stderr %q); want 0 and %q", args[0], code, out, errs, want)
+		}
+	}
+	if !strings.Contains(want, ", commit ") || !strings.HasSuffix(want, ", "+runtime.Version()+"\n") {
+		t.Errorf("version line %q: want the commit and %s", want, runtime.Version())
+	}
+	if code, _, _ := runCLI(ctx, "version", "extra"); code != ExitUsage {
+		t.Errorf("seqd version extra: exit %d, want 64", code)
+	}
+}
+
+func TestBuildInfoString(t *testing.T) {
+	for _, tc := range []struct {
+		b    buildInfo
+		want string
+	}{
+		{buildInfo{"v1.2.3", "0123abc", false, "go1.26.8"}, "v1.2.3, commit 0123abc, go1.26.8"},
+		{buildInfo{"dev", "0123abc", true, "go1.26.8"}, "dev, commit 0123abc (modified), go1.26.8"},
+	} {
+		if got := tc.b.String(); got != tc.want {
+			t.Errorf("%+v: got %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}
+
+// The linker sets version and commit; the binary reports what it was given.
+func TestVersionFromLinker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "seqd")
+	out, err := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=v9.8.7 -X main.commit=feedc0de", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "version").Output()
+	if want := "seqd version v9.8.7, commit feedc0de, " + runtime.Version() + "\n"; err != nil || string(out) != want {
+		t.Errorf("seqd version: %q, %v; want %q", out, err, want)
 	}
 }

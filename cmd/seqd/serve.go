@@ -120,7 +120,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels")})
+	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels"), Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
 		Servers:        servers,
 		Root:           c.String("root"),

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,11 +30,29 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 }
 
 func newClient(c *cli.Context) (*sequencer.Client, error) {
+	addr, err := daemonAddr(c.String("addr"))
+	if err != nil {
+		return nil, err
+	}
 	tok, err := readTokenFile(c.String("api-token-file"))
 	if err != nil {
 		return nil, err
 	}
-	return &sequencer.Client{Addr: c.String("addr"), APIToken: tok}, nil
+	return &sequencer.Client{Addr: addr, APIToken: tok}, nil
+}
+
+// daemonAddr checks --addr: a base URL with an http or https scheme and a
+// host, so that a mistyped address is a usage error rather than a request
+// that fails in the URL parser.
+func daemonAddr(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageErrorf("--addr %q is not the daemon's base URL: write it like http://127.0.0.1:7070", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErrorf("--addr %q: the daemon's base URL takes no query or fragment", s)
+	}
+	return s, nil
 }
 
 // oneName returns the single NAME argument.
@@ -42,14 +63,22 @@ func oneName(c *cli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
-// clientError maps an API error to an exit status.
-func clientError(err error) error {
+// clientError maps an API error to an exit status. A request cut short by a
+// signal (the command's context cancelled) is an interruption, whatever the
+// HTTP client made of it.
+func clientError(c *cli.Context, err error) error {
 	var ae *sequencer.APIError
 	switch {
 	case err == nil:
 		return nil
+	case c.Context.Err() != nil:
+		return interrupted(c.Context, c.Command.Name)
 	case errors.As(err, &ae):
 		switch {
+		case ae.Status == http.StatusUnauthorized:
+			return withCode(ExitAuth, unauthorized(c))
+		case ae.Status == http.StatusForbidden:
+			return withCode(ExitAuth, err)
 		case ae.Status == 400:
 			return withCode(ExitUsage, err)
 		case ae.Code == sequencer.CodeHeld:
@@ -63,6 +92,15 @@ func clientError(err error) error {
 		return withCode(ExitUnavailable, err)
 	}
 	return err
+}
+
+// unauthorized explains a 401: the daemon runs with --api-token-file and
+// the client must send the same token, read from its own --api-token-file.
+func unauthorized(c *cli.Context) error {
+	if f := c.String("api-token-file"); f != "" {
+		return fmt.Errorf("the daemon at %s refused the bearer token read from --api-token-file %s (401): give the file the daemon's own --api-token-file holds", c.String("addr"), f)
+	}
+	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with", c.String("addr"))
 }
 
 func printOut(c *cli.Context, v any, token uint64) error {
@@ -83,7 +121,7 @@ func acquireCommand() *cli.Command {
 		ArgsUsage: "NAME",
 		Flags: clientFlags(
 			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease (the same owner asking again gets the same token)", EnvVars: []string{"SEQD_OWNER"}},
-			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease TTL (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
+			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 		),
 		Action: func(c *cli.Context) error {
@@ -95,10 +133,17 @@ func acquireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			wait := c.Duration("wait")
-			l, err := cl.Acquire(c.Context, name, c.String("owner"), c.Duration("ttl"), wait)
+			ttl, err := durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL)
 			if err != nil {
-				return clientError(err)
+				return err
+			}
+			wait, err := durationFlag(c, "wait", 0, sequencer.MaxWait)
+			if err != nil {
+				return err
+			}
+			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait)
+			if err != nil {
+				return clientError(c, err)
 			}
 			return printOut(c, l, l.Token)
 		},
@@ -108,7 +153,7 @@ func acquireCommand() *cli.Command {
 func leaseFlags() []cli.Flag {
 	return clientFlags(
 		&cli.StringFlag{Name: "lease-id", Usage: "the lease_id returned by acquire", EnvVars: []string{"SEQD_LEASE_ID"}},
-		&cli.Uint64Flag{Name: "token", Usage: "the token returned by acquire", EnvVars: []string{"SEQD_TOKEN_VALUE"}},
+		&cli.Uint64Flag{Name: "token", Usage: "the token returned by acquire", EnvVars: []string{"SEQD_TOKEN"}},
 	)
 }
 
@@ -131,19 +176,25 @@ func renewCommand() *cli.Command {
 		Name:      "renew",
 		Usage:     "renew a lease (the token stays the same)",
 		ArgsUsage: "NAME",
-		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new TTL (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
+		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new `TTL`, 1s..1h (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
 		Action: func(c *cli.Context) error {
 			name, id, token, err := leaseArgs(c)
 			if err != nil {
 				return err
 			}
+			var ttl time.Duration // 0 keeps the lease's TTL
+			if c.Duration("ttl") != 0 {
+				if ttl, err = durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL); err != nil {
+					return err
+				}
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
-			l, err := cl.Renew(c.Context, name, id, token, c.Duration("ttl"))
+			l, err := cl.Renew(c.Context, name, id, token, ttl)
 			if err != nil {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			return printOut(c, l, l.Token)
 		},
@@ -166,7 +217,7 @@ func releaseCommand() *cli.Command {
 				return err
 			}
 			if err := cl.Release(c.Context, name, id, token); err != nil {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			return printOut(c, map[string]bool{"released": true}, token)
 		},
@@ -207,7 +258,7 @@ func checkCommand() *cli.Command {
 			res, err := cl.Check(c.Context, name, token)
 			var ae *sequencer.APIError
 			if err != nil && !(errors.As(err, &ae) && ae.Status == 409) {
-				return clientError(err)
+				return clientError(c, err)
 			}
 			if perr := printOut(c, res, res.CurrentToken); perr != nil {
 				return perr
@@ -235,7 +286,7 @@ func statusCommand() *cli.Command {
 			case 0:
 				ls, err := cl.Leases(c.Context)
 				if err != nil {
-					return clientError(err)
+					return clientError(c, err)
 				}
 				if c.Bool("token-only") {
 					for _, l := range ls {
@@ -247,7 +298,7 @@ func statusCommand() *cli.Command {
 			case 1:
 				st, err := cl.Status(c.Context, c.Args().First())
 				if err != nil {
-					return clientError(err)
+					return clientError(c, err)
 				}
 				return printOut(c, st, st.Token)
 			}

@@ -7,8 +7,11 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/zklock"
 )
 
 // Flags shared by the commands that talk to ZooKeeper.
@@ -28,15 +31,69 @@ func rootFlag() *cli.StringFlag {
 }
 
 func sessionTimeoutFlag() *cli.DurationFlag {
-	return &cli.DurationFlag{Name: "session-timeout", Value: 10e9, Usage: "ZooKeeper session timeout", EnvVars: []string{"SEQD_SESSION_TIMEOUT"}}
+	return &cli.DurationFlag{Name: "session-timeout", Value: zklock.DefaultSessionTimeout, EnvVars: []string{"SEQD_SESSION_TIMEOUT"},
+		Usage: "ZooKeeper session `TIMEOUT` to ask for, 1s..10m (the server may negotiate another)"}
 }
 
+// Session timeouts ZooKeeper can be asked for.
+const (
+	minSessionTimeout = time.Second
+	maxSessionTimeout = 10 * time.Minute
+)
+
 func tokenModeFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "token", Value: "zxid", Usage: "token mode: zxid (czxid of the contender) or version (dense per-lock counter)", EnvVars: []string{"SEQD_TOKEN_MODE"}}
+	return &cli.StringFlag{Name: "token-mode", Value: "zxid", Usage: "token mode: zxid (czxid of the contender) or version (dense per-lock counter)", EnvVars: []string{"SEQD_TOKEN_MODE"}}
+}
+
+// tokenMode reads --token-mode.
+func tokenMode(c *cli.Context) (zklock.TokenMode, error) {
+	s := c.String("token-mode")
+	mode, err := zklock.ParseTokenMode(s)
+	if err != nil {
+		return 0, usageErrorf("--token-mode %q is not a token mode: want zxid or version", s)
+	}
+	return mode, nil
+}
+
+// durationFlag reads the duration flag name and checks that it lies in
+// lo..hi (hi 0: no upper bound). Every command validates its durations
+// here, so that a bad one reads the same everywhere: exit 64 and a sentence.
+func durationFlag(c *cli.Context, name string, lo, hi time.Duration) (time.Duration, error) {
+	d := c.Duration(name)
+	var rng string
+	switch {
+	case hi > 0:
+		rng = shortDuration(lo) + ".." + shortDuration(hi)
+	case lo > 0:
+		rng = shortDuration(lo) + " or more"
+	default:
+		rng = "0 or a duration like 30s"
+	}
+	switch {
+	case d < 0:
+		return 0, usageErrorf("--%s %s is negative; give %s", name, shortDuration(d), rng)
+	case d == 0 && lo > 0:
+		return 0, usageErrorf("--%s must be more than zero; give %s", name, rng)
+	case d < lo || (hi > 0 && d > hi):
+		return 0, usageErrorf("--%s %s is out of range: give %s", name, shortDuration(d), rng)
+	}
+	return d, nil
 }
 
 func logFormatFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: []string{"SEQD_LOG_FORMAT"}}
+}
+
+// shortDuration prints d without trailing zero units: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // splitServers parses the --zk list.

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"syscall"
 )
 
-// Exit codes (sysexits.h where one fits), see DESIGN §5.
+// Exit codes (sysexits.h where one fits).
 const (
-	ExitUsage       = 64 // EX_USAGE
-	ExitUnavailable = 69 // EX_UNAVAILABLE: ZooKeeper or the daemon cannot be reached
-	ExitSoftware    = 70 // EX_SOFTWARE: anything unexpected
-	ExitTimeout     = 75 // EX_TEMPFAIL: lock not acquired within --timeout
-	ExitLockLost    = 76 // lock lost while CMD ran
+	ExitUsage       = 64  // EX_USAGE
+	ExitUnavailable = 69  // EX_UNAVAILABLE: ZooKeeper or the daemon cannot be reached
+	ExitSoftware    = 70  // EX_SOFTWARE: anything unexpected
+	ExitTimeout     = 75  // EX_TEMPFAIL: lock not acquired within --wait
+	ExitLockLost    = 76  // lock lost while CMD ran
+	ExitAuth        = 77  // EX_NOPERM: refused by authentication or authorization
+	ExitInterrupted = 130 // 128+SIGINT: interrupted; 143 (128+SIGTERM) when SIGTERM did it
 )
 
 // exitError carries an exit status chosen by a command. Commands return it
@@ -50,6 +54,23 @@ func childStatus(code int) error {
 	return &exitError{code: code, quiet: true}
 }
 
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return e.sig.String() + " received" }
+
+// interrupted is the error of a command whose context was cancelled: exit
+// 128+N for signal N (130 for Ctrl-C), and 130 when no signal is known.
+func interrupted(ctx context.Context, command string) error {
+	code := ExitInterrupted
+	err := fmt.Errorf("%s interrupted: %w", command, context.Cause(ctx))
+	var se *signalError
+	if errors.As(context.Cause(ctx), &se) {
+		code = 128 + int(se.sig)
+	}
+	return withCode(code, err)
+}
+
 func codeOf(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -67,4 +88,22 @@ func silent(err error) bool {
 		return ee.quiet
 	}
 	return errors.Is(err, context.Canceled)
+}
+
+// packagePrefix matches the Go package names that seqd's libraries put in
+// front of their errors ("zklock: lock lost"): at the start of the message
+// or of a wrapped part of it.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:sequencer|zklock|runlock|fence|store|testenv|metrics): `)
+
+// userMessage is err as shown to people: without Go package prefixes, which
+// name code rather than what went wrong.
+func userMessage(err error) string {
+	s := err.Error()
+	for {
+		t := packagePrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }

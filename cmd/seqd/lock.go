@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,19 +55,18 @@ could expire the session, the whole group is sent --kill-signal, SIGKILL
 after --kill-grace, and seqd exits 76.
 
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
-ZooKeeper unreachable; 75 not acquired within --timeout; 76 lock lost while
+ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 		Flags: []cli.Flag{
 			zkFlag(true),
 			rootFlag(),
-			&cli.StringFlag{Name: "session-timeout", Value: zklock.DefaultSessionTimeout.String(), EnvVars: []string{"SEQD_SESSION_TIMEOUT"},
-				Usage: "ZooKeeper session `TIMEOUT` to ask for (the server may negotiate another)"},
+			sessionTimeoutFlag(),
 			tokenModeFlag(),
-			&cli.StringFlag{Name: "timeout", Value: "0", EnvVars: []string{"SEQD_LOCK_TIMEOUT"},
+			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
 				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
 			&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
 				Usage: "`SIGNAL` sent to CMD's process group when the lock is lost (name or number)"},
-			&cli.StringFlag{Name: "kill-grace", Value: "10s", EnvVars: []string{"SEQD_KILL_GRACE"},
+			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, EnvVars: []string{"SEQD_KILL_GRACE"},
 				Usage: "SIGKILL the process group this `DURATION` after --kill-signal"},
 			&cli.BoolFlag{Name: "shell", EnvVars: []string{"SEQD_SHELL"},
 				Usage: "run CMD through sh -c (its words joined by spaces)"},
@@ -104,7 +104,7 @@ type lockConfig struct {
 	root           string
 	sessionTimeout time.Duration
 	mode           zklock.TokenMode
-	timeout        time.Duration
+	wait           time.Duration
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
@@ -120,81 +120,70 @@ type lockIO struct {
 // 127 (as in a shell) rather than a lock taken for nothing.
 func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	var cfg lockConfig
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return cfg, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+	var err error
+	if cfg.name, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
+		return cfg, err
 	}
-	cfg.name, args = args[0], args[1:]
-	if strings.HasPrefix(cfg.name, "-") {
-		return cfg, usageErrorf("lock: %q is not a lock name; flags go before NAME", cfg.name)
-	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		return cfg, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
-	}
-	if len(args) == 0 {
-		return cfg, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", cfg.name)
-	}
-	cfg.argv = args
-
 	cfg.root = c.String("root")
 	// NewMutex validates the name and the root and does no I/O: it never
 	// touches the (absent) session.
 	if _, err := zklock.NewMutex(nil, cfg.name, zklock.WithRoot(cfg.root)); err != nil {
 		return cfg, usageErrorf("lock: %v", err)
 	}
-	var err error
 	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
 		return cfg, err
 	}
-	if cfg.mode, err = zklock.ParseTokenMode(c.String("token")); err != nil {
-		return cfg, usageErrorf("lock: --token: %v", err)
+	if cfg.mode, err = tokenMode(c); err != nil {
+		return cfg, err
 	}
-	durations := []struct {
-		flag     string
-		dst      *time.Duration
-		positive bool
-	}{
-		{"session-timeout", &cfg.sessionTimeout, true},
-		{"timeout", &cfg.timeout, false},
-		{"kill-grace", &cfg.killGrace, false},
+	if cfg.sessionTimeout, err = durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout); err != nil {
+		return cfg, err
 	}
-	for _, d := range durations {
-		if *d.dst, err = parseDuration(c.String(d.flag), d.positive); err != nil {
-			return cfg, usageErrorf("lock: --%s: %v", d.flag, err)
-		}
+	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
+		return cfg, err
+	}
+	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
+		return cfg, err
 	}
 	if cfg.killSignal, err = runlock.ParseSignal(c.String("kill-signal")); err != nil {
 		return cfg, usageErrorf("lock: --kill-signal: %v", err)
 	}
 	cfg.verbose = c.Bool("verbose")
-
-	if c.Bool("shell") {
-		cfg.path, cfg.args = "/bin/sh", []string{"sh", "-c", strings.Join(args, " ")}
-		return cfg, nil
-	}
-	cfg.path, err = exec.LookPath(args[0])
-	if err != nil {
-		return cfg, commandError(err)
-	}
-	cfg.args = args
-	return cfg, nil
+	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
+	return cfg, err
 }
 
-// parseDuration reads a Go duration.
-func parseDuration(s string, positive bool) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+// lockArgs splits `NAME [--] CMD [ARG...]`.
+func lockArgs(args []string) (name string, argv []string, err error) {
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+	}
+	name, args = args[0], args[1:]
+	if strings.HasPrefix(name, "-") {
+		return "", nil, usageErrorf("lock: %q is not a lock name; flags go before NAME", name)
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		return "", nil, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
+	}
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", name)
+	}
+	return name, args, nil
+}
+
+// lockProgram resolves the program to exec and its arguments (argv[0]
+// included): argv itself, or with shell its words joined for sh -c.
+func lockProgram(argv []string, shell bool) (path string, args []string, err error) {
+	if shell {
+		return "/bin/sh", []string{"sh", "-c", strings.Join(argv, " ")}, nil
+	}
+	path, err = exec.LookPath(argv[0])
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 30s, 1m30s or 500ms", s)
+		return "", nil, commandError(err)
 	}
-	switch {
-	case d < 0:
-		return 0, fmt.Errorf("%q is negative", s)
-	case positive && d == 0:
-		return 0, fmt.Errorf("%q must be more than zero", s)
-	}
-	return d, nil
+	return path, argv, nil
 }
 
 // commandError maps a command that cannot be run to a shell's statuses:
@@ -209,176 +198,265 @@ func commandError(err error) error {
 // runLock waits for the lock, runs the command under it and releases it. sigs
 // carries the forwarded signals; clk measures the kill grace.
 func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) error {
-	say := func(format string, args ...any) {
-		fmt.Fprintf(stdio.stderr, "seqd: lock %s: "+format+"\n", append([]any{cfg.name}, args...)...)
+	r := newLockRun(ctx, cfg, stdio, sigs, clk)
+	// Waiting — dialling included — ends at the first signal: the contender
+	// is withdrawn and the command never starts.
+	w := watchWait(ctx, sigs)
+	defer w.cancel(nil)
+	defer w.end()
+	sess, err := r.connect(w)
+	if err != nil {
+		return err
 	}
-	verbose := func(format string, args ...any) {
-		if cfg.verbose {
-			say(format, args...)
-		}
+	defer sess.Close()
+	grant, err := r.acquire(w, sess)
+	if err != nil {
+		return err
 	}
+	return r.supervise(sess, grant)
+}
+
+// lockRun is one `seqd lock` run: its configuration and what it reports to.
+type lockRun struct {
+	ctx    context.Context // main's: cancelled by SIGINT or SIGTERM
+	cfg    lockConfig
+	stdio  lockIO
+	sigs   <-chan os.Signal
+	clk    zklock.Clock
+	logger *slog.Logger
+}
+
+func newLockRun(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) *lockRun {
 	level := slog.LevelError
 	if cfg.verbose {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stdio.stderr, &slog.HandlerOptions{Level: level})).With("lock", cfg.name)
+	return &lockRun{ctx: ctx, cfg: cfg, stdio: stdio, sigs: sigs, clk: clk, logger: logger}
+}
 
-	// Waiting — dialling included — ends at the first signal: the contender
-	// is withdrawn and the command never starts.
-	waitCtx, cancelWait := context.WithCancelCause(ctx)
-	defer cancelWait(nil)
-	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
-	var waitSig syscall.Signal // written by the watcher, read after endWait
+// say prints a line about the lock on stderr.
+func (r *lockRun) say(format string, args ...any) {
+	fmt.Fprintf(r.stdio.stderr, "seqd: lock %s: "+format+"\n", append([]any{r.cfg.name}, args...)...)
+}
+
+// verbose says it with --verbose only.
+func (r *lockRun) verbose(format string, args ...any) {
+	if r.cfg.verbose {
+		r.say(format, args...)
+	}
+}
+
+// interrupted is the status of a run that a signal ended while it waited.
+func (r *lockRun) interrupted(sig syscall.Signal) error {
+	r.verbose("%s while waiting: the command was not started", runlock.SignalName(sig))
+	return childStatus(128 + int(sig))
+}
+
+func (r *lockRun) release(g *zklock.Grant) { releaseGrant(r.ctx, g, r.verbose, r.say) }
+
+// waitWatch ends the wait for the lock at the first forwarded signal.
+type waitWatch struct {
+	ctx    context.Context // the wait's: cancelled by a signal
+	cancel context.CancelCauseFunc
+	outer  context.Context // main's
+	sigs   <-chan os.Signal
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	sig    syscall.Signal // written by the watcher, read after end
+}
+
+func watchWait(ctx context.Context, sigs <-chan os.Signal) *waitWatch {
+	w := &waitWatch{outer: ctx, sigs: sigs, stop: make(chan struct{}), done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancelCause(ctx)
 	go func() {
-		defer close(watchDone)
+		defer close(w.done)
 		select {
 		case sig := <-sigs:
 			if s, ok := sig.(syscall.Signal); ok {
-				waitSig = s
-				cancelWait(errors.New(runlock.SignalName(s) + " received"))
+				w.sig = s
+				w.cancel(errors.New(runlock.SignalName(s) + " received"))
 			}
-		case <-stopWatch:
+		case <-w.stop:
 		}
 	}()
-	endWait := func() {
-		close(stopWatch)
-		<-watchDone
-	}
-	// shutdown reports the signal that ended the wait, if any, also one that
-	// arrived just as the wait ended: the command must not start after it. A
-	// context cancelled from outside is main's signal context: find the
-	// signal on our own channel, which received it too.
-	shutdown := func() (syscall.Signal, bool) {
-		if waitSig != 0 {
-			return waitSig, true
-		}
-		select {
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				return s, true
-			}
-		default:
-		}
-		if ctx.Err() == nil {
-			return 0, false
-		}
-		t := time.NewTimer(signalSettle)
-		defer t.Stop()
-		select {
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				return s, true
-			}
-		case <-t.C:
-		}
-		return syscall.SIGTERM, true
-	}
-	interrupted := func(sig syscall.Signal) error {
-		verbose("%s while waiting: the command was not started", runlock.SignalName(sig))
-		return childStatus(128 + int(sig))
-	}
+	return w
+}
 
+// end stops watching; signals go to the command from then on.
+func (w *waitWatch) end() {
+	w.once.Do(func() {
+		close(w.stop)
+		<-w.done
+	})
+}
+
+// signal reports the signal that ended the wait, if any, also one that
+// arrived just as the wait ended: the command must not start after it. A
+// context cancelled from outside is main's signal context: find the signal
+// on our own channel, which received it too. Call it after end.
+func (w *waitWatch) signal() (syscall.Signal, bool) {
+	if w.sig != 0 {
+		return w.sig, true
+	}
+	select {
+	case sig := <-w.sigs:
+		if s, ok := sig.(syscall.Signal); ok {
+			return s, true
+		}
+	default:
+	}
+	if w.outer.Err() == nil {
+		return 0, false
+	}
+	t := time.NewTimer(signalSettle)
+	defer t.Stop()
+	select {
+	case sig := <-w.sigs:
+		if s, ok := sig.(syscall.Signal); ok {
+			return s, true
+		}
+	case <-t.C:
+	}
+	return syscall.SIGTERM, true
+}
+
+// connect dials ZooKeeper; no session within max(session timeout,
+// minDialTimeout) is exit 69.
+func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 	start := time.Now()
+	sess, err := dialLock(w.ctx, r.cfg, r.logger, r.clk)
+	if err != nil {
+		w.end()
+		if sig, ok := w.signal(); ok {
+			return nil, r.interrupted(sig)
+		}
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s: %w", r.cfg.name, err))
+	}
+	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.servers, ","), sess.Timeout(), ms(time.Since(start)))
+	return sess, nil
+}
+
+func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk zklock.Clock) (*zklock.Session, error) {
 	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.sessionTimeout, minDialTimeout))
-	sess, err := zklock.Dial(dialCtx, cfg.servers, zklock.Options{
+	defer cancelDial()
+	return zklock.Dial(dialCtx, cfg.servers, zklock.Options{
 		SessionTimeout: cfg.sessionTimeout,
 		Logger:         logger,
 		Clock:          clk,
 	})
-	cancelDial()
-	if err != nil {
-		endWait()
-		if sig, ok := shutdown(); ok {
-			return interrupted(sig)
-		}
-		return withCode(ExitUnavailable, fmt.Errorf("lock %s: %w", cfg.name, err))
-	}
-	defer sess.Close()
-	verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(cfg.servers, ","), sess.Timeout(), ms(time.Since(start)))
+}
 
+// acquire waits for the lock (for ever, or --wait) and checks that it is
+// still held before the command starts.
+func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
+	cfg := r.cfg
 	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()))
 	if err != nil {
-		endWait()
-		return usageErrorf("lock: %v", err)
+		w.end()
+		return nil, usageErrorf("lock: %v", err)
 	}
-	acqCtx, cancelAcq := waitCtx, context.CancelFunc(func() {})
-	if cfg.timeout > 0 {
-		acqCtx, cancelAcq = context.WithTimeout(waitCtx, cfg.timeout)
+	acqCtx, cancelAcq := w.ctx, context.CancelFunc(func() {})
+	if cfg.wait > 0 {
+		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
 	}
 	waitStart := time.Now()
 	grant, err := m.Acquire(acqCtx)
 	cancelAcq()
-	endWait()
-	if sig, ok := shutdown(); ok {
+	w.end()
+	if sig, ok := w.signal(); ok {
 		if grant != nil {
-			releaseGrant(ctx, grant, verbose, say)
+			r.release(grant)
 		}
-		return interrupted(sig)
+		return nil, r.interrupted(sig)
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
-		return withCode(ExitTimeout, fmt.Errorf("lock %s was not acquired within %v: another holder kept it", cfg.name, cfg.timeout))
+		return nil, withCode(ExitTimeout, fmt.Errorf("lock %s was not acquired within %v: another holder kept it", cfg.name, cfg.wait))
 	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
-		return withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
 	default:
-		return fmt.Errorf("lock %s was not acquired: %w", cfg.name, err)
+		return nil, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err)
 	}
-	verbose("acquired: token %d, sequencer %s, contender %s, waited %v", grant.Token, grant.Sequencer(), grant.Path, ms(time.Since(waitStart)))
+	r.verbose("acquired: token %d, sequencer %s, contender %s, waited %v", grant.Token, grant.Sequencer(), grant.Path, ms(time.Since(waitStart)))
 	select {
 	case <-grant.Lost():
 		// The command never ran: not 76 (lost while it ran) but the lock
 		// could not be held, as when ZooKeeper is unavailable.
-		return withCode(ExitUnavailable, fmt.Errorf("lock %s (token %d) was lost before the command could start: %v", cfg.name, grant.Token, grant.Err()))
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s (token %d) was lost before the command could start: %s", cfg.name, grant.Token, userMessage(grant.Err())))
 	default:
 	}
+	return grant, nil
+}
 
-	cmd := exec.Command(cfg.path)
-	cmd.Args = cfg.args
-	cmd.Env = append(cmd.Environ(),
-		"SEQD_LOCK="+cfg.name,
-		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
-		"SEQD_SEQUENCER="+grant.Sequencer(),
-	)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.stdin, stdio.stdout, stdio.stderr
+// supervise runs the command under the grant until it exits, killing its
+// process group if the lock is lost, and releases the lock.
+func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
+	cfg := r.cfg
+	cmd := r.command(grant)
 	var term *os.File
-	if f, ok := stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
+	if f, ok := r.stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
 		term = f // an interactive run: CMD gets the terminal
 	}
 	runStart := time.Now()
 	res, err := runlock.Run(cmd, runlock.Options{
 		Terminal:   term,
 		Lost:       grant.Lost(),
-		Signals:    sigs,
+		Signals:    r.sigs,
 		KillSignal: cfg.killSignal,
 		KillGrace:  cfg.killGrace,
-		Clock:      clk,
-		Logger:     logger,
-		OnLost: func(pgid int) {
-			heard := sess.LastHeard()
-			say("lost (token %d): %v; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
-				grant.Token, grant.Err(), runlock.SignalName(cfg.killSignal), pgid, cfg.killGrace,
-				heard.Format(time.RFC3339Nano), ms(clk.Now().Sub(heard)), sess.Timeout())
-		},
+		Clock:      r.clk,
+		Logger:     r.logger,
+		OnLost:     func(pgid int) { r.reportLoss(sess, grant, pgid) },
 	})
 	if err != nil {
-		releaseGrant(ctx, grant, verbose, say)
+		r.release(grant)
 		return commandError(err)
 	}
-	ran := ms(time.Since(runStart))
+	return r.finish(grant, res, ms(time.Since(runStart)))
+}
+
+// command is CMD with the lock, the token and the sequencer in its
+// environment.
+func (r *lockRun) command(grant *zklock.Grant) *exec.Cmd {
+	cmd := exec.Command(r.cfg.path)
+	cmd.Args = r.cfg.args
+	cmd.Env = append(cmd.Environ(),
+		"SEQD_LOCK="+r.cfg.name,
+		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
+		"SEQD_SEQUENCER="+grant.Sequencer(),
+	)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
+	return cmd
+}
+
+// reportLoss says, as the kill signal goes out, which token was lost and
+// when ZooKeeper last answered.
+func (r *lockRun) reportLoss(sess *zklock.Session, grant *zklock.Grant, pgid int) {
+	heard := sess.LastHeard()
+	r.say("lost (token %d): %s; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
+		grant.Token, userMessage(grant.Err()), runlock.SignalName(r.cfg.killSignal), pgid, r.cfg.killGrace,
+		heard.Format(time.RFC3339Nano), ms(r.clk.Now().Sub(heard)), sess.Timeout())
+}
+
+// finish releases the lock once the command has exited and picks seqd's
+// status: 76 if the lock was lost while it ran, else the command's own.
+func (r *lockRun) finish(grant *zklock.Grant, res runlock.Result, ran time.Duration) error {
 	if res.Lost {
-		releaseGrant(ctx, grant, verbose, say)
+		r.release(grant)
 		how := fmt.Sprintf("status %d", res.Status)
 		if res.Killed {
-			how += fmt.Sprintf(", SIGKILL after the %v grace", cfg.killGrace)
+			how += fmt.Sprintf(", SIGKILL after the %v grace", r.cfg.killGrace)
 		}
-		return withCode(ExitLockLost, fmt.Errorf("lock %s (token %d) was lost while the command ran; it ended with %s", cfg.name, grant.Token, how))
+		return withCode(ExitLockLost, fmt.Errorf("lock %s (token %d) was lost while the command ran; it ended with %s", r.cfg.name, grant.Token, how))
 	}
 	if res.Stragglers {
-		say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(cfg.killSignal))
+		r.say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(r.cfg.killSignal))
 	}
-	verbose("the command exited with status %d after %v", res.Status, ran)
-	releaseGrant(ctx, grant, verbose, say)
+	r.verbose("the command exited with status %d after %v", res.Status, ran)
+	r.release(grant)
 	return childStatus(res.Status)
 }
 
@@ -394,9 +472,9 @@ func releaseGrant(ctx context.Context, g *zklock.Grant, verbose, say func(string
 		verbose("released token %d in %v", g.Token, ms(time.Since(start)))
 	case errors.Is(err, zklock.ErrLockLost):
 		// Already reported, or lost after the command ended: nothing to do.
-		verbose("token %d was already lost at release: %v", g.Token, err)
+		verbose("token %d was already lost at release: %s", g.Token, userMessage(err))
 	default:
-		say("could not release token %d (%v); its node goes when the session ends", g.Token, err)
+		say("could not release token %d (%s); its node goes when the session ends", g.Token, userMessage(err))
 	}
 }
 

@@ -276,15 +276,18 @@ func TestLockUsageErrors(t *testing.T) {
 		{"bad root", nil, []string{"--root", "seqd", "a", "--", "true"}, ExitUsage, "root"},
 		{"bad signal", nil, []string{"--kill-signal", "SIGFOO", "a", "--", "true"}, ExitUsage, "kill-signal"},
 		{"bad signal number", nil, []string{"--kill-signal", "0", "a", "--", "true"}, ExitUsage, "kill-signal"},
-		{"bad timeout", nil, []string{"--timeout", "soon", "a", "--", "true"}, ExitUsage, "--timeout"},
-		{"negative timeout", nil, []string{"--timeout", "-1s", "a", "--", "true"}, ExitUsage, "negative"},
+		{"bad wait", nil, []string{"--wait", "soon", "a", "--", "true"}, ExitUsage, "--wait"},
+		{"negative wait", nil, []string{"--wait", "-1s", "a", "--", "true"}, ExitUsage, "negative"},
 		{"zero session timeout", nil, []string{"--session-timeout", "0s", "a", "--", "true"}, ExitUsage, "more than zero"},
+		{"session timeout out of range", nil, []string{"--session-timeout", "11m", "a", "--", "true"}, ExitUsage, "out of range"},
+		{"negative grace", nil, []string{"--kill-grace", "-1s", "a", "--", "true"}, ExitUsage, "negative"},
 		{"bad grace from env", []string{"SEQD_KILL_GRACE=10"}, []string{"a", "--", "true"}, ExitUsage, "--kill-grace"},
-		{"bad token mode", nil, []string{"--token", "sequence", "a", "--", "true"}, ExitUsage, "token mode"},
+		{"bad token mode", nil, []string{"--token-mode", "sequence", "a", "--", "true"}, ExitUsage, "token mode"},
+		{"token is not a mode", nil, []string{"--token", "zxid", "a", "--", "true"}, ExitUsage, "not defined"},
 		{"bad token mode from env", []string{"SEQD_TOKEN_MODE=x"}, []string{"a", "--", "true"}, ExitUsage, "token mode"},
 		{"bad --zk", nil, []string{"--zk", "localhost", "a", "--", "true"}, ExitUsage, "host:port"},
-		{"unknown flag", nil, []string{"--wait", "a", "--", "true"}, ExitUsage, "not defined"},
-		{"flag after name", nil, []string{"a", "--timeout", "1s", "--", "true"}, ExitUsage, "flags go before NAME"},
+		{"unknown flag", nil, []string{"--timeout", "1s", "a", "--", "true"}, ExitUsage, "not defined"},
+		{"flag after name", nil, []string{"a", "--wait", "1s", "--", "true"}, ExitUsage, "flags go before NAME"},
 		{"bad bool from env", []string{"SEQD_SHELL=perhaps"}, []string{"a", "--", "true"}, ExitUsage, "SEQD_SHELL"},
 		{"command not found", nil, []string{"a", "--", "seqd-no-such-command"}, 127, "not found"},
 	} {
@@ -372,7 +375,7 @@ func TestLockRunsCommand(t *testing.T) {
 	// Version mode: a dense counter.
 	var versions []string
 	for range 3 {
-		code, stdout, stderr := runLockT(t, time.Minute, env, "--token", "version", "counted", "--", "sh", "-c", `echo "$SEQD_TOKEN"`)
+		code, stdout, stderr := runLockT(t, time.Minute, env, "--token-mode", "version", "counted", "--", "sh", "-c", `echo "$SEQD_TOKEN"`)
 		if code != 0 {
 			t.Fatalf("version mode: exit %d; stderr: %s", code, stderr)
 		}
@@ -439,8 +442,8 @@ func TestLockMutualExclusion(t *testing.T) {
 	}
 }
 
-// --timeout on a held lock exits 75 after about the timeout, and withdraws.
-func TestLockTimeout(t *testing.T) {
+// --wait on a held lock exits 75 after about the wait, and withdraws.
+func TestLockWait(t *testing.T) {
 	t.Parallel()
 	c := zktest.StartT(t, testenv.Options{})
 	conn := zkConn(t, c)
@@ -448,7 +451,7 @@ func TestLockTimeout(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	code, _, stderr := runLockT(t, time.Minute, []string{"SEQD_ZK=" + c.ConnectString()},
-		"--timeout", "1s", "busy", "--", "touch", filepath.Join(dir, "ran"))
+		"--wait", "1s", "busy", "--", "touch", filepath.Join(dir, "ran"))
 	took := time.Since(start)
 	if code != ExitTimeout {
 		t.Errorf("exit status: got %d, want %d; stderr: %s", code, ExitTimeout, stderr)

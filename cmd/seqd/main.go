@@ -16,10 +16,38 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
+}
+
+// signalContext is cancelled by the first of sigs, with a *signalError
+// naming it as the cause, so that an interrupted command can exit 128+N.
+// Later signals are caught too (the process does not die of them) until
+// stop is called.
+func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case sig := <-ch:
+			if s, ok := sig.(syscall.Signal); ok {
+				cancel(&signalError{s})
+			} else {
+				cancel(nil)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+		signal.Stop(ch)
+	}
 }
 
 // run builds the app and runs it; it never calls os.Exit, so deferred cleanup
@@ -43,7 +71,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	code := codeOf(err)
 	if !silent(err) {
-		fmt.Fprintf(stderr, "seqd: %v\n", err)
+		fmt.Fprintf(stderr, "seqd: %s\n", userMessage(err))
 	}
 	return code
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
-	"github.com/seqd/seqd/zklock"
 )
 
 func serveFlags(zkRequired bool) []cli.Flag {
@@ -92,13 +91,17 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	mode, err := zklock.ParseTokenMode(c.String("token"))
+	mode, err := tokenMode(c)
 	if err != nil {
-		return usageErrorf("--token %q: want zxid or version", c.String("token"))
+		return err
 	}
-	st := c.Duration("session-timeout")
-	if st < time.Second || st > 10*time.Minute {
-		return usageErrorf("--session-timeout %v is out of range: 1s..10m", st)
+	st, err := durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout)
+	if err != nil {
+		return err
+	}
+	shutdownTimeout, err := durationFlag(c, "shutdown-timeout", 0, 0)
+	if err != nil {
+		return err
 	}
 	apiToken, err := readTokenFile(c.String("api-token-file"))
 	if err != nil {
@@ -117,7 +120,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels")})
+	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels"), Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
 		Servers:        servers,
 		Root:           c.String("root"),
@@ -154,7 +157,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	logger.Info("shutting down: releasing leases")
-	sctx, cancel := context.WithTimeout(context.Background(), c.Duration("shutdown-timeout"))
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(sctx) }() // stops accepting at once

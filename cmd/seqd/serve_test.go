@@ -173,7 +173,9 @@ func TestServeRefusals(t *testing.T) {
 	}{
 		{[]string{"nosuchcmd"}, ExitUsage, "unknown command"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--listen", "0.0.0.0:0"}, ExitUsage, "not a loopback address"},
-		{[]string{"serve", "--zk", "127.0.0.1:2181", "--token", "seq"}, ExitUsage, "want zxid or version"},
+		{[]string{"serve", "--zk", "127.0.0.1:2181", "--token-mode", "seq"}, ExitUsage, "want zxid or version"},
+		{[]string{"serve", "--zk", "127.0.0.1:2181", "--token", "zxid"}, ExitUsage, "not defined"},
+		{[]string{"serve", "--zk", "127.0.0.1:2181", "--shutdown-timeout", "-1s"}, ExitUsage, "negative"},
 		{[]string{"serve", "--zk", "nohostport"}, ExitUsage, "is not host:port"},
 		{[]string{"serve"}, ExitUsage, "zk"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--session-timeout", "1ms"}, ExitUsage, "out of range"},

@@ -30,11 +30,11 @@ func storeCommand() *cli.Command {
 		Description: "PUT, GET and DELETE /v1/kv/{key} with a Fencing-Token: N or Fencing-Sequencer: name@N header.\n" +
 			"A token below the key's highest one is refused with 409 stale_token. See README, \"Fencing your resource\".",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "directory of the store's log (created if missing); required", EnvVars: []string{"SEQD_STORE_DIR"}},
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7071", Usage: "address to serve HTTP on (port 0 picks a free one)", EnvVars: []string{"SEQD_STORE_LISTEN"}},
-			&cli.StringFlag{Name: "fence", Value: string(store.FenceFull), Usage: "full (writes and token-carrying reads are fenced), writes (reads are not), off (nothing is)", EnvVars: []string{"SEQD_STORE_FENCE"}},
-			&cli.Int64Flag{Name: "compact-bytes", Value: store.DefaultCompactBytes, Usage: "compact the log when it grows past this many bytes", EnvVars: []string{"SEQD_STORE_COMPACT_BYTES"}},
-			&cli.StringFlag{Name: "addr-file", Usage: "write the address actually listened on to this file once serving", EnvVars: []string{"SEQD_STORE_ADDR_FILE"}},
+			&cli.StringFlag{Name: "dir", Usage: "directory of the store's log (created if missing); required", EnvVars: []string{"SEQD_DIR"}},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7071", Usage: "address to serve HTTP on (port 0 picks a free one)", EnvVars: []string{"SEQD_LISTEN"}},
+			&cli.StringFlag{Name: "fence", Value: string(store.FenceFull), Usage: "full (writes and token-carrying reads are fenced), writes (reads are not), off (nothing is)", EnvVars: []string{"SEQD_FENCE"}},
+			&cli.Int64Flag{Name: "compact-bytes", Value: store.DefaultCompactBytes, Usage: "compact the log when it grows past this many bytes", EnvVars: []string{"SEQD_COMPACT_BYTES"}},
+			&cli.StringFlag{Name: "addr-file", Usage: "write the address actually listened on to this file once serving", EnvVars: []string{"SEQD_ADDR_FILE"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SEQD_LOG_FORMAT"}},
 		},
 		Action: storeAction,
@@ -43,18 +43,18 @@ func storeCommand() *cli.Command {
 
 func storeAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErrorf("store: unexpected argument %q", c.Args().First())
+		return usageErrorf("store takes no arguments, got %q", c.Args().First())
 	}
 	dir := c.String("dir")
 	if dir == "" {
-		return usageErrorf("store: --dir is required")
+		return usageErrorf("store needs --dir DIR (or SEQD_DIR)")
 	}
 	mode, err := store.ParseFenceMode(c.String("fence"))
 	if err != nil {
-		return usageErrorf("%v", err)
+		return usageErrorf("--fence %q: want full, writes or off", c.String("fence"))
 	}
 	if c.Int64("compact-bytes") <= 0 {
-		return usageErrorf("store: --compact-bytes must be positive")
+		return usageErrorf("--compact-bytes must be positive")
 	}
 	logger, err := storeLogger(c.App.ErrWriter, c.String("log-format"))
 	if err != nil {
@@ -124,7 +124,7 @@ func storeLogger(w io.Writer, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
-	return nil, usageErrorf("store: --log-format %q is not text or json", format)
+	return nil, usageErrorf("--log-format %q: want text or json", format)
 }
 
 // storeWriteAddr writes the address atomically, so a script polling for the

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Every flag of every command reads the environment variable named after
+// it, --flag-name from SEQD_FLAG_NAME, and only that one; and a flag name
+// has one type in every command that has it.
+func TestFlagEnvVarsAreDerivedFromNames(t *testing.T) {
+	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	kinds := map[string]string{} // flag name → type, and where it was first seen
+	seen := 0
+	for _, cmd := range app.Commands {
+		flags := append(slices.Clone(app.Flags), cmd.Flags...)
+		for _, f := range flags {
+			names := f.Names()
+			name := names[0]
+			if len(names) > 1 {
+				t.Errorf("seqd %s --%s has aliases %q: one flag, one name", cmd.Name, name, names[1:])
+			}
+			ev, ok := f.(interface{ GetEnvVars() []string })
+			if !ok {
+				t.Errorf("seqd %s --%s: %T reports no environment variables", cmd.Name, name, f)
+				continue
+			}
+			want := []string{"SEQD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+			if got := ev.GetEnvVars(); !slices.Equal(got, want) {
+				t.Errorf("seqd %s --%s: environment variables %q, want %q", cmd.Name, name, got, want)
+			}
+			kind := fmt.Sprintf("%T", f)
+			if k, ok := kinds[name]; ok && k != kind {
+				t.Errorf("seqd %s --%s is a %s, elsewhere a %s", cmd.Name, name, kind, k)
+			}
+			kinds[name] = kind
+			seen++
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("walked %d flags: the app's commands were not found", seen)
+	}
+}
+
+// Durations are duration flags everywhere, so that they parse one way.
+func TestDurationFlagsAreDurationFlags(t *testing.T) {
+	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	for _, cmd := range app.Commands {
+		for _, f := range cmd.Flags {
+			name := f.Names()[0]
+			isDuration := strings.HasSuffix(name, "-timeout") || strings.HasSuffix(name, "-grace") ||
+				name == "wait" || name == "ttl"
+			if _, ok := f.(*cli.DurationFlag); isDuration && !ok {
+				t.Errorf("seqd %s --%s is a %T, want a *cli.DurationFlag", cmd.Name, name, f)
+			}
+		}
+	}
+}
+
+func TestFlagErrorMessages(t *testing.T) {
+	kinds := map[string]string{"wait": "duration", "shell": "bool", "token": "number"}
+	for _, tc := range []struct{ in, want string }{
+		{`invalid value "soon" for flag -wait: parse error`, `--wait "soon" is not valid: want a duration: write it like 30s, 1m30s or 500ms`},
+		{`invalid value "x" for flag -token: parse error`, `--token "x" is not valid: want a whole number`},
+		{`invalid boolean value "maybe" for -shell: parse error`, `--shell "maybe" is not valid: want true or false`},
+		{`could not parse "10" as duration value from environment variable "SEQD_KILL_GRACE" for flag kill-grace: time: missing unit in duration "10"`,
+			`SEQD_KILL_GRACE="10" (for --kill-grace) is not valid: want a duration: write it like 30s, 1m30s or 500ms`},
+		{`flag provided but not defined: -timeout`, `flag --timeout is not defined for this command; see --help`},
+		{`flag needs an argument: -wait`, `--wait needs a value`},
+		{`something else`, `something else`},
+	} {
+		if got := flagErrorMessage(tc.in, kinds); got != tc.want {
+			t.Errorf("flagErrorMessage(%q):\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// seqd --version and seqd version print one line: the version, the commit
+// and the Go version.
+func TestVersion(t *testing.T) {
+	ctx := context.Background()
+	info := readBuildInfo()
+	want := "seqd version " + info.String() + "\n"
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
+		code, out, errs := runCLI(ctx, args...)
+		if code != 0 || out != want {
+			t.Errorf("seqd %s: exit %d, stdout %q (stderr %q); want 0 and %q", args[0], code, out, errs, want)
+		}
+	}
+	if !strings.Contains(want, ", commit ") || !strings.HasSuffix(want, ", "+runtime.Version()+"\n") {
+		t.Errorf("version line %q: want the commit and %s", want, runtime.Version())
+	}
+	if code, _, _ := runCLI(ctx, "version", "extra"); code != ExitUsage {
+		t.Errorf("seqd version extra: exit %d, want 64", code)
+	}
+}
+
+func TestBuildInfoString(t *testing.T) {
+	for _, tc := range []struct {
+		b    buildInfo
+		want string
+	}{
+		{buildInfo{"v1.2.3", "0123abc", false, "go1.26.8"}, "v1.2.3, commit 0123abc, go1.26.8"},
+		{buildInfo{"dev", "0123abc", true, "go1.26.8"}, "dev, commit 0123abc (modified), go1.26.8"},
+	} {
+		if got := tc.b.String(); got != tc.want {
+			t.Errorf("%+v: got %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}
+
+// The linker sets version and commit; the binary reports what it was given.
+func TestVersionFromLinker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "seqd")
+	out, err := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=v9.8.7 -X main.commit=feedc0de", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "version").Output()
+	if want := "seqd version v9.8.7, commit feedc0de, " + runtime.Version() + "\n"; err != nil || string(out) != want {
+		t.Errorf("seqd version: %q, %v; want %q", out, err, want)
+	}
+}

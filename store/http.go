@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ func ParseFencingHeaders(h http.Header) (uint64, error) {
 type Handler struct {
 	s      *Store
 	signed *signedOnly // nil: any well-formed token is taken
+	bearer []byte      // "Bearer <token>" required on /v1/, if set
 	sm     *metrics.StoreMetrics
 	log    *slog.Logger
 	prom   http.Handler
@@ -89,12 +91,22 @@ func NewHandler(s *Store, gatherer prometheus.Gatherer, sm *metrics.StoreMetrics
 	return &Handler{s: s, sm: sm, log: logger, prom: promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})}
 }
 
+// RequireBearer makes every /v1/ request need "Authorization: Bearer
+// <token>"; others are answered 401 before their body is read.
+func (h *Handler) RequireBearer(token string) { h.bearer = []byte("Bearer " + token) }
+
 // ServeHTTP routes by hand rather than with http.ServeMux: the mux cleans
 // paths and answers "/v1/kv/a/../b" with a redirect, where a bad key must be
 // a 400 that says why.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, kvPrefix):
+		if h.bearer != nil && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), h.bearer) != 1 {
+			// Before anything of the request is read.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd-store"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer <token>", 0)
+			return
+		}
 		h.kv(w, r, strings.TrimPrefix(p, kvPrefix))
 	case p == "/metrics":
 		if !allow(w, r, http.MethodGet, http.MethodHead) {

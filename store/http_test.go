@@ -242,7 +242,7 @@ func TestHTTPMetrics(t *testing.T) {
 # HELP seqd_stale_tokens_rejected_total Operations refused because they carried a token below the current one.
 # TYPE seqd_stale_tokens_rejected_total counter
 seqd_stale_tokens_rejected_total{lock="k",source="fence"} 2
-# HELP seqd_store_operations_total Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable).
+# HELP seqd_store_operations_total Store requests by operation (get, put, delete) and result (ok, stale_token, bad_request, not_found, error, unavailable, forbidden).
 # TYPE seqd_store_operations_total counter
 seqd_store_operations_total{op="get",result="ok"} 1
 seqd_store_operations_total{op="get",result="stale_token"} 1

@@ -22,11 +22,12 @@ import (
 const ExitConflict = 1
 
 func clientFlags(extra ...cli.Flag) []cli.Flag {
-	return append([]cli.Flag{
-		&cli.StringFlag{Name: "addr", Value: "http://127.0.0.1:7070", Usage: "the daemon's base URL", EnvVars: []string{"SEQD_ADDR"}},
-		&cli.StringFlag{Name: "api-token-file", Usage: "file holding the daemon's bearer token", EnvVars: []string{"SEQD_API_TOKEN_FILE"}},
+	fs := []cli.Flag{
+		&cli.StringFlag{Name: "addr", Value: "http://127.0.0.1:7070", Usage: "the daemon's base URL (https:// with TLS)", EnvVars: []string{"SEQD_ADDR"}},
 		&cli.BoolFlag{Name: "token-only", Usage: "print only the token", EnvVars: []string{"SEQD_TOKEN_ONLY"}},
-	}, extra...)
+	}
+	fs = append(fs, clientSecurityFlags()...)
+	return append(fs, extra...)
 }
 
 func newClient(c *cli.Context) (*sequencer.Client, error) {
@@ -34,11 +35,15 @@ func newClient(c *cli.Context) (*sequencer.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := readTokenFile(c.String("api-token-file"))
+	tok, err := apiToken(c)
 	if err != nil {
 		return nil, err
 	}
-	return &sequencer.Client{Addr: addr, APIToken: tok}, nil
+	hc, err := httpClient(c)
+	if err != nil {
+		return nil, err
+	}
+	return &sequencer.Client{Addr: addr, APIToken: tok, HTTP: hc}, nil
 }
 
 // daemonAddr checks --addr: a base URL with an http or https scheme and a
@@ -120,7 +125,8 @@ func acquireCommand() *cli.Command {
 		Usage:     "acquire a lease on a lock through the daemon; prints the lease (exit 75 if not granted within --wait)",
 		ArgsUsage: "NAME",
 		Flags: clientFlags(
-			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease (the same owner asking again gets the same token)", EnvVars: []string{"SEQD_OWNER"}},
+			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease, shown by status (default: this host and the calling shell's pid)", EnvVars: []string{"SEQD_OWNER"}},
+			&cli.StringFlag{Name: "lease-id", Usage: "retry an acquire: with the lease_id of your live lease you get it back (same token); a new 32-hex-digit id of your choosing makes the first try retryable", EnvVars: []string{"SEQD_LEASE_ID"}},
 			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 		),
@@ -141,7 +147,11 @@ func acquireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait)
+			var opts []sequencer.AcquireOption
+			if id := c.String("lease-id"); id != "" {
+				opts = append(opts, sequencer.WithLeaseID(id))
+			}
+			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait, opts...)
 			if err != nil {
 				return clientError(c, err)
 			}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -124,22 +123,6 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
-}
-
-// readTokenFile reads a bearer token from a file (trimmed; empty refused).
-func readTokenFile(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", usageErrorf("--api-token-file: %v", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", usageErrorf("--api-token-file %s is empty", path)
-	}
-	return tok, nil
 }
 
 // isLoopback reports whether a listen address binds only to loopback.

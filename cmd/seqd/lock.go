@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
 )
@@ -72,6 +73,7 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 				Usage: "run CMD through sh -c (its words joined by spaces)"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
 				Usage: "print the token and timings on stderr"},
+			signingKeyFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := parseLockConfig(c)
@@ -108,6 +110,7 @@ type lockConfig struct {
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
+	signer         *fence.Signer // signs SEQD_SEQUENCER, if set
 }
 
 type lockIO struct {
@@ -149,6 +152,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 		return cfg, usageErrorf("lock: --kill-signal: %v", err)
 	}
 	cfg.verbose = c.Bool("verbose")
+	if cfg.signer, err = signer(c); err != nil {
+		return cfg, err
+	}
 	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
 	return cfg, err
 }
@@ -418,6 +424,14 @@ func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
 	return r.finish(grant, res, ms(time.Since(runStart)))
 }
 
+// sequencer is the grant's sequencer, signed with --signing-key-file.
+func (r *lockRun) sequencer(grant *zklock.Grant) string {
+	if r.cfg.signer != nil {
+		return r.cfg.signer.Sign(grant.Name, grant.Token)
+	}
+	return grant.Sequencer()
+}
+
 // command is CMD with the lock, the token and the sequencer in its
 // environment.
 func (r *lockRun) command(grant *zklock.Grant) *exec.Cmd {
@@ -426,7 +440,7 @@ func (r *lockRun) command(grant *zklock.Grant) *exec.Cmd {
 	cmd.Env = append(cmd.Environ(),
 		"SEQD_LOCK="+r.cfg.name,
 		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
-		"SEQD_SEQUENCER="+grant.Sequencer(),
+		"SEQD_SEQUENCER="+r.sequencer(grant),
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
 	return cmd

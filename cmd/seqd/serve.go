@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
@@ -22,12 +19,13 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		rootFlag(),
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
-		&cli.StringFlag{Name: "api-token-file", Usage: "file holding a bearer token required on every /v1/ call", EnvVars: []string{"SEQD_API_TOKEN_FILE"}},
-		&cli.BoolFlag{Name: "insecure-listen", Usage: "allow a non-loopback --listen without --api-token-file", EnvVars: []string{"SEQD_INSECURE_LISTEN"}},
 		logFormatFlag(),
-		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "distinct lock names in metric labels before further ones count as _other", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
+		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
+		signingKeyFlag(),
+		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
+	fs = append(fs, serverSecurityFlags()...)
 	if zkRequired {
 		fs = append([]cli.Flag{zkFlag(false)}, fs...)
 	}
@@ -103,24 +101,31 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	apiToken, err := readTokenFile(c.String("api-token-file"))
+	listen := c.String("listen")
+	sec, err := serverSecurity(c, listen)
 	if err != nil {
 		return err
 	}
-	listen := c.String("listen")
-	loop, err := isLoopback(listen)
+	labels := c.Int("max-lock-labels")
+	switch {
+	case labels < 0:
+		return usageErrorf("--max-lock-labels must be 0 or more")
+	case labels == 0:
+		labels = -1 // no lock names in the metrics
+	}
+	sign, err := signer(c)
 	if err != nil {
-		return usageErrorf("--listen: %v", err)
+		return err
 	}
-	if !loop && apiToken == "" && !c.Bool("insecure-listen") {
-		return usageErrorf("--listen %s is not a loopback address: give --api-token-file, or --insecure-listen to serve without one", listen)
-	}
-	if c.Int("max-lock-labels") < 1 {
-		return usageErrorf("--max-lock-labels must be at least 1")
+	var verify *fence.Verifier
+	if f := c.String("verify-keys-file"); f != "" {
+		if verify, err = fence.LoadVerifyKeys(f); err != nil {
+			return usageErrorf("--verify-keys-file: %v", userMessage(err))
+		}
 	}
 
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels"), Version: readBuildInfo().version})
+	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
 		Servers:        servers,
 		Root:           c.String("root"),
@@ -128,24 +133,21 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		TokenMode:      mode,
 		Logger:         logger,
 		Metrics:        m,
+		Signer:         sign,
+		Verifier:       verify,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)
 	}
-	ln, err := net.Listen("tcp", listen)
+	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, Gatherer: reg, Logger: logger})
+	// An acquire may wait sequencer.MaxWait for its answer.
+	srv, ln, served, err := sec.start(listen, h, sequencer.MaxWait+30*time.Second, logger)
 	if err != nil {
 		svc.Close(context.Background())
-		return withCode(ExitUnavailable, fmt.Errorf("listen: %w", err))
+		return err
 	}
-	srv := &http.Server{
-		Handler:           sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: apiToken, Gatherer: reg, Logger: logger}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "zk", servers, "token_mode", mode.String(), "root", c.String("root"))
+	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "zk", servers, "token_mode", mode.String(), "root", c.String("root"))
 	if ready != nil {
 		ready(addr)
 	}
@@ -160,13 +162,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	shut := make(chan error, 1)
-	go func() { shut <- srv.Shutdown(sctx) }() // stops accepting at once
-	svc.Close(sctx)                            // releases leases; waiting acquires end
-	if err := <-shut; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	go func() { shut <- shutdown(sctx, srv, served) }() // stops accepting at once
+	svc.Close(sctx)                                     // releases leases; waiting acquires end
+	if err := <-shut; err != nil {
+		return err
 	}
 	logger.Info("stopped")
 	return nil

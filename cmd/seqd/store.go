@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/store"
 )
@@ -29,14 +27,17 @@ func storeCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: "PUT, GET and DELETE /v1/kv/{key} with a Fencing-Token: N or Fencing-Sequencer: name@N header.\n" +
 			"A token below the key's highest one is refused with 409 stale_token. See README, \"Fencing your resource\".",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "directory of the store's log (created if missing); required", EnvVars: []string{"SEQD_DIR"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7071", Usage: "address to serve HTTP on (port 0 picks a free one)", EnvVars: []string{"SEQD_LISTEN"}},
 			&cli.StringFlag{Name: "fence", Value: string(store.FenceFull), Usage: "full (writes and token-carrying reads are fenced), writes (reads are not), off (nothing is)", EnvVars: []string{"SEQD_FENCE"}},
 			&cli.Int64Flag{Name: "compact-bytes", Value: store.DefaultCompactBytes, Usage: "compact the log when it grows past this many bytes", EnvVars: []string{"SEQD_COMPACT_BYTES"}},
 			&cli.StringFlag{Name: "addr-file", Usage: "write the address actually listened on to this file once serving", EnvVars: []string{"SEQD_ADDR_FILE"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SEQD_LOG_FORMAT"}},
-		},
+			&cli.BoolFlag{Name: "repair", Usage: "start on a log damaged before its last batch: keep every readable record and set the damaged file aside", EnvVars: []string{"SEQD_REPAIR"}},
+			&cli.StringFlag{Name: "verify-keys-file", Usage: "admit only sequencers signed by a key in this file (from seqd keygen); bare tokens are refused", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
+			&cli.StringSliceFlag{Name: "guard", Usage: "PREFIX=LOCK: keys starting with PREFIX take only sequencers of LOCK (repeatable; with --verify-keys-file)", EnvVars: []string{"SEQD_GUARD"}},
+		}, serverSecurityFlags()...),
 		Action: storeAction,
 	}
 }
@@ -61,6 +62,27 @@ func storeAction(c *cli.Context) error {
 		return err
 	}
 	logger = logger.With("component", "store")
+	sec, err := serverSecurity(c, c.String("listen"))
+	if err != nil {
+		return err
+	}
+	var verify *fence.Verifier
+	if f := c.String("verify-keys-file"); f != "" {
+		if verify, err = fence.LoadVerifyKeys(f); err != nil {
+			return usageErrorf("--verify-keys-file: %v", userMessage(err))
+		}
+	}
+	var guards []store.Guard
+	for _, g := range c.StringSlice("guard") {
+		gd, err := store.ParseGuard(g)
+		if err != nil {
+			return usageErrorf("--guard: %v", userMessage(err))
+		}
+		guards = append(guards, gd)
+	}
+	if len(guards) > 0 && verify == nil {
+		return usageErrorf("--guard needs --verify-keys-file: a guard trusts the lock named in a signed sequencer")
+	}
 
 	reg := metrics.NewRegistry()
 	sm := metrics.NewStore(reg)
@@ -70,31 +92,33 @@ func storeAction(c *cli.Context) error {
 		CompactBytes: c.Int64("compact-bytes"),
 		StoreMetrics: sm,
 		Logger:       logger,
+		Repair:       c.Bool("repair"),
 	})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	ln, err := net.Listen("tcp", c.String("listen"))
+	h := store.NewHandler(st, reg, sm, logger)
+	if verify != nil {
+		h.RequireSigned(verify, guards)
+	}
+	if sec.token != "" {
+		h.RequireBearer(sec.token)
+	}
+	srv, ln, served, err := sec.start(c.String("listen"), h, 30*time.Second, logger)
 	if err != nil {
-		return withCode(ExitUnavailable, fmt.Errorf("store: %w", err))
+		return err
 	}
 	addr := ln.Addr().String()
 	if f := c.String("addr-file"); f != "" {
 		if err := storeWriteAddr(f, addr); err != nil {
-			ln.Close()
+			srv.Close()
 			return err
 		}
 	}
-	srv := &http.Server{
-		Handler:           store.NewHandler(st, reg, sm, logger),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	logger.Info("listening on "+addr, "addr", addr, "dir", dir, "fence", string(mode))
+	logger.Info("listening on "+addr, "addr", addr, "dir", dir, "fence", string(mode), "tls", sec.tls != nil, "signed_only", verify != nil)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("store: serving: %w", err)
@@ -104,11 +128,8 @@ func storeAction(c *cli.Context) error {
 	// is closed, so that nothing is acknowledged after Close.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), storeShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		logger.Warn("shutdown did not finish in time", "err", err)
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("store: serving: %w", err)
+	if err := shutdown(ctx, srv, served); err != nil {
+		logger.Warn("shutdown", "err", err)
 	}
 	if err := st.Close(); err != nil {
 		return err

@@ -26,7 +26,7 @@ func buildSeqd(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skipf("no go tool to build seqd: %v", err)
+		t.Fatalf("no go tool to build seqd: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "seqd")
 	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()

@@ -132,9 +132,14 @@ func (t *tracker) state(c net.Conn, st http.ConnState) {
 	}
 }
 
+// minQuiet is how long a connection may stay silent before the cap may
+// close it: a client that means to send a request has sent it by then, so
+// a burst of new connections cannot push out one about to be served.
+const minQuiet = 100 * time.Millisecond
+
 // admit waits for room for one more connection: at the cap it closes the
-// connection quiet the longest, and waits only if every connection is busy
-// with a request (each of which its timeouts bound).
+// connection quiet the longest (once quiet for minQuiet), and waits only
+// while none is, each busy one being bounded by its timeouts.
 func (t *tracker) admit() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -146,15 +151,20 @@ func (t *tracker) admit() {
 				oldest, since = c, at
 			}
 		}
-		if oldest == nil || t.keep {
+		switch {
+		case oldest == nil || t.keep:
 			t.room.Wait()
-			continue
+		case time.Since(since) < minQuiet:
+			t.mu.Unlock()
+			time.Sleep(minQuiet - time.Since(since))
+			t.mu.Lock()
+		default:
+			delete(t.quiet, oldest)
+			if cc, ok := oldest.(*countedConn); ok && cc.uncount() {
+				t.open--
+			}
+			oldest.Close()
 		}
-		delete(t.quiet, oldest)
-		if cc, ok := oldest.(*countedConn); ok && cc.uncount() {
-			t.open--
-		}
-		oldest.Close()
 	}
 	t.open++
 }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/internal/httpserve"
+	"github.com/seqd/seqd/internal/security"
+)
+
+// Flags and helpers the servers (serve, dev, store) and the client commands
+// share for TLS, bearer tokens, connection limits and signing keys.
+
+func serverSecurityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "api-token-file", Usage: "file holding a bearer token required on every /v1/ call (mode 600, at least 16 bytes)", EnvVars: []string{"SEQD_API_TOKEN_FILE"}},
+		&cli.BoolFlag{Name: "insecure-listen", Usage: "allow a non-loopback --listen without --api-token-file", EnvVars: []string{"SEQD_INSECURE_LISTEN"}},
+		&cli.StringFlag{Name: "tls-cert-file", Usage: "serve HTTPS with this PEM certificate (with --tls-key-file)", EnvVars: []string{"SEQD_TLS_CERT_FILE"}},
+		&cli.StringFlag{Name: "tls-key-file", Usage: "the PEM key of --tls-cert-file", EnvVars: []string{"SEQD_TLS_KEY_FILE"}},
+		&cli.StringFlag{Name: "tls-client-ca-file", Usage: "require client certificates signed by a CA in this PEM file (mutual TLS)", EnvVars: []string{"SEQD_TLS_CLIENT_CA_FILE"}},
+		&cli.IntFlag{Name: "max-connections", Usage: "cap on open client connections (default: the file descriptor limit less 128 kept for ZooKeeper and files)", EnvVars: []string{"SEQD_MAX_CONNECTIONS"}},
+	}
+}
+
+func clientSecurityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "api-token-file", Usage: "file holding the daemon's bearer token", EnvVars: []string{"SEQD_API_TOKEN_FILE"}},
+		&cli.StringFlag{Name: "cacert", Usage: "PEM file of the CA that signed the daemon's certificate (https --addr)", EnvVars: []string{"SEQD_CACERT"}},
+		&cli.StringFlag{Name: "cert", Usage: "PEM client certificate, for a daemon that requires one", EnvVars: []string{"SEQD_CERT"}},
+		&cli.StringFlag{Name: "key", Usage: "the PEM key of --cert", EnvVars: []string{"SEQD_KEY"}},
+	}
+}
+
+func signingKeyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "signing-key-file", Usage: "sign every sequencer with this key (from seqd keygen; mode 600)", EnvVars: []string{"SEQD_SIGNING_KEY_FILE"}}
+}
+
+// apiToken reads --api-token-file, if given.
+func apiToken(c *cli.Context) (string, error) {
+	path := c.String("api-token-file")
+	if path == "" {
+		return "", nil
+	}
+	tok, err := security.LoadToken(path)
+	if err != nil {
+		return "", usageErrorf("--api-token-file: %v", err)
+	}
+	return tok, nil
+}
+
+// signer reads --signing-key-file, if given.
+func signer(c *cli.Context) (*fence.Signer, error) {
+	path := c.String("signing-key-file")
+	if path == "" {
+		return nil, nil
+	}
+	s, err := fence.LoadSigningKey(path)
+	if err != nil {
+		return nil, usageErrorf("--signing-key-file: %v", userMessage(err))
+	}
+	return s, nil
+}
+
+// server is what a server command checked and built from its flags.
+type server struct {
+	token string
+	tls   *tls.Config
+	max   int
+}
+
+// serverSecurity checks the security flags of a server listening on
+// listen: a non-loopback address needs a bearer token (or
+// --insecure-listen).
+func serverSecurity(c *cli.Context, listen string) (server, error) {
+	var s server
+	var err error
+	if s.token, err = apiToken(c); err != nil {
+		return s, err
+	}
+	if s.tls, err = security.ServerTLS(c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file")); err != nil {
+		return s, usageErrorf("TLS: %v", err)
+	}
+	loop, err := isLoopback(listen)
+	if err != nil {
+		return s, usageErrorf("--listen: %v", err)
+	}
+	if !loop && s.token == "" && !c.Bool("insecure-listen") {
+		return s, usageErrorf("--listen %s is not a loopback address: give --api-token-file, or --insecure-listen to serve without one", listen)
+	}
+	if s.max = c.Int("max-connections"); s.max < 0 {
+		return s, usageErrorf("--max-connections must be positive")
+	}
+	return s, nil
+}
+
+// start listens and serves h in the background; the returned channel gets
+// Serve's result. writeTimeout must exceed the longest a handler waits.
+func (s server) start(listen string, h http.Handler, writeTimeout time.Duration, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, nil, nil, withCode(ExitUnavailable, fmt.Errorf("listen: %w", err))
+	}
+	srv := httpserve.New(h, httpserve.Options{MaxConnections: s.max, WriteTimeout: writeTimeout})
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+	served := make(chan error, 1)
+	if s.tls != nil {
+		srv.TLSConfig = s.tls
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	return srv, ln, served, nil
+}
+
+// shutdown stops srv within ctx and reports what Serve returned, nil for a
+// clean stop.
+func shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) error {
+	err := srv.Shutdown(ctx)
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// httpClient is the client commands' HTTP client, with TLS from --cacert,
+// --cert and --key.
+func httpClient(c *cli.Context) (*http.Client, error) {
+	if c.String("cacert") == "" && c.String("cert") == "" && c.String("key") == "" {
+		return nil, nil
+	}
+	cfg, err := security.ClientTLS(c.String("cacert"), c.String("cert"), c.String("key"))
+	if err != nil {
+		return nil, usageErrorf("TLS: %v", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	return &http.Client{Transport: tr}, nil
+}
+
+func keygenCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "keygen",
+		Usage:     "write an Ed25519 key pair for signed sequencers: DIR/signing.key (private, mode 600) and DIR/verify.keys (public)",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "directory to write the keys to (created if missing); required", EnvVars: []string{"SEQD_DIR"}},
+			&cli.StringFlag{Name: "kid", Value: "k1", Usage: "key id, [A-Za-z0-9_-]{1,32}: name a new key for rotation (e.g. 2026-11)", EnvVars: []string{"SEQD_KID"}},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageErrorf("keygen takes no arguments, got %q", c.Args().Slice())
+			}
+			dir := c.String("dir")
+			if dir == "" {
+				return usageErrorf("keygen needs --dir DIR")
+			}
+			signing, verify, err := fence.GenerateKey(c.String("kid"))
+			if err != nil {
+				return usageErrorf("--kid: %v", userMessage(err))
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			sk, vk := filepath.Join(dir, "signing.key"), filepath.Join(dir, "verify.keys")
+			// O_EXCL: never overwrite a key that may already sign tokens.
+			f, err := os.OpenFile(sk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return usageErrorf("%v (move the old key away to make a new one)", err)
+			}
+			if _, err := f.Write(signing); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			// Rotation: the new public key is added next to the old ones.
+			vf, err := os.OpenFile(vk, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := vf.Write(verify); err != nil {
+				vf.Close()
+				return err
+			}
+			if err := vf.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "wrote %s (keep it secret: it mints tokens) and added key %q to %s (give it to resources)\n", sk, c.String("kid"), vk)
+			return nil
+		},
+	}
+}

@@ -19,7 +19,10 @@ RUN go mod download
 COPY . .
 # Static (no cgo, so no libc dependency on alpine's musl), reproducible
 # (-trimpath, no VCS stamping: .git is not in the build context).
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/seqd ./cmd/seqd
+# COMMIT (e.g. --build-arg COMMIT=$(git rev-parse HEAD)) is what `seqd version`
+# reports.
+ARG COMMIT=""
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -X main.commit=${COMMIT}" -o /out/seqd ./cmd/seqd
 
 FROM alpine:3.20
 COPY --from=build /out/seqd /usr/local/bin/seqd
@@ -31,10 +34,11 @@ WORKDIR /data
 EXPOSE 7070 7071
 # /healthz answers 200 while the process is up (liveness, not readiness: a
 # daemon that lost ZooKeeper is healthy but not ready). The store listens on
-# 7071: run it with HEALTHCHECK_URL=http://127.0.0.1:7071/healthz.
+# 7071: run it with HEALTHCHECK_URL=http://127.0.0.1:7071/healthz (https://
+# with TLS; the probe does not check the certificate of its own container).
 ENV HEALTHCHECK_URL=http://127.0.0.1:7070/healthz
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD wget -q -T 2 -O /dev/null "$HEALTHCHECK_URL" || exit 1
+    CMD wget -q -T 2 --no-check-certificate -O /dev/null "$HEALTHCHECK_URL" || exit 1
 # Exec form: seqd is PID 1 and receives SIGTERM itself, which makes it
 # release every lease it holds before exiting.
 ENTRYPOINT ["/usr/local/bin/seqd"]

@@ -281,15 +281,16 @@ func parseKeyLines(b []byte, size int, what string) (map[string][]byte, error) {
 	return keys, nil
 }
 
-// LoadSigningKey reads a signing key file, refusing one that anybody but
-// its owner can read: whoever reads it can mint tokens.
+// LoadSigningKey reads a signing key file, refusing one that anyone can
+// read: whoever reads it can mint tokens. (Its group may, for a Kubernetes
+// secret mounted with fsGroup.)
 func LoadSigningKey(path string) (*Signer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("fence: %w", err)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("fence: signing key %s is readable by others (mode %v): chmod 600 it", path, st.Mode().Perm())
+	if st.Mode().Perm()&0o007 != 0 {
+		return nil, fmt.Errorf("fence: signing key %s is readable by anyone (mode %v): chmod 600 it", path, st.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

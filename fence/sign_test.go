@@ -125,7 +125,7 @@ func TestKeyFiles(t *testing.T) {
 	if err := os.WriteFile(sk, signing, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadSigningKey(sk); err == nil || !strings.Contains(err.Error(), "readable by others") {
+	if _, err := LoadSigningKey(sk); err == nil || !strings.Contains(err.Error(), "readable by anyone") {
 		t.Errorf("a world-readable signing key = %v, want refused", err)
 	}
 	os.Chmod(sk, 0o600)

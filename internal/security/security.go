@@ -21,14 +21,15 @@ const MinTokenBytes = 16
 var ErrUnsafe = errors.New("unsafe")
 
 // LoadToken reads a bearer token file: its first line, which must be at
-// least MinTokenBytes long, in a file nobody but its owner can read.
+// least MinTokenBytes long, in a file that not everyone can read (its owner
+// and, for a Kubernetes secret mounted with fsGroup, its group may).
 func LoadToken(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", err
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s can be read by others (mode %v): chmod 600 it", ErrUnsafe, path, st.Mode().Perm())
+	if st.Mode().Perm()&0o007 != 0 {
+		return "", fmt.Errorf("%w: %s can be read by anyone (mode %v): chmod 600 it", ErrUnsafe, path, st.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestLoadToken(t *testing.T) {
 		mode    os.FileMode
 	}{
 		"world-readable": {"0123456789abcdef0123", 0o644},
-		"group-readable": {"0123456789abcdef0123", 0o640},
+		"world-writable": {"0123456789abcdef0123", 0o602},
 		"short":          {"secret", 0o600},
 		"empty":          {"", 0o600},
 	} {

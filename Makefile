@@ -42,7 +42,7 @@ chaos: deps
 		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.control=45s \
 		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
 	$(GO) test -count=1 -v -run TestPowerLoss ./store/ \
-		-args -store.crash-seeds=20 -store.crash-ops=200 -store.crash-images=8
+		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
 

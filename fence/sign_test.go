@@ -147,10 +147,7 @@ func TestKeyFiles(t *testing.T) {
 			t.Errorf("ParseVerifyKeys(%q) = nil error", bad)
 		}
 	}
-	// A signing key's seed is not a public key: a verify keys file with
-	// private material in it is refused by length only if sizes differ;
-	// Ed25519 seeds and public keys are both 32 bytes, so the files are
-	// told apart by name. The signer's public key is what verifies.
+	// The verify line keygen writes is the signer's public key.
 	if !s.Public().Equal(ed25519.PublicKey(mustKey(t, verify))) {
 		t.Error("the verify line is not the signer's public key")
 	}

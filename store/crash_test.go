@@ -17,7 +17,7 @@ import (
 var (
 	crashImages = flag.Int("store.crash-images", 2, "disk images to try at each crash point of TestPowerLoss")
 	crashOps    = flag.Int("store.crash-ops", 60, "workload operations of TestPowerLoss")
-	crashSeeds  = flag.Int("store.crash-seeds", 1, "workloads (seeds) of TestPowerLoss")
+	crashRuns   = flag.Int("store.crash-runs", 1, "workloads (each with its own random schedule) of TestPowerLoss")
 )
 
 // The power-loss test runs the store on recordingFS, which passes every
@@ -447,7 +447,7 @@ func checkImage(t *testing.T, img map[string][]byte, origDir string, keys []stri
 // fsync, and the check must catch a lost acknowledged write.
 func TestPowerLoss(t *testing.T) {
 	points, images := 0, 0
-	for seed := range uint64(*crashSeeds) {
+	for seed := range uint64(*crashRuns) {
 		p, i, err := powerLoss(t, seed+1, *crashOps, false)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed+1, err)

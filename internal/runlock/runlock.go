@@ -79,29 +79,56 @@ const groupPoll = 20 * time.Millisecond
 // and SIGKILL after KillGrace. An error means the command could not be
 // started; then nothing runs.
 func Run(cmd *exec.Cmd, opts Options) (Result, error) {
-	if opts.KillSignal == 0 {
-		opts.KillSignal = syscall.SIGTERM
+	opts = opts.withDefaults()
+	prepare(cmd, opts.Terminal != nil)
+	exited, err := startCmd(cmd)
+	if err != nil {
+		return Result{}, err
 	}
-	if opts.Clock == nil {
-		opts.Clock = zklock.WallClock()
+	// Start returns after the exec, which comes after setpgid: the group
+	// exists now, and its id is the command's pid.
+	sv := &supervisor{opts: opts, cmd: cmd, pgid: cmd.Process.Pid, lost: opts.Lost, done: exited}
+	sv.log = opts.Logger.With("pgid", sv.pgid)
+	defer sv.stopTimers()
+	return sv.loop(), nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.KillSignal == 0 {
+		o.KillSignal = syscall.SIGTERM
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if o.Clock == nil {
+		o.Clock = zklock.WallClock()
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// prepare puts the command in a process group of its own (in the
+// terminal's foreground, with terminal) that the kernel kills should this
+// process die.
+func prepare(cmd *exec.Cmd, terminal bool) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
-	if opts.Terminal != nil {
+	if terminal {
 		// Ctty is a descriptor in the child: the terminal is its stdin.
 		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0
 	}
 	// Should this process die without a chance to act (SIGKILL, the OOM
 	// killer), the command must not run on unwatched: the kernel kills it.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
 
+// startCmd starts cmd and returns a channel closed once it has exited (its
+// status is then in cmd.ProcessState). The goroutine that waits for it is
+// done when the channel closes.
+func startCmd(cmd *exec.Cmd) (<-chan struct{}, error) {
 	started, exited := make(chan error, 1), make(chan struct{})
-	go func() { // Run does not return before this closes exited
+	go func() {
 		// Pdeathsig fires when the thread that forked the child ends, not
 		// the process: hold this goroutine to its thread (which then lives
 		// on) until the command has exited.
@@ -116,112 +143,126 @@ func Run(cmd *exec.Cmd, opts Options) (Result, error) {
 		close(exited)
 	}()
 	if err := <-started; err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	// Start returns after the exec, which comes after setpgid: the group
-	// exists now, and its id is the command's pid.
-	pgid := cmd.Process.Pid
-	log := opts.Logger.With("pgid", pgid)
+	return exited, nil
+}
 
-	var (
-		res      Result
-		lost     = opts.Lost
-		done     = exited // nil once the command has exited
-		leftover bool     // the command exited; members of its group remain
-		graceC   <-chan time.Time
-		graceT   zklock.Timer
-		poll     *time.Ticker
-		pollC    <-chan time.Time
-	)
-	defer func() {
-		if graceT != nil {
-			graceT.Stop()
-		}
-		if poll != nil {
-			poll.Stop()
-		}
-	}()
-	kill := func() {
-		signalGroup(pgid, syscall.SIGKILL)
-		res.Killed = true
-		log.Info("sent SIGKILL to the process group")
-	}
-	// terminate sends KillSignal to the group once and arms the grace.
-	terminate := func() {
-		if graceC != nil || res.Killed {
-			return
-		}
-		signalGroup(pgid, opts.KillSignal)
-		signalGroup(pgid, syscall.SIGCONT) // a stopped group would not act on it
-		if opts.KillGrace <= 0 {
-			kill()
-			return
-		}
-		graceC, graceT = opts.Clock.NewTimer(opts.KillGrace)
-	}
+// supervisor watches one running command and its process group.
+type supervisor struct {
+	opts     Options
+	cmd      *exec.Cmd
+	pgid     int
+	log      *slog.Logger
+	res      Result
+	lost     <-chan struct{}
+	done     <-chan struct{} // nil once the command has exited
+	leftover bool            // the command exited; members of its group remain
+	graceC   <-chan time.Time
+	graceT   zklock.Timer
+	poll     *time.Ticker
+	pollC    <-chan time.Time
+}
+
+func (sv *supervisor) loop() Result {
 	for {
 		select {
-		case <-done:
-			done = nil
-			res.Status = Status(cmd.ProcessState)
-			if opts.Terminal != nil {
-				if err := takeTerminalBack(opts.Terminal); err != nil {
-					log.Warn("could not take the terminal back", "err", err)
-				}
+		case <-sv.done:
+			if sv.exited() {
+				return sv.res
 			}
-			if lost != nil {
-				// Lost and the exit may have come together: the select picks
-				// either. The command may have run its last moments without
-				// the lock, so say so.
-				select {
-				case <-lost:
-					lost = nil
-					res.Lost, res.LostAt = true, opts.Clock.Now()
-				default:
-				}
+		case <-sv.pollC:
+			if !groupAlive(sv.pgid) || sv.res.Killed {
+				return sv.res
 			}
-			if !groupAlive(pgid) {
-				return res, nil
-			}
-			if res.Killed {
-				// Whatever is left got SIGKILL and runs no more code; it is
-				// waiting for a parent to reap it.
-				return res, nil
-			}
-			leftover = true
-			if !res.Lost {
-				res.Stragglers = true
-				log.Info("the command exited; terminating what it left in its process group", "signal", SignalName(opts.KillSignal))
-			}
-			terminate()
-			poll = time.NewTicker(groupPoll)
-			pollC = poll.C
-		case <-pollC:
-			if !groupAlive(pgid) || res.Killed {
-				return res, nil
-			}
-		case <-lost:
-			lost = nil
+		case <-sv.lost:
+			sv.lost = nil
 			// Signal first: every moment counts before ZooKeeper can expire
 			// the session. Report afterwards.
-			terminate()
-			res.Lost, res.LostAt = true, opts.Clock.Now()
-			if opts.OnLost != nil {
-				opts.OnLost(pgid)
+			sv.terminate()
+			sv.res.Lost, sv.res.LostAt = true, sv.opts.Clock.Now()
+			if sv.opts.OnLost != nil {
+				sv.opts.OnLost(sv.pgid)
 			}
-		case sig := <-opts.Signals:
+		case sig := <-sv.opts.Signals:
 			if s, ok := sig.(syscall.Signal); ok {
-				signalGroup(pgid, s)
-				signalGroup(pgid, syscall.SIGCONT) // a stopped group would not act on it
-				log.Info("forwarded a signal to the process group", "signal", SignalName(s))
+				signalGroup(sv.pgid, s)
+				signalGroup(sv.pgid, syscall.SIGCONT) // a stopped group would not act on it
+				sv.log.Info("forwarded a signal to the process group", "signal", SignalName(s))
 			}
-		case <-graceC:
-			graceC, graceT = nil, nil
-			kill()
-			if leftover {
-				return res, nil
+		case <-sv.graceC:
+			sv.graceC, sv.graceT = nil, nil
+			sv.kill()
+			if sv.leftover {
+				return sv.res
 			}
 		}
+	}
+}
+
+// exited handles the command's exit and reports whether supervision is
+// over: it is not while members of its group remain.
+func (sv *supervisor) exited() bool {
+	sv.done = nil
+	sv.res.Status = Status(sv.cmd.ProcessState)
+	if sv.opts.Terminal != nil {
+		if err := takeTerminalBack(sv.opts.Terminal); err != nil {
+			sv.log.Warn("could not take the terminal back", "err", err)
+		}
+	}
+	if sv.lost != nil {
+		// Lost and the exit may have come together: the select picks
+		// either. The command may have run its last moments without the
+		// lock, so say so.
+		select {
+		case <-sv.lost:
+			sv.lost = nil
+			sv.res.Lost, sv.res.LostAt = true, sv.opts.Clock.Now()
+		default:
+		}
+	}
+	if !groupAlive(sv.pgid) || sv.res.Killed {
+		// Whatever is left got SIGKILL and runs no more code; it is waiting
+		// for a parent to reap it.
+		return true
+	}
+	sv.leftover = true
+	if !sv.res.Lost {
+		sv.res.Stragglers = true
+		sv.log.Info("the command exited; terminating what it left in its process group", "signal", SignalName(sv.opts.KillSignal))
+	}
+	sv.terminate()
+	sv.poll = time.NewTicker(groupPoll)
+	sv.pollC = sv.poll.C
+	return false
+}
+
+func (sv *supervisor) kill() {
+	signalGroup(sv.pgid, syscall.SIGKILL)
+	sv.res.Killed = true
+	sv.log.Info("sent SIGKILL to the process group")
+}
+
+// terminate sends KillSignal to the group once and arms the grace.
+func (sv *supervisor) terminate() {
+	if sv.graceC != nil || sv.res.Killed {
+		return
+	}
+	signalGroup(sv.pgid, sv.opts.KillSignal)
+	signalGroup(sv.pgid, syscall.SIGCONT) // a stopped group would not act on it
+	if sv.opts.KillGrace <= 0 {
+		sv.kill()
+		return
+	}
+	sv.graceC, sv.graceT = sv.opts.Clock.NewTimer(sv.opts.KillGrace)
+}
+
+func (sv *supervisor) stopTimers() {
+	if sv.graceT != nil {
+		sv.graceT.Stop()
+	}
+	if sv.poll != nil {
+		sv.poll.Stop()
 	}
 }
 

@@ -72,6 +72,19 @@ func signer(c *cli.Context) (*fence.Signer, error) {
 	return s, nil
 }
 
+// verifier reads --verify-keys-file, if given.
+func verifier(c *cli.Context) (*fence.Verifier, error) {
+	path := c.String("verify-keys-file")
+	if path == "" {
+		return nil, nil
+	}
+	v, err := fence.LoadVerifyKeys(path)
+	if err != nil {
+		return nil, usageErrorf("--verify-keys-file: %v", userMessage(err))
+	}
+	return v, nil
+}
+
 // server is what a server command checked and built from its flags.
 type server struct {
 	token string

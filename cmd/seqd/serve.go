@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
@@ -117,11 +116,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	var verify *fence.Verifier
-	if f := c.String("verify-keys-file"); f != "" {
-		if verify, err = fence.LoadVerifyKeys(f); err != nil {
-			return usageErrorf("--verify-keys-file: %v", userMessage(err))
-		}
+	verify, err := verifier(c)
+	if err != nil {
+		return err
 	}
 
 	reg := metrics.NewRegistry()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/store"
 )
@@ -66,11 +65,9 @@ func storeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var verify *fence.Verifier
-	if f := c.String("verify-keys-file"); f != "" {
-		if verify, err = fence.LoadVerifyKeys(f); err != nil {
-			return usageErrorf("--verify-keys-file: %v", userMessage(err))
-		}
+	verify, err := verifier(c)
+	if err != nil {
+		return err
 	}
 	var guards []store.Guard
 	for _, g := range c.StringSlice("guard") {

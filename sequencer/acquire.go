@@ -241,4 +241,3 @@ func newLeaseID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
-

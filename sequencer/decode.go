@@ -124,4 +124,3 @@ func jsonKind(goType string) string {
 	}
 	return goType
 }
-

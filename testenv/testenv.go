@@ -6,7 +6,9 @@
 // ZooKeeper.
 //
 // Members can be stopped, killed, paused (SIGSTOP) and resumed for fault
-// tests. The plain API (Start) is usable outside tests; StartT and Lazy add
+// tests, and, with Options.PeerProxies, partitioned from each other through
+// loopback proxies (Proxy, Cluster.Link); a Proxy put in front of a
+// member's client port does the same between a client and the member. The plain API (Start) is usable outside tests; StartT and Lazy add
 // testing conveniences on top.
 package testenv
 

@@ -286,7 +286,7 @@ func TestPartition(t *testing.T) {
 		// be caught as lost adds or stale acceptances. The race needs a
 		// write to land in the other holder's read-modify-write, so the
 		// control gets a few attempts, each on a fresh store and seed.
-		const attempts = 3
+		const attempts = 4
 		for attempt := 0; attempt < attempts; attempt++ {
 			name := fmt.Sprintf("partition-control-%d", attempt)
 			r := e.newRun(name, e.startStore(name, FenceOff))

@@ -32,14 +32,16 @@ run:
 	$(GO) run ./cmd/seqd dev
 
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
-# run; CHAOS_DURATION sets the fenced run). Histories and porcupine's
+# run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
+# network partitions). Histories and porcupine's
 # visualization of failed runs go to CHAOS_OUT.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
+CHAOS_PARTITION ?= 3m
 CHAOS_OUT      ?= chaos-out
 chaos: deps
-	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestSimulation|TestServiceSimulation' ./chaos/ \
-		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.control=45s \
+	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestPartition|TestSimulation|TestServiceSimulation' ./chaos/ \
+		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.partition=$(CHAOS_PARTITION) -chaos.control=45s \
 		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
 	$(GO) test -count=1 -v -run TestPowerLoss ./store/ \
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8

@@ -56,6 +56,7 @@ type env struct {
 	dir     string
 	bin     string
 	zk      *testenv.Cluster
+	zkLinks [][]*testenv.Proxy // [daemon][member], with startPartitionEnv
 	daemons []*proc
 	urls    []string
 	names   []string
@@ -63,16 +64,37 @@ type env struct {
 	mu      sync.Mutex
 }
 
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { return startEnvWith(t, false) }
+
+// startEnvWith starts the env; with proxied, every member-to-member link
+// and every daemon-to-member connection goes through a testenv.Proxy.
+func startEnvWith(t *testing.T, proxied bool) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), bin: seqdBinary(t)}
 	t.Cleanup(e.cleanup)
-	e.zk = zktest.StartT(t, testenv.Options{Servers: 3})
+	e.zk = zktest.StartT(t, testenv.Options{Servers: 3, PeerProxies: proxied})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, name := range []string{"a", "b"} {
+	for d, name := range []string{"a", "b"} {
+		zk := e.zk.ConnectString()
+		if proxied {
+			var addrs []string
+			e.zkLinks = append(e.zkLinks, nil)
+			for _, m := range e.zk.Members {
+				px := testenv.NewProxy(fmt.Sprintf("seqd-%s->zk%d", name, m.ID))
+				t.Cleanup(px.Close)
+				addr, err := px.Forward(m.ClientAddr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.zkLinks[d] = append(e.zkLinks[d], px)
+				addrs = append(addrs, addr)
+			}
+			zk = strings.Join(addrs, ",")
+		}
+		// seqd serve flags (kept on one line so that a rename is easy to apply).
 		p := &proc{name: "seqd-" + name, log: filepath.Join(e.dir, "daemon-"+name+".log"), args: []string{e.bin, "serve",
-			"--zk", e.zk.ConnectString(), "--listen", "127.0.0.1:0", "--root", "/chaos",
+			"--zk", zk, "--listen", "127.0.0.1:0", "--root", "/chaos",
 			"--session-timeout", chaosSessionTimeout.String()}}
 		e.track(p)
 		if err := p.start(); err != nil {
@@ -194,11 +216,15 @@ type run struct {
 	name    string
 	e       *env
 	lock    string
+	locks   []LockKeys // several locks and keys; empty: lock and the key "set"
+	renew   bool
 	urls    []string
 	names   []string
 	store   *storeProc
 	hist    string
 	clients []*proc
+	start   time.Time // of the clients, set by execute
+	until   time.Time
 	think   time.Duration
 	wait    time.Duration
 }
@@ -214,7 +240,7 @@ func (e *env) newRun(name string, store *storeProc) *run {
 
 func (r *run) config(id int, seed uint64, until time.Time) ClientConfig {
 	return ClientConfig{ID: id, Daemons: r.urls, DaemonNames: r.names, Store: "http://" + r.store.addr,
-		Lock: r.lock, Key: "set", TTL: chaosTTL, Wait: r.wait, Think: r.think, Seed: seed,
+		Lock: r.lock, Key: "set", Locks: r.locks, Renew: r.renew, TTL: chaosTTL, Wait: r.wait, Think: r.think, Seed: seed,
 		History: filepath.Join(r.hist, fmt.Sprintf("client-%d.jsonl", id)), Until: until.UnixNano()}
 }
 
@@ -254,17 +280,27 @@ func (r *run) finish(t *testing.T, until time.Time, seed uint64) Report {
 	if err != nil {
 		t.Fatalf("%s: %v", r.name, err)
 	}
-	logged := map[string][]uint64{}
-	re := regexp.MustCompile(`msg=granted .*?lock=` + regexp.QuoteMeta(r.lock) + ` token=(\d+)`)
-	for i, d := range r.e.daemons {
-		b, err := os.ReadFile(d.log)
-		if err != nil {
-			t.Fatal(err)
+	locks := []string{r.lock}
+	if len(r.locks) > 0 {
+		locks = nil
+		for _, lk := range r.locks {
+			locks = append(locks, lk.Lock)
 		}
-		for _, m := range re.FindAllSubmatch(b, -1) {
-			var n uint64
-			fmt.Sscan(string(m[1]), &n)
-			logged[r.e.names[i]] = append(logged[r.e.names[i]], n)
+	}
+	logged := map[string]map[string][]uint64{}
+	for _, lock := range locks {
+		logged[lock] = map[string][]uint64{}
+		re := regexp.MustCompile(`msg=granted .*?lock=` + regexp.QuoteMeta(lock) + ` token=(\d+)`)
+		for i, d := range r.e.daemons {
+			b, err := os.ReadFile(d.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range re.FindAllSubmatch(b, -1) {
+				var n uint64
+				fmt.Sscan(string(m[1]), &n)
+				logged[lock][r.e.names[i]] = append(logged[lock][r.e.names[i]], n)
+			}
 		}
 	}
 	return Check(ops, logged)
@@ -307,6 +343,7 @@ type injector struct {
 	counts map[string]int
 	zkMu   sync.Mutex // one ZooKeeper member down at a time
 	seqdMu sync.Mutex // one daemon killed at a time
+	netMu  sync.Mutex // one network fault at a time
 	log    func(format string, args ...any)
 	errorf func(format string, args ...any) // a fault that could not be healed
 }
@@ -411,6 +448,8 @@ func (in *injector) inject(ctx context.Context, kind string) {
 		if err := in.r.store.restart(heal); err != nil {
 			in.log("restart store: %v", err)
 		}
+	default:
+		in.injectNet(ctx, kind)
 	}
 }
 
@@ -468,6 +507,7 @@ func (r *run) execute(t *testing.T, seed uint64, d time.Duration, phases []phase
 	t.Helper()
 	start := time.Now()
 	until := start.Add(d)
+	r.start, r.until = start, until
 	r.startClients(*clientsFlag, seed, until)
 	in := &injector{e: r.e, r: r, rand: rand.New(rand.NewPCG(seed, 0xfa17)), counts: map[string]int{}, log: t.Logf, errorf: t.Errorf}
 	ctx, cancel := context.WithDeadline(context.Background(), until)
@@ -510,6 +550,19 @@ progress:
 	}
 	rep := r.finish(t, until, seed)
 	return rep, in.counts
+}
+
+// executeStall is execute, plus the longest stretch of the run in which no
+// client completed an operation.
+func (r *run) executeStall(t *testing.T, seed uint64, d time.Duration, phases []phase) (Report, map[string]int, time.Duration) {
+	t.Helper()
+	rep, counts := r.execute(t, seed, d, phases)
+	ops, err := ReadHistoryFiles(filepath.Join(r.hist, "client-*.jsonl"))
+	if err != nil {
+		t.Fatalf("%s: %v", r.name, err)
+	}
+	stall, _ := LongestStall(ops, r.start.UnixNano(), r.until.UnixNano())
+	return rep, counts, stall
 }
 
 func faultTable(counts map[string]int) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Violation is one thing a checker found wrong.
@@ -24,10 +25,65 @@ type AddsResult struct {
 	Violations   []Violation
 }
 
-// CheckAdds checks that every acknowledged add is in the final read: the
-// last read with Final set that answered ok. A history without one is a
-// violation too: nothing could be checked.
+// CheckAdds checks, key by key, that every acknowledged add is in the final
+// read of its key: the last read with Final set that answered ok. A key
+// without one is a violation too: nothing could be checked.
 func CheckAdds(ops []Op) AddsResult {
+	var res AddsResult
+	groups := groupBy(ops, func(op Op) string { return op.Key })
+	if len(groups) == 0 {
+		return checkAddsKey(nil)
+	}
+	for _, key := range sortedKeys(groups) {
+		if key == "" && len(groups) > 1 && !hasStoreOps(groups[key]) {
+			continue // the lock operations: no key of their own
+		}
+		r := checkAddsKey(groups[key])
+		res.Acknowledged += r.Acknowledged
+		res.Unknown += r.Unknown
+		res.Recovered += r.Recovered
+		res.Lost = append(res.Lost, r.Lost...)
+		res.FinalSize += r.FinalSize
+		for _, v := range r.Violations {
+			if key != "" {
+				v.Detail = "key " + key + ": " + v.Detail
+			}
+			res.Violations = append(res.Violations, v)
+		}
+	}
+	sort.Ints(res.Lost)
+	return res
+}
+
+// groupBy splits ops by by(op), keeping their order.
+func groupBy(ops []Op, by func(Op) string) map[string][]Op {
+	g := map[string][]Op{}
+	for _, op := range ops {
+		g[by(op)] = append(g[by(op)], op)
+	}
+	return g
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func hasStoreOps(ops []Op) bool {
+	for _, op := range ops {
+		if op.Kind == KindRead || op.Kind == KindWrite {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAddsKey is CheckAdds on the operations of one key.
+func checkAddsKey(ops []Op) AddsResult {
 	var res AddsResult
 	var final *Op
 	for i := range ops {
@@ -161,8 +217,10 @@ type Report struct {
 	Linearizable LinResult
 }
 
-// Check runs every checker.
-func Check(ops []Op, logged map[string][]uint64) Report {
+// Check runs every checker. logged holds the tokens the daemons logged as
+// granted, by lock and then by daemon (nil: none known); the token stream is
+// checked lock by lock, the store key by key.
+func Check(ops []Op, logged map[string]map[string][]uint64) Report {
 	r := Report{Ops: len(ops), Counts: map[string]map[string]int{}}
 	for _, op := range ops {
 		if r.Counts[op.Kind] == nil {
@@ -171,9 +229,40 @@ func Check(ops []Op, logged map[string][]uint64) Report {
 		r.Counts[op.Kind][op.Result]++
 	}
 	r.Adds = CheckAdds(ops)
-	r.Tokens = CheckTokens(ops, logged)
+	byLock := groupBy(ops, func(op Op) string { return op.Lock })
+	for _, lock := range sortedKeys(byLock) {
+		t := CheckTokens(byLock[lock], logged[lock])
+		r.Tokens.Grants += t.Grants
+		for _, v := range t.Violations {
+			if lock != "" {
+				v.Detail = "lock " + lock + ": " + v.Detail
+			}
+			r.Tokens.Violations = append(r.Tokens.Violations, v)
+		}
+	}
 	r.Linearizable = CheckLinearizable(ops, 0)
 	return r
+}
+
+// LongestStall is the longest stretch of [from, to] (nanoseconds) in which
+// no operation of ops completed ok, and where it began.
+func LongestStall(ops []Op, from, to int64) (time.Duration, int64) {
+	var done []int64
+	for _, op := range ops {
+		if op.Result == ResultOK && op.Complete > from && op.Complete < to {
+			done = append(done, op.Complete)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i] < done[j] })
+	done = append(done, to)
+	longest, at, prev := int64(0), from, from
+	for _, c := range done {
+		if c-prev > longest {
+			longest, at = c-prev, prev
+		}
+		prev = c
+	}
+	return time.Duration(longest), at
 }
 
 // Violations lists every violation of r.
@@ -197,7 +286,7 @@ func (r Report) ByChecker() map[string]int {
 // Table renders r's counts as a fixed-width table.
 func (r Report) Table() string {
 	var b strings.Builder
-	kinds := []string{KindAcquire, KindRead, KindWrite, KindRelease}
+	kinds := []string{KindAcquire, KindRenew, KindRead, KindWrite, KindRelease}
 	results := []string{ResultOK, ResultStale, ResultFail, ResultInfo}
 	fmt.Fprintf(&b, "%-10s", "operation")
 	for _, res := range results {

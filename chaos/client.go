@@ -37,7 +37,19 @@ type ClientConfig struct {
 	Seed        uint64        `json:"seed"`
 	History     string        `json:"history"` // JSON-lines file, appended to
 	Until       int64         `json:"until"`   // UnixNano: start no iteration after it
-	Final       bool          `json:"final"`   // one iteration: acquire (waiting), read, release
+	Final       bool          `json:"final"`   // one iteration per lock: acquire (waiting), read every key, release
+	// Locks, when set, replaces Lock and Key: each round picks one of these
+	// locks and one of the keys it guards. A key is guarded by one lock.
+	Locks []LockKeys `json:"locks,omitempty"`
+	// Renew renews the lease every third of the TTL while the client
+	// sleeps between read and write, so that a sleep can outlast the TTL.
+	Renew bool `json:"renew,omitempty"`
+}
+
+// LockKeys is a lock and the store keys written under it.
+type LockKeys struct {
+	Lock string   `json:"lock"`
+	Keys []string `json:"keys"`
 }
 
 // clientMain runs a client process from its environment and returns its
@@ -58,10 +70,12 @@ func clientMain(raw string) int {
 }
 
 // RunClient loops the lock-set workload until cfg.Until or ctx ends:
-// acquire the lock through a daemon picked at random, read the set from the
-// store with the token, sleep, write the set plus a new element with the
-// token, release. It goes on with a lease that may be lost (it cannot know:
-// that is the point) and records every operation to cfg.History.
+// acquire a lock through a daemon picked at random, read a set it guards
+// from the store with the token, sleep (renewing the lease if cfg.Renew),
+// write the set plus a new element with the token, release. It goes on with
+// a lease that may be lost, whatever a renewal answered (an answer can be
+// stale by the time the write lands: only the store's fence decides), and
+// records every operation to cfg.History.
 func RunClient(ctx context.Context, cfg ClientConfig) error {
 	f, err := os.OpenFile(cfg.History, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -73,15 +87,20 @@ func RunClient(ctx context.Context, cfg ClientConfig) error {
 	if cfg.Timeout <= 0 {
 		c.cfg.Timeout = 4 * time.Second
 	}
+	if len(cfg.Locks) == 0 {
+		c.cfg.Locks = []LockKeys{{Lock: cfg.Lock, Keys: []string{cfg.Key}}}
+	}
 	if cfg.Final {
 		deadline := time.Now().Add(2 * time.Minute)
-		for ctx.Err() == nil && time.Now().Before(deadline) {
-			if c.iteration(ctx, 1) {
-				return c.rec.Err()
+		for i, lk := range c.cfg.Locks {
+			for !c.round(ctx, i+1, lk, lk.Keys) {
+				if ctx.Err() != nil || time.Now().After(deadline) {
+					return fmt.Errorf("no final read of %v within 2 minutes", lk.Keys)
+				}
+				c.sleep(ctx, 200*time.Millisecond)
 			}
-			c.sleep(ctx, 200*time.Millisecond)
 		}
-		return fmt.Errorf("no final read within 2 minutes")
+		return c.rec.Err()
 	}
 	for iter := 1; ctx.Err() == nil && time.Now().UnixNano() < cfg.Until; iter++ {
 		if !c.iteration(ctx, iter) {
@@ -109,9 +128,24 @@ func (c *client) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// iteration runs one acquire-read-write-release round and reports whether
-// the read answered ok (for the final client: whether it is done).
+// iteration runs one round on a lock and key picked at random and reports
+// whether the read answered ok.
 func (c *client) iteration(ctx context.Context, iter int) bool {
+	lk := c.cfg.Locks[0]
+	if len(c.cfg.Locks) > 1 {
+		lk = c.cfg.Locks[c.r.IntN(len(c.cfg.Locks))]
+	}
+	key := lk.Keys[0]
+	if len(lk.Keys) > 1 {
+		key = lk.Keys[c.r.IntN(len(lk.Keys))]
+	}
+	return c.round(ctx, iter, lk, []string{key})
+}
+
+// round runs one acquire-read-write-release round on lk and reports whether
+// every read answered ok. It reads each of keys; a final round stops there,
+// another writes the (one) key it read.
+func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string) bool {
 	d := c.r.IntN(len(c.cfg.Daemons))
 	dc := &sequencer.Client{Addr: c.cfg.Daemons[d], HTTP: c.http}
 	owner := fmt.Sprintf("c%d-%d", c.cfg.ID, iter)
@@ -119,9 +153,9 @@ func (c *client) iteration(ctx context.Context, iter int) bool {
 	if c.cfg.Final {
 		wait = 30 * time.Second
 	}
-	op := c.rec.Invoke(Op{Kind: KindAcquire, Daemon: c.cfg.DaemonNames[d], Invoke: now()})
+	op := c.rec.Invoke(Op{Kind: KindAcquire, Lock: lk.Lock, Daemon: c.cfg.DaemonNames[d], Invoke: now()})
 	actx, cancel := context.WithTimeout(ctx, wait+c.cfg.Timeout)
-	lease, err := dc.Acquire(actx, c.cfg.Lock, owner, c.cfg.TTL, wait)
+	lease, err := dc.Acquire(actx, lk.Lock, owner, c.cfg.TTL, wait)
 	cancel()
 	op.Complete = now()
 	op.Result, op.Err = classifyDaemon(err)
@@ -132,20 +166,45 @@ func (c *client) iteration(ctx context.Context, iter int) bool {
 	if err != nil {
 		return false
 	}
-	set, ok := c.read(ctx, lease)
-	if ok && !c.cfg.Final {
-		c.sleep(ctx, time.Duration(c.r.Int64N(int64(c.cfg.Think)+1)))
-		x := (c.cfg.ID+1)*1_000_000 + iter
-		c.write(ctx, lease, append(set, x), x)
+	ok := true
+	var set []int
+	for _, key := range keys {
+		var rok bool
+		set, rok = c.read(ctx, lk.Lock, key, lease)
+		ok = ok && rok
 	}
-	rel := c.rec.Invoke(Op{Kind: KindRelease, Daemon: c.cfg.DaemonNames[d], Token: lease.Token, Grant: lease.LeaseID, Invoke: now()})
+	if ok && !c.cfg.Final {
+		c.think(ctx, dc, c.cfg.DaemonNames[d], lk.Lock, lease, time.Duration(c.r.Int64N(int64(c.cfg.Think)+1)))
+		x := (c.cfg.ID+1)*1_000_000 + iter
+		c.write(ctx, lk.Lock, keys[0], lease, append(set, x), x)
+	}
+	rel := c.rec.Invoke(Op{Kind: KindRelease, Lock: lk.Lock, Daemon: c.cfg.DaemonNames[d], Token: lease.Token, Grant: lease.LeaseID, Invoke: now()})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
-	err = dc.Release(rctx, c.cfg.Lock, lease.LeaseID, lease.Token)
+	err = dc.Release(rctx, lk.Lock, lease.LeaseID, lease.Token)
 	cancel()
 	rel.Complete = now()
 	rel.Result, rel.Err = classifyDaemon(err)
 	c.rec.Complete(rel)
 	return ok
+}
+
+// think sleeps d between read and write; with cfg.Renew it renews the lease
+// every third of the TTL meanwhile, and records each renewal.
+func (c *client) think(ctx context.Context, dc *sequencer.Client, daemon, lock string, l sequencer.Lease, d time.Duration) {
+	if !c.cfg.Renew {
+		c.sleep(ctx, d)
+		return
+	}
+	for step := c.cfg.TTL / 3; d > 0 && ctx.Err() == nil; d -= step {
+		c.sleep(ctx, min(step, d))
+		op := c.rec.Invoke(Op{Kind: KindRenew, Lock: lock, Daemon: daemon, Token: l.Token, Grant: l.LeaseID, Invoke: now()})
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+		_, err := dc.Renew(rctx, lock, l.LeaseID, l.Token, c.cfg.TTL)
+		cancel()
+		op.Complete = now()
+		op.Result, op.Err = classifyDaemon(err)
+		c.rec.Complete(op)
+	}
 }
 
 // classifyDaemon maps a daemon call's error to a result: an answer of the
@@ -165,11 +224,11 @@ func classifyDaemon(err error) (string, string) {
 	return ResultInfo, err.Error()
 }
 
-func (c *client) storeURL() string { return c.cfg.Store + "/v1/kv/" + c.cfg.Key }
+func (c *client) storeURL(key string) string { return c.cfg.Store + "/v1/kv/" + key }
 
-func (c *client) read(ctx context.Context, l sequencer.Lease) ([]int, bool) {
-	op := c.rec.Invoke(Op{Kind: KindRead, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
-	status, body, err := c.do(ctx, http.MethodGet, l.Token, nil)
+func (c *client) read(ctx context.Context, lock, key string, l sequencer.Lease) ([]int, bool) {
+	op := c.rec.Invoke(Op{Kind: KindRead, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
+	status, body, err := c.do(ctx, http.MethodGet, key, l.Token, nil)
 	op.Complete = now()
 	var set []int
 	switch {
@@ -190,10 +249,10 @@ func (c *client) read(ctx context.Context, l sequencer.Lease) ([]int, bool) {
 	return set, op.Result == ResultOK
 }
 
-func (c *client) write(ctx context.Context, l sequencer.Lease, set []int, x int) {
+func (c *client) write(ctx context.Context, lock, key string, l sequencer.Lease, set []int, x int) {
 	b, _ := json.Marshal(set)
-	op := c.rec.Invoke(Op{Kind: KindWrite, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
-	status, body, err := c.do(ctx, http.MethodPut, l.Token, b)
+	op := c.rec.Invoke(Op{Kind: KindWrite, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
+	status, body, err := c.do(ctx, http.MethodPut, key, l.Token, b)
 	op.Complete = now()
 	switch {
 	case err != nil:
@@ -228,14 +287,14 @@ func storeResult(status int, body []byte) (string, string) {
 	return ResultInfo, msg
 }
 
-func (c *client) do(ctx context.Context, method string, token uint64, body []byte) (int, []byte, error) {
+func (c *client) do(ctx context.Context, method, key string, token uint64, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.storeURL(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.storeURL(key), rd)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,6 +1,6 @@
 // Package chaos is seqd's fault-injection suite: it shows, rather than
 // asserts, that fencing tokens keep a resource safe while locks are lost
-// under pauses, crashes and ZooKeeper failovers.
+// under pauses, crashes, ZooKeeper failovers and network partitions.
 //
 // It has three parts:
 //
@@ -16,7 +16,8 @@
 //   - two ways to produce histories: a deterministic simulation of the lease
 //     logic on a virtual clock (Simulate), and the real-process harness in
 //     the package's tests (ZooKeeper ensemble, two `seqd serve`, `seqd
-//     store`, client processes, a seeded fault schedule).
+//     store`, client processes, a seeded fault schedule; loopback proxies
+//     between daemons and members and between members for partitions).
 //
 // It is not a load test: a run's numbers say how much was exercised, not how
 // fast anything is.

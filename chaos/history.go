@@ -17,6 +17,7 @@ const (
 	KindRead    = "read"
 	KindWrite   = "write"
 	KindRelease = "release"
+	KindRenew   = "renew"
 )
 
 // Results. OK, Stale and Fail are definite: Stale and Fail had no effect.
@@ -36,6 +37,8 @@ type Op struct {
 	Process  int    `json:"process"`
 	ID       int    `json:"id"` // per process
 	Kind     string `json:"kind"`
+	Lock     string `json:"lock,omitempty"` // lock operations: the lock; store operations: the lock the token is from
+	Key      string `json:"key,omitempty"`  // store operations: the key
 	Daemon   string `json:"daemon,omitempty"`
 	Grant    string `json:"grant,omitempty"` // the lease the token came from
 	Token    uint64 `json:"token,omitempty"`

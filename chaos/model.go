@@ -26,6 +26,7 @@ type regState struct {
 }
 
 type regInput struct {
+	Key   string
 	Write bool
 	Token uint64
 	Grant string
@@ -76,6 +77,23 @@ func RegisterModel() porcupine.Model {
 				}
 				return []interface{}{s}
 			}
+		},
+		// Keys are independent registers: each is checked on its own.
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			byKey := map[string][]porcupine.Operation{}
+			var keys []string
+			for _, op := range h {
+				k := op.Input.(regInput).Key
+				if _, ok := byKey[k]; !ok {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(keys))
+			for _, k := range keys {
+				out = append(out, byKey[k])
+			}
+			return out
 		},
 		Equal: func(a, b interface{}) bool { return a.(regState) == b.(regState) },
 		Hash: func(state interface{}) uint64 {
@@ -143,7 +161,7 @@ func StoreOps(ops []Op) []porcupine.Operation {
 		if (op.Kind != KindRead && op.Kind != KindWrite) || op.Result == ResultFail {
 			continue
 		}
-		in := regInput{Write: op.Kind == KindWrite, Token: op.Token, Grant: op.Grant, Add: op.Add, Proc: op.Process}
+		in := regInput{Key: op.Key, Write: op.Kind == KindWrite, Token: op.Token, Grant: op.Grant, Add: op.Add, Proc: op.Process}
 		if in.Write {
 			in.Hash, in.N = hashSet(op.Value), len(op.Value)
 		}
@@ -196,6 +214,22 @@ func CheckLinearizable(ops []Op, timeout time.Duration) LinResult {
 // another grant, had completed: the direct form of "no operation with a
 // token below an earlier accepted one was accepted".
 func StaleAcceptances(ops []Op) []Violation {
+	byKey := groupBy(ops, func(op Op) string { return op.Key })
+	var out []Violation
+	for _, key := range sortedKeys(byKey) {
+		for _, v := range staleAcceptancesKey(byKey[key]) {
+			if key != "" {
+				v.Detail = "key " + key + ": " + v.Detail
+			}
+			if len(out) < 20 {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func staleAcceptancesKey(ops []Op) []Violation {
 	var acc []Op
 	for _, op := range ops {
 		if (op.Kind == KindRead || op.Kind == KindWrite) && op.Result == ResultOK {

@@ -6,7 +6,9 @@
 // ZooKeeper.
 //
 // Members can be stopped, killed, paused (SIGSTOP) and resumed for fault
-// tests. The plain API (Start) is usable outside tests; StartT and Lazy add
+// tests, and, with Options.PeerProxies, partitioned from each other through
+// loopback proxies (Proxy, Cluster.Link); a Proxy put in front of a
+// member's client port does the same between a client and the member. The plain API (Start) is usable outside tests; StartT and Lazy add
 // testing conveniences on top.
 package testenv
 
@@ -56,6 +58,11 @@ type Options struct {
 	// StartTimeout bounds how long Start waits for the members to serve.
 	// Default 60s.
 	StartTimeout time.Duration
+	// PeerProxies routes the traffic between members through a Proxy per
+	// ordered pair (see Cluster.Link), so that tests can cut, delay or drop
+	// it. Each member's config keeps its own ports and names the other
+	// members by the addresses of its proxies to them.
+	PeerProxies bool
 }
 
 // Cluster is a running standalone server or ensemble.
@@ -63,12 +70,14 @@ type Cluster struct {
 	Members []*Member
 	dir     string
 	ownDir  bool
+	links   map[[2]int]*Proxy
 }
 
 // Member is one ZooKeeper server process.
 type Member struct {
 	ID         int
 	ClientAddr string // host:port for clients
+	peerPorts  [2]int // quorum, election
 	dir        string
 	cfg        string
 	java       string
@@ -125,22 +134,44 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	// Three ports per member: client, quorum, election. All are taken from
 	// the kernel, held until all are known, then released for ZooKeeper.
-	ports, err := freePorts(3 * opts.Servers)
+	ports, release, err := holdPorts(3 * opts.Servers)
 	if err != nil {
 		c.Stop()
 		return nil, err
 	}
-	var servers strings.Builder
+	// servers[i] is member i's view of the ensemble.
+	servers := make([]string, opts.Servers)
 	if opts.Servers > 1 {
-		for i := 0; i < opts.Servers; i++ {
-			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d;127.0.0.1:%d\n", i+1, ports[3*i+1], ports[3*i+2], ports[3*i])
+		// The proxies listen while the members' ports are still held, so
+		// that none of them can take one of those.
+		if opts.PeerProxies {
+			err = c.startLinks(ports, opts.Servers)
 		}
+		release()
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		for i := 0; i < opts.Servers; i++ {
+			var b strings.Builder
+			for j := 0; j < opts.Servers; j++ {
+				quorum, election := fmt.Sprintf("127.0.0.1:%d", ports[3*j+1]), fmt.Sprintf("127.0.0.1:%d", ports[3*j+2])
+				if l := c.links[[2]int{i + 1, j + 1}]; l != nil {
+					quorum, election = l.routes[0], l.routes[1]
+				}
+				fmt.Fprintf(&b, "server.%d=%s:%s;127.0.0.1:%d\n", j+1, quorum, strings.TrimPrefix(election, "127.0.0.1:"), ports[3*j])
+			}
+			servers[i] = b.String()
+		}
+	} else {
+		release()
 	}
 	tick := int(opts.TickTime / time.Millisecond)
 	for i := 0; i < opts.Servers; i++ {
 		m := &Member{
 			ID:         i + 1,
 			ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+			peerPorts:  [2]int{ports[3*i+1], ports[3*i+2]},
 			dir:        filepath.Join(c.dir, fmt.Sprintf("zk%d", i+1)),
 			java:       opts.Java,
 			classpath:  opts.Classpath,
@@ -165,7 +196,7 @@ admin.enableServer=false
 standaloneEnabled=true
 reconfigEnabled=false
 autopurge.purgeInterval=0
-%s`, tick, filepath.Join(m.dir, "data"), ports[3*i], 600*tick, servers.String())
+%s`, tick, filepath.Join(m.dir, "data"), ports[3*i], 600*tick, servers[i])
 		m.cfg = filepath.Join(m.dir, "zoo.cfg")
 		if err := os.WriteFile(m.cfg, []byte(cfg), 0o644); err != nil {
 			c.Stop()
@@ -255,6 +286,9 @@ func (c *Cluster) Logs() string {
 func (c *Cluster) Stop() {
 	for _, m := range c.Members {
 		m.Kill()
+	}
+	for _, l := range c.links {
+		l.Close()
 	}
 	if c.ownDir {
 		os.RemoveAll(c.dir)
@@ -446,24 +480,25 @@ func FourLetter(addr, word string, timeout time.Duration) (string, error) {
 	return b.String(), err
 }
 
-// freePorts asks the kernel for n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
+// holdPorts asks the kernel for n distinct free loopback ports and holds
+// them until release is called.
+func holdPorts(n int) (ports []int, release func(), err error) {
 	var ls []net.Listener
-	defer func() {
+	release = func() {
 		for _, l := range ls {
 			l.Close()
 		}
-	}()
+	}
 	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("testenv: free port: %w", err)
+			release()
+			return nil, nil, fmt.Errorf("testenv: free port: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return ports, release, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

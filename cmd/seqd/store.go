@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/store"
 )
@@ -65,20 +66,9 @@ func storeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	verify, err := verifier(c)
+	verify, guards, err := storeSigned(c)
 	if err != nil {
 		return err
-	}
-	var guards []store.Guard
-	for _, g := range c.StringSlice("guard") {
-		gd, err := store.ParseGuard(g)
-		if err != nil {
-			return usageErrorf("--guard: %v", userMessage(err))
-		}
-		guards = append(guards, gd)
-	}
-	if len(guards) > 0 && verify == nil {
-		return usageErrorf("--guard needs --verify-keys-file: a guard trusts the lock named in a signed sequencer")
 	}
 
 	reg := metrics.NewRegistry()
@@ -133,6 +123,26 @@ func storeAction(c *cli.Context) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// storeSigned reads --verify-keys-file and the --guard flags.
+func storeSigned(c *cli.Context) (*fence.Verifier, []store.Guard, error) {
+	verify, err := verifier(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var guards []store.Guard
+	for _, g := range c.StringSlice("guard") {
+		gd, err := store.ParseGuard(g)
+		if err != nil {
+			return nil, nil, usageErrorf("--guard: %v", userMessage(err))
+		}
+		guards = append(guards, gd)
+	}
+	if len(guards) > 0 && verify == nil {
+		return nil, nil, usageErrorf("--guard needs --verify-keys-file: a guard trusts the lock named in a signed sequencer")
+	}
+	return verify, guards, nil
 }
 
 func storeLogger(w io.Writer, format string) (*slog.Logger, error) {

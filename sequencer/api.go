@@ -140,6 +140,12 @@ type LockStatus struct {
 	// Waiters ("waiters") is the number of contenders queued behind the
 	// holder.
 	Waiters int `json:"waiters"`
+	// SafeForMS ("safe_for_ms", only for GET /v1/locks/{name}?lease_id=ID
+	// with the id of this daemon's live lease on the lock) is how many
+	// milliseconds the lease is guaranteed to hold: until its TTL passes or
+	// the daemon's ZooKeeper session could expire, whichever is first; 0
+	// once it has ended. Check it before an action no token can fence.
+	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
 }
 
 // CheckResponse is the answer of POST /v1/check: 200 when the token is the

@@ -148,6 +148,13 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if id := r.URL.Query().Get("lease_id"); id != "" {
+		// The holder asks how long it is safe: only with its own lease's id.
+		if safe, ok := h.s.SafeFor(rest, id); ok {
+			ms := safe.Milliseconds()
+			st.SafeForMS = &ms
+		}
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 

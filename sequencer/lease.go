@@ -220,6 +220,22 @@ func (s *Service) Release(ctx context.Context, name, leaseID string, token uint6
 	return nil
 }
 
+// SafeFor is how long the live lease id on name is guaranteed to hold: until
+// its TTL passes or the session could expire, whichever is first (0 once it
+// has ended). ok is false when id is not a lease of name on this daemon.
+func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.leases[id]
+	if l == nil || l.name != name {
+		return 0, false
+	}
+	if l.state != live {
+		return 0, true
+	}
+	return max(0, min(l.expires.Sub(s.clock.Now()), l.grant.SafeFor())), true
+}
+
 // Leases lists the live leases of this daemon, by name.
 func (s *Service) Leases() []Lease {
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -423,5 +424,45 @@ func TestFrozenZooKeeperAnswers503Fast(t *testing.T) {
 				t.Errorf("%s, %s took %.2f of the session timeout, want at most 0.5", phase, c.what, ratio)
 			}
 		}
+	}
+}
+
+// TestLeaseSafeFor: the holder asking its lock's status with its lease_id
+// learns how long the lease is safe (at most its TTL, shrinking with time);
+// anyone else does not see the field.
+func TestLeaseSafeFor(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	clk := newFakeClock()
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk})
+	ctx := ctxT(t, 30*time.Second)
+	l, err := d.svc.Acquire(ctx, "safe", "A", 5*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe := func(id string) (int64, bool) {
+		t.Helper()
+		code, body := httpDo(t, "GET", d.srv.URL+"/v1/locks/safe?lease_id="+id, "")
+		if code != 200 {
+			t.Fatalf("status = %d %s", code, body)
+		}
+		var st LockStatus
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.SafeForMS == nil {
+			return 0, false
+		}
+		return *st.SafeForMS, true
+	}
+	ms, ok := safe(l.LeaseID)
+	if !ok || ms <= 0 || ms > 5000 {
+		t.Fatalf("safe_for_ms = %d (%v), want (0, 5000]", ms, ok)
+	}
+	clk.Advance(4 * time.Second)
+	if later, _ := safe(l.LeaseID); later > 1000 {
+		t.Fatalf("safe_for_ms 4s later = %d, want at most 1000", later)
+	}
+	if _, ok := safe("0123456789abcdef0123456789abcdef"); ok {
+		t.Fatal("a request without the lease's id was told safe_for_ms")
 	}
 }

@@ -36,6 +36,22 @@ type Grant struct {
 // Sequencer is the grant's sequencer string, name@token.
 func (g *Grant) Sequencer() string { return fmt.Sprintf("%s@%d", g.Name, g.Token) }
 
+// SafeFor is how long, from now, the lock is guaranteed not to be granted
+// elsewhere: the time left before the session's deadline (after which
+// ZooKeeper could expire the session and let the next contender in), and 0
+// once the grant has ended. Check it before an action that no token can
+// fence (an email, a payment): it only shrinks while ZooKeeper is silent.
+func (g *Grant) SafeFor() time.Duration {
+	if g.Err() != nil {
+		return 0
+	}
+	s := g.m.s
+	if !s.Live() {
+		return 0
+	}
+	return max(0, s.Deadline().Sub(s.clock.Now()))
+}
+
 // Lost closes when the grant ends: lost, or released.
 func (g *Grant) Lost() <-chan struct{} { return g.lost }
 

@@ -401,7 +401,13 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 // process group if the lock is lost, and releases the lock.
 func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
 	cfg := r.cfg
-	cmd := r.command(grant)
+	sock, err := startLockSocket(grant, r.sequencer(grant))
+	if err != nil {
+		r.release(grant)
+		return fmt.Errorf("the lock socket: %w", err)
+	}
+	defer sock.close()
+	cmd := r.command(grant, sock.path)
 	var term *os.File
 	if f, ok := r.stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
 		term = f // an interactive run: CMD gets the terminal
@@ -432,15 +438,16 @@ func (r *lockRun) sequencer(grant *zklock.Grant) string {
 	return grant.Sequencer()
 }
 
-// command is CMD with the lock, the token and the sequencer in its
-// environment.
-func (r *lockRun) command(grant *zklock.Grant) *exec.Cmd {
+// command is CMD with the lock, the token, the sequencer and the lock
+// socket in its environment.
+func (r *lockRun) command(grant *zklock.Grant, socket string) *exec.Cmd {
 	cmd := exec.Command(r.cfg.path)
 	cmd.Args = r.cfg.args
 	cmd.Env = append(cmd.Environ(),
 		"SEQD_LOCK="+r.cfg.name,
 		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
 		"SEQD_SEQUENCER="+r.sequencer(grant),
+		"SEQD_LOCK_SOCKET="+socket,
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
 	return cmd

@@ -184,6 +184,18 @@ func TestMakeRunQuickstartAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The README shows the script's lines as they are.
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, afterQS, _ := strings.Cut(string(readme), "\n## Quickstart\n")
+	_, block, _ := strings.Cut(afterQS, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	_, body, _ := strings.Cut(string(script), "export SEQD_ADDR SEQD_ZK\n")
+	if strings.TrimSpace(block) != strings.TrimSpace(body) {
+		t.Errorf("README's quickstart block differs from docs/quickstart.sh:\n%s\nwant:\n%s", block, body)
+	}
 	qs := exec.Command("sh", scriptPath)
 	qs.Env = append(os.Environ(),
 		"PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),

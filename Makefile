@@ -27,9 +27,11 @@ gotest:
 
 test: deps vet lint gotest
 
-run:
+# run builds, then execs the binary: Ctrl-C or a SIGTERM to make stops seqd
+# and its ZooKeeper (seqd itself exits 0; make reports the signal).
+run: build
 	scripts/deps.sh zookeeper
-	$(GO) run ./cmd/seqd dev
+	exec bin/seqd dev
 
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under

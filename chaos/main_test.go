@@ -28,5 +28,11 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(clientEnv); cfg != "" {
 		os.Exit(clientMain(cfg))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// The seqd binary built for the run is tens of megabytes: leave nothing
+	// behind in the temporary directory.
+	if buildOnce.dir != "" {
+		os.RemoveAll(buildOnce.dir)
+	}
+	os.Exit(code)
 }

@@ -27,7 +27,14 @@ const (
 	badRules     = "prometheus/testdata/bad_alerts.yml"
 	k8sManifests = "k8s"
 	systemPython = "/usr/bin/python3"
+	dashboard    = "grafana/seqd.json"
+	grafanaDS    = "grafana/provisioning/datasources/prometheus.yml"
+	grafanaDash  = "grafana/provisioning/dashboards/seqd.yml"
 )
+
+// electionMetrics are exported by the elections' collectors, which the
+// dashboard charts alongside the locks' metrics.
+var electionMetrics = []string{"seqd_leader", "seqd_elections_won_total", "seqd_leader_changes_observed_total"}
 
 // exportedMetrics returns every metric name seqd's collectors declare (the
 // daemon's and the store's), with the series a histogram exposes, read from
@@ -268,7 +275,7 @@ func TestComposeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	services, _ := get(yamlDocs(t, resolved), 0, "services").(map[string]any)
-	for _, name := range []string{"zk1", "zk2", "zk3", "seqd1", "seqd2", "store", "prometheus"} {
+	for _, name := range []string{"zk1", "zk2", "zk3", "seqd1", "seqd2", "store", "prometheus", "grafana"} {
 		if services[name] == nil {
 			t.Errorf("docker-compose.yml: service %s missing", name)
 		}
@@ -366,5 +373,67 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if get(sidecar, "lifecycle", "preStop") == nil {
 		t.Errorf("seqd sidecar: no preStop hook")
+	}
+}
+
+// TestGrafanaDashboard: every query of the dashboard names metrics seqd
+// exports (a misspelt name draws an empty panel, not an error), its
+// datasource is the one provisioned, and compose mounts both.
+func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
+	known := append(exportedMetrics(t), electionMetrics...)
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title      string `json:"title"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, dashboard)), &d); err != nil {
+		t.Fatalf("%s: %v", dashboard, err)
+	}
+	if len(d.Panels) == 0 {
+		t.Fatalf("%s: no panels", dashboard)
+	}
+	ds := readFile(t, grafanaDS)
+	used := map[string]bool{}
+	for _, p := range d.Panels {
+		if !strings.Contains(ds, "uid: "+p.Datasource.UID+"\n") {
+			t.Errorf("panel %q: datasource uid %q is not provisioned in %s", p.Title, p.Datasource.UID, grafanaDS)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			names := metricRe.FindAllString(q.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("panel %q: query %q names no seqd metric", p.Title, q.Expr)
+			}
+			for _, n := range names {
+				used[n] = true
+				if !slices.Contains(known, n) {
+					t.Errorf("panel %q: metric %q is not one seqd exports", p.Title, n)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"seqd_grants_total", "seqd_stale_tokens_rejected_total", "seqd_lock_waiters", "seqd_acquire_duration_seconds_bucket", "seqd_zk_connected", "seqd_leader"} {
+		if !used[want] {
+			t.Errorf("%s: no panel charts %s", dashboard, want)
+		}
+	}
+	compose := readFile(t, filepath.Join(repoRoot, "docker-compose.yml"))
+	for _, mount := range []string{"./deploy/grafana/provisioning:", "./deploy/" + dashboard + ":/var/lib/grafana/dashboards/"} {
+		if !strings.Contains(compose, mount) {
+			t.Errorf("docker-compose.yml: grafana does not mount %s", mount)
+		}
+	}
+	if !strings.Contains(readFile(t, grafanaDash), "path: /var/lib/grafana/dashboards") {
+		t.Errorf("%s: does not load /var/lib/grafana/dashboards", grafanaDash)
 	}
 }

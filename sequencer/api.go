@@ -131,11 +131,17 @@ type LockStatus struct {
 	// Token ("token") is the lock's current token; 0 when none is known
 	// (nobody holds it, with zxid tokens).
 	Token uint64 `json:"token"`
-	// Owner ("owner") is the holder's owner; "" when not held or when the
-	// holder is not a seqd lease.
+	// Owner ("owner") is the holder's owner: the owner of a lease, or
+	// user@host:pid of a `seqd lock` holder; "" when not held or when the
+	// holder is neither.
 	Owner string `json:"owner"`
+	// Command ("command", omitted when empty) is the command a `seqd lock`
+	// holder runs under the lock.
+	Command string `json:"command,omitempty"`
 	// ExpiresAt ("expires_at", RFC 3339 or null) is when the holder's lease
-	// ends unless renewed; known only for leases of this daemon.
+	// ends unless renewed; known only for leases of this daemon (a `seqd
+	// lock` holder has no lease: it holds until its command exits or its
+	// session is lost).
 	ExpiresAt *time.Time `json:"expires_at"`
 	// Waiters ("waiters") is the number of contenders queued behind the
 	// holder.

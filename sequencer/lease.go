@@ -39,10 +39,12 @@ type lease struct {
 	stop      chan struct{} // closed when released
 }
 
-// contenderData is stored in each contender node.
+// contenderData is stored in each contender node. `seqd lock` writes the
+// same keys (owner, command), so that Status names its holders too.
 type contenderData struct {
-	Owner  string `json:"owner"`
-	Daemon string `json:"daemon,omitempty"`
+	Owner   string `json:"owner"`
+	Daemon  string `json:"daemon,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
 // view is the API form of l; s.mu must be held.
@@ -167,7 +169,24 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
 		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
 	}
-	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur}
+	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur, Ended: s.endedAs(l)}
+}
+
+// endedAs names how l ended, for messages; "" when the daemon no longer
+// knows the lease.
+func (s *Service) endedAs(l *lease) string {
+	if l == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch l.state {
+	case released:
+		return "released"
+	case expired:
+		return "expired"
+	}
+	return "lost"
 }
 
 // Renew extends a live lease by its TTL (or ttl, if not zero) and keeps its
@@ -195,7 +214,7 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
-		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token}
+		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Ended: s.endedAs(l)}
 	}
 	if ttl != 0 {
 		l.ttl = ttl
@@ -215,7 +234,7 @@ func (s *Service) Release(ctx context.Context, name, leaseID string, token uint6
 		return err
 	}
 	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return &ConflictError{Err: ErrLost, Name: name, Token: token}
+		return &ConflictError{Err: ErrLost, Name: name, Token: token, Ended: s.endedAs(l)}
 	}
 	return nil
 }

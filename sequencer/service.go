@@ -27,7 +27,8 @@ var (
 	// ErrBadRequest wraps every validation error.
 	ErrBadRequest = errors.New("sequencer: bad request")
 	// ErrNotHeld: a check for a token that is not below the current one but
-	// is not the current holder's either.
+	// is not the current holder's either: nobody holds the lock, or someone
+	// holds it with another token.
 	ErrNotHeld = errors.New("sequencer: token does not hold the lock")
 )
 
@@ -38,6 +39,10 @@ type ConflictError struct {
 	Name         string // lock
 	Token        uint64 // what the caller sent (0 for acquire)
 	CurrentToken uint64 // 0 when unknown
+	// Ended says, for ErrLost, how the lease ended as far as this daemon
+	// knows: "released", "expired", "lost", or "" when it does not know the
+	// lease (released or expired some time ago, or never granted here).
+	Ended string
 }
 
 func (e *ConflictError) Error() string {
@@ -47,9 +52,15 @@ func (e *ConflictError) Error() string {
 	case errors.Is(e.Err, ErrHeld):
 		return fmt.Sprintf("lock %q is held (an owner retrying its own acquire sends the lease_id it was given)", e.Name)
 	case errors.Is(e.Err, ErrNotHeld):
-		return fmt.Sprintf("token %d does not hold %q", e.Token, e.Name)
+		return fmt.Sprintf("token %d does not hold %q: the lock is free or held with another token", e.Token, e.Name)
 	}
-	return fmt.Sprintf("the lease on %q with token %d is lost", e.Name, e.Token)
+	switch e.Ended {
+	case "released", "expired":
+		return fmt.Sprintf("the lease on %q with token %d was %s", e.Name, e.Token, e.Ended)
+	case "lost":
+		return fmt.Sprintf("the lease on %q with token %d was lost (its ZooKeeper session or contender node went away)", e.Name, e.Token)
+	}
+	return fmt.Sprintf("no live lease on %q with token %d: unknown lease (released, expired, or not granted by this daemon)", e.Name, e.Token)
 }
 
 func (e *ConflictError) Unwrap() error { return e.Err }

@@ -174,13 +174,17 @@ func TestOwnerNameDoesNotObtainTheLease(t *testing.T) {
 	if err != nil || a3.Token <= a1.Token {
 		t.Fatalf("acquire after release = %+v, %v; want a new higher token", a3, err)
 	}
-	// A released lease: release again is lost (nobody holds a higher one).
+	// A released lease: release again is lost (nobody holds a higher one),
+	// and the message says the lease is unknown, not that it was lost.
 	err = d.client.Release(ctx, "same", a3.LeaseID, a3.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = d.client.Release(ctx, "same", a3.LeaseID, a3.Token)
 	wantConflict(t, err, CodeLost, 0)
+	if msg := err.Error(); !strings.Contains(msg, "unknown lease") || strings.Contains(msg, "is lost") {
+		t.Errorf("release of a released lease: got %q, want it to say unknown lease", msg)
+	}
 }
 
 // TestAcquireRetryWithChosenLeaseID: a client that chose its lease_id can

@@ -101,7 +101,7 @@ func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {
-			st.Owner = cd.Owner
+			st.Owner, st.Command = cd.Owner, cd.Command
 		}
 		s.mu.Lock()
 		if l := s.byName[name]; l != nil && l.grant.Token == h.Token {

@@ -63,7 +63,14 @@ type Options struct {
 	// it. Each member's config keeps its own ports and names the other
 	// members by the addresses of its proxies to them.
 	PeerProxies bool
+	// ClientPort, when not 0, is the loopback client port of a standalone
+	// server (Servers 1); Start fails with ErrPortInUse if it is taken.
+	// Default: a free port.
+	ClientPort int
 }
+
+// ErrPortInUse says that Options.ClientPort is taken.
+var ErrPortInUse = errors.New("testenv: client port in use")
 
 // Cluster is a running standalone server or ensemble.
 type Cluster struct {
@@ -124,6 +131,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
 	}
 
+	if opts.ClientPort != 0 && opts.Servers != 1 {
+		return nil, fmt.Errorf("testenv: ClientPort is for a standalone server, not %d members", opts.Servers)
+	}
+	if opts.ClientPort != 0 && !PortFree(opts.ClientPort) {
+		return nil, fmt.Errorf("%w: 127.0.0.1:%d", ErrPortInUse, opts.ClientPort)
+	}
+
 	c := &Cluster{dir: opts.Dir}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "seqd-zk-")
@@ -138,6 +152,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		c.Stop()
 		return nil, err
+	}
+	if opts.ClientPort != 0 {
+		ports[0] = opts.ClientPort
 	}
 	// servers[i] is member i's view of the ensemble.
 	servers := make([]string, opts.Servers)
@@ -213,6 +230,12 @@ autopurge.purgeInterval=0
 	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := c.WaitServing(wctx); err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up (a Ctrl-C): not a failure of ZooKeeper's,
+			// so its logs would only be noise.
+			c.Stop()
+			return nil, fmt.Errorf("testenv: start cancelled: %w", context.Cause(ctx))
+		}
 		logs := c.Logs()
 		c.Stop()
 		return nil, fmt.Errorf("%w\n--- ZooKeeper logs ---\n%s", err, logs)
@@ -478,6 +501,16 @@ func FourLetter(addr, word string, timeout time.Duration) (string, error) {
 	var b bytes.Buffer
 	_, err = b.ReadFrom(conn)
 	return b.String(), err
+}
+
+// PortFree reports whether the loopback TCP port can be listened on now.
+func PortFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // holdPorts asks the kernel for n distinct free loopback ports and holds

@@ -2,6 +2,9 @@ package testenv_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +67,37 @@ func TestEnsembleControls(t *testing.T) {
 	}
 	if !strings.Contains(c.ConnectString(), leader.ClientAddr) {
 		t.Fatalf("connect string %q lacks %s", c.ConnectString(), leader.ClientAddr)
+	}
+}
+
+func TestClientPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = testenv.Start(context.Background(), testenv.Options{ClientPort: port})
+	if !errors.Is(err, testenv.ErrPortInUse) {
+		t.Fatalf("Start on a taken port: got %v, want ErrPortInUse", err)
+	}
+	l.Close()
+	c := zktest.StartT(t, testenv.Options{ClientPort: port})
+	if got, want := c.ConnectString(), fmt.Sprintf("127.0.0.1:%d", port); got != want {
+		t.Fatalf("ConnectString() = %q, want %q", got, want)
+	}
+	if testenv.PortFree(port) {
+		t.Fatalf("port %d free while ZooKeeper serves on it", port)
+	}
+}
+
+func TestStartCancelledQuietly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := testenv.Start(ctx, testenv.Options{})
+	if err == nil {
+		t.Fatal("Start with a cancelled context succeeded")
+	}
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "ZooKeeper logs") {
+		t.Fatalf("Start with a cancelled context: got %q, want context.Canceled without server logs", err)
 	}
 }

@@ -162,7 +162,9 @@ func (s *Session) onState(st zk.State) {
 		s.connected.Store(true)
 		s.obs.Connected(true)
 	case zk.StateDisconnected, zk.StateConnecting:
-		if s.connected.Swap(false) {
+		if s.connected.Swap(false) && s.Err() == nil {
+			// Once the session has ended (Close, expiry) the connection
+			// going down is expected, not worth a warning.
 			s.log.Warn("disconnected from zookeeper")
 		}
 		s.obs.Connected(false)

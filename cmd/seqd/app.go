@@ -36,7 +36,6 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			keygenCommand(),
 			versionCommand(info),
 		},
-		HideHelpCommand: true,
 	}
 	// A flag name means one thing in every command, so one table of kinds
 	// serves every command's messages.

@@ -133,3 +133,12 @@ func TestVersionFromLinker(t *testing.T) {
 		t.Errorf("seqd version: %q, %v; want %q", out, err, want)
 	}
 }
+
+func TestHelpCommand(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "lock"}, {"--help"}} {
+		code, out, errOut := runCLI(context.Background(), args...)
+		if code != 0 || !strings.Contains(out, "lock") {
+			t.Errorf("seqd %s: exit %d, stdout %q, stderr %q; want 0 and the help text", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,7 +239,7 @@ func newLockRun(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan o
 	if cfg.verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(stdio.stderr, &slog.HandlerOptions{Level: level})).With("lock", cfg.name)
+	logger := slog.New(slog.NewTextHandler(stdio.stderr, &slog.HandlerOptions{Level: level}))
 	return &lockRun{ctx: ctx, cfg: cfg, stdio: stdio, sigs: sigs, clk: clk, logger: logger}
 }
 
@@ -358,7 +360,7 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 // still held before the command starts.
 func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
 	cfg := r.cfg
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()))
+	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)))
 	if err != nil {
 		w.end()
 		return nil, usageErrorf("lock: %v", err)
@@ -499,11 +501,21 @@ func releaseGrant(ctx context.Context, g *zklock.Grant, verbose, say func(string
 	}
 }
 
-// ownerData is stored in the contender node, so that whoever looks at the lock
-// can tell who holds it.
-func ownerData() []byte {
+// ownerData is stored in the contender node, so that whoever looks at the
+// lock (seqd status, GET /v1/locks/{name}) can tell who holds it: the same
+// JSON keys the daemon writes for its leases, owner user@host:pid and the
+// command run under the lock.
+func ownerData(argv []string) []byte {
 	host, _ := os.Hostname()
-	return fmt.Appendf(nil, "seqd lock pid=%d host=%s", os.Getpid(), host)
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	data, _ := json.Marshal(struct {
+		Owner   string `json:"owner"`
+		Command string `json:"command"`
+	}{fmt.Sprintf("%s@%s:%d", who, host, os.Getpid()), strings.Join(argv, " ")})
+	return data
 }
 
 // ms rounds a duration for people.

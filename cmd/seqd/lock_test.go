@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -698,4 +700,28 @@ func TestLockCommandDiesWithSeqd(t *testing.T) {
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		return len(f) > 0 && f[0] == "Z"
 	})
+}
+
+// TestStatusNamesLockHolder: the daemon's status of a lock held by `seqd
+// lock` names the holder (user@host:pid) and its command.
+func TestStatusNamesLockHolder(t *testing.T) {
+	c := zktest.StartT(t, testenv.Options{})
+	addr, stop := startServe(t, "--zk", c.ConnectString())
+	defer stop()
+	p := startLock(t, nil, "--zk", c.ConnectString(), "held-by-lock", "--", "sleep", "30")
+	waitContenders(t, zkConn(t, c), "held-by-lock", 1, 30*time.Second)
+	code, out, errOut := runCLI(context.Background(), "status", "--addr", addr, "held-by-lock")
+	if code != 0 {
+		t.Fatalf("status: exit %d, %s", code, errOut)
+	}
+	var st sequencer.LockStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	owner := regexp.MustCompile(`^\S+@\S+:` + strconv.Itoa(p.cmd.Process.Pid) + `$`)
+	if !st.Held || !owner.MatchString(st.Owner) || st.Command != "sleep 30" {
+		t.Errorf("status = %+v; want held, owner user@host:%d, command %q", st, p.cmd.Process.Pid, "sleep 30")
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t, 30*time.Second)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,31 +53,67 @@ func serveCommand() *cli.Command {
 	}
 }
 
+// defaultDevZKPort is the port `seqd dev` gives ZooKeeper when it is free:
+// the one every ZooKeeper client tries first.
+const defaultDevZKPort = 2181
+
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "start a throwaway local ZooKeeper and serve on it (for trying seqd out)",
-		Flags: serveFlags(false),
+		Flags: append(serveFlags(false),
+			&cli.IntFlag{Name: "zk-port", Value: defaultDevZKPort, EnvVars: []string{"SEQD_ZK_PORT"},
+				Usage: "ZooKeeper's client port on 127.0.0.1 (0: any free port; the default falls back to a free one when taken)"}),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
 			}
-			zk, err := testenv.Start(c.Context, testenv.Options{})
+			port, err := devZKPort(c)
 			if err != nil {
+				return err
+			}
+			zk, err := testenv.Start(c.Context, testenv.Options{ClientPort: port})
+			if err != nil {
+				if c.Context.Err() != nil {
+					return nil // stopped before ZooKeeper served: nothing to report
+				}
+				if errors.Is(err, testenv.ErrPortInUse) {
+					return withCode(ExitUnavailable, fmt.Errorf("ZooKeeper's port %d is taken: give another with --zk-port (0 for any free port)", port))
+				}
 				return withCode(ExitUnavailable, fmt.Errorf("start ZooKeeper: %w", err))
 			}
 			defer zk.Stop()
-			fmt.Fprintf(c.App.ErrWriter, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
+			w := c.App.ErrWriter
+			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
 			return serve(c, zk.Servers(), func(addr string) {
-				fmt.Fprintf(c.App.ErrWriter, `seqd API on http://%[1]s — try:
-  curl -s -X POST http://%[1]s/v1/locks/demo/acquire -d '{"owner":"me","ttl":"30s"}'
-  curl -s http://%[1]s/v1/locks/demo
-  curl -s http://%[1]s/metrics | grep seqd_
+				fmt.Fprintf(w, `seqd API on http://%[1]s. In another terminal, paste:
+
+  export SEQD_ZK=%[2]s SEQD_ADDR=http://%[1]s
+
+then try:
+  seqd acquire --ttl 30s demo
+  seqd status demo
+  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
+  curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
-`, addr)
+`, addr, zk.ConnectString())
 			})
 		},
 	}
+}
+
+// devZKPort picks ZooKeeper's port for `seqd dev`: --zk-port if given, else
+// 2181 when free, else any free port (with a note saying so).
+func devZKPort(c *cli.Context) (int, error) {
+	port := c.Int("zk-port")
+	if port < 0 || port > 65535 {
+		return 0, usageErrorf("--zk-port %d is not a port: give 1..65535, or 0 for any free port", port)
+	}
+	if port != 0 && !c.IsSet("zk-port") && !testenv.PortFree(port) {
+		fmt.Fprintf(c.App.ErrWriter, "port %d is taken (another ZooKeeper?): ZooKeeper gets a free port instead; --zk-port chooses one\n", port)
+		return 0, nil
+	}
+	return port, nil
 }
 
 // serve runs the daemon until the command's context ends (SIGINT/SIGTERM):

@@ -26,7 +26,7 @@ func storeCommand() *cli.Command {
 		Usage:     "run a small fenced key-value store (the resource side, for demos and tests)",
 		ArgsUsage: " ",
 		Description: "PUT, GET and DELETE /v1/kv/{key} with a Fencing-Token: N or Fencing-Sequencer: name@N header.\n" +
-			"A token below the key's highest one is refused with 409 stale_token. See README, \"Fencing your resource\".",
+			"A token below the key's highest one is refused with 409 stale_token. See docs/fencing.md.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "directory of the store's log (created if missing); required", EnvVars: []string{"SEQD_DIR"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7071", Usage: "address to serve HTTP on (port 0 picks a free one)", EnvVars: []string{"SEQD_LISTEN"}},

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +119,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/v1/elections/"); ok {
+		h.elections(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/locks/")
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)
@@ -146,11 +151,24 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
 	}
-	st, err := h.s.Status(r.Context(), rest)
+	q, ok := blockingQuery(w, r)
+	if !ok {
+		return
+	}
+	var (
+		st  LockStatus
+		err error
+	)
+	if q.blocking {
+		st, err = h.s.WaitLock(r.Context(), rest, q.index, q.wait)
+	} else {
+		st, err = h.s.Status(r.Context(), rest)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	w.Header().Set(IndexHeader, strconv.FormatUint(st.Index, 10))
 	writeJSON(w, http.StatusOK, st)
 }
 

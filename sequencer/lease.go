@@ -27,7 +27,32 @@ const (
 	lost
 )
 
+// leaseKind tells a lock's lease from an election's (a leadership).
+type leaseKind int
+
+const (
+	lockLease leaseKind = iota
+	electionLease
+)
+
+func (k leaseKind) String() string {
+	if k == electionLease {
+		return "election"
+	}
+	return "lock"
+}
+
+// leaseKey is the key of byName: lock and election names are apart.
+func leaseKey(k leaseKind, name string) string {
+	if k == electionLease {
+		return "election:" + name // ':' is not allowed in a name
+	}
+	return name
+}
+
 type lease struct {
+	kind    leaseKind
+	lead    *zklock.Leadership // elections only
 	id      string
 	name    string
 	owner   string
@@ -102,7 +127,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
 	if o.leaseID != "" {
-		out, ok, err := s.extendOwn(name, owner, o.leaseID, ttl)
+		out, ok, err := s.extendOwn(lockLease, name, owner, o.leaseID, ttl)
 		if ok || err != nil {
 			return out, err
 		}
@@ -111,7 +136,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, g, name, owner, o.leaseID, ttl)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g}, name, owner, o.leaseID, ttl)
 }
 
 func validLeaseID(id string) bool {
@@ -148,10 +173,10 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 // extendOwn is an acquire that names lease id: if id is owner's live lease
 // on name, it extends the lease to ttl from now and reports it, with ok,
 // counted as a renewal. An id in use for another lock or owner is refused.
-func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
+func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
 	s.mu.Lock()
 	l := s.leases[id]
-	if l != nil && (l.name != name || l.owner != owner) {
+	if l != nil && (l.name != name || l.owner != owner || l.kind != k) {
 		s.mu.Unlock()
 		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock or owner", ErrBadRequest, id)
 	}
@@ -164,7 +189,9 @@ func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Leas
 	out = l.view()
 	s.mu.Unlock()
 	poke(l.renewed)
-	s.m.Renewal(name)
+	if k == lockLease {
+		s.m.Renewal(name)
+	}
 	return out, true, nil
 }
 
@@ -210,23 +237,17 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
-// admit makes grant g a lease of owner for ttl and starts its watch; a
-// Service that is closing releases g instead.
-func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration) (Lease, error) {
+// admit makes l's grant a lease of owner for ttl and starts its watch; a
+// Service that is closing releases the grant instead.
+func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration) (Lease, error) {
 	if id == "" {
 		id = newLeaseID()
 	}
-	l := &lease{
-		sequencer: s.sequencer(name, g.Token),
-		id:        id,
-		name:      name,
-		owner:     owner,
-		ttl:       ttl,
-		expires:   s.clock.Now().Add(ttl),
-		grant:     g,
-		renewed:   make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-	}
+	g := l.grant
+	l.sequencer = s.sequencer(name, g.Token)
+	l.id, l.name, l.owner, l.ttl = id, name, owner, ttl
+	l.expires = s.clock.Now().Add(ttl)
+	l.renewed, l.stop = make(chan struct{}, 1), make(chan struct{})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -241,11 +262,17 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	s.byName[name] = l
+	s.byName[leaseKey(l.kind, name)] = l
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	go s.watch(l)
 	s.mu.Unlock()
+	if l.kind == electionLease {
+		s.m.ElectionWon(name)
+		s.watches.touch(watchKey{election: true, name: name})
+		s.log.Info("elected", "election", name, "term", g.Token, "owner", owner, "ttl", ttl)
+		return out, nil
+	}
 	s.log.Info("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
 	return out, nil
 }
@@ -284,7 +311,16 @@ func (l *lease) view() Lease {
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
+		Term:      l.term(),
 	}
+}
+
+// term is the leadership's term; 0 for a lock's lease.
+func (l *lease) term() uint64 {
+	if l.kind == electionLease {
+		return l.grant.Token
+	}
+	return 0
 }
 
 // watch ends the lease when its TTL passes or its grant is lost.
@@ -337,14 +373,19 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	}
 	l.state = state
 	delete(s.leases, l.id)
-	if s.byName[l.name] == l {
-		delete(s.byName, l.name)
+	if key := leaseKey(l.kind, l.name); s.byName[key] == l {
+		delete(s.byName, key)
 	}
 	s.mu.Unlock()
 	if state == released {
 		close(l.stop)
 	}
 	err := l.grant.Release(ctx)
+	if l.kind == electionLease {
+		s.watches.touch(watchKey{election: true, name: l.name})
+		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
+		return true
+	}
 	s.m.Release(l.name, reason)
 	switch state {
 	case expired:
@@ -363,7 +404,7 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 // leaseFor finds the live lease for a renew or release. If there is none,
 // it asks ZooKeeper for the lock's current token and answers 409:
 // stale_token when the lock has moved on to a higher token, lost otherwise.
-func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint64, source string) (*lease, error) {
+func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID string, token uint64, source string) (*lease, error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
@@ -376,8 +417,11 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	s.mu.Lock()
 	l := s.leases[leaseID]
 	s.mu.Unlock()
+	if l != nil && l.kind != k {
+		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
+	}
 	if l != nil && l.name != name {
-		return nil, fmt.Errorf("%w: lease %s is for lock %q, not %q", ErrBadRequest, leaseID, l.name, name)
+		return nil, fmt.Errorf("%w: lease %s is for %s %q, not %q", ErrBadRequest, leaseID, k, l.name, name)
 	}
 	if l != nil && l.grant.Err() == nil && token == l.grant.Token {
 		return l, nil
@@ -387,28 +431,34 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	}
 	// The lease is gone (or the token is older than the lease's): what is
 	// the lock's token now?
-	cur, err := s.currentToken(ctx, name)
+	cur, err := s.currentToken(ctx, k, name)
 	if err != nil {
 		return nil, err
 	}
 	if cur > token {
-		s.m.StaleRejected(name, source)
+		if k == lockLease {
+			s.m.StaleRejected(name, source)
+		}
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
-		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
+		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease}
 	}
-	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur}
+	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease}
 }
 
 // Renew extends a live lease by its TTL (or ttl, if not zero) and keeps its
 // token. While ZooKeeper is unreachable it answers ErrUnavailable: the
 // lease cannot be vouched for.
 func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
+	return s.renew(ctx, lockLease, name, leaseID, token, ttl)
+}
+
+func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
 	if ttl != 0 {
 		if err := validateTTL(ttl); err != nil {
 			return Lease{}, err
 		}
 	}
-	l, err := s.leaseFor(ctx, name, leaseID, token, metrics.SourceRenew)
+	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -424,7 +474,7 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
-		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token}
+		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease}
 	}
 	if ttl != 0 {
 		l.ttl = ttl
@@ -433,18 +483,24 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	out := l.view()
 	s.mu.Unlock()
 	poke(l.renewed)
-	s.m.Renewal(name)
+	if k == lockLease {
+		s.m.Renewal(name)
+	}
 	return out, nil
 }
 
 // Release ends a live lease and deletes its contender.
 func (s *Service) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	l, err := s.leaseFor(ctx, name, leaseID, token, metrics.SourceRelease)
+	return s.release(ctx, lockLease, name, leaseID, token)
+}
+
+func (s *Service) release(ctx context.Context, k leaseKind, name, leaseID string, token uint64) error {
+	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRelease)
 	if err != nil {
 		return err
 	}
 	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return &ConflictError{Err: ErrLost, Name: name, Token: token}
+		return &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease}
 	}
 	return nil
 }
@@ -454,6 +510,9 @@ func (s *Service) Leases() []Lease {
 	s.mu.Lock()
 	out := make([]Lease, 0, len(s.leases))
 	for _, l := range s.leases {
+		if l.kind != lockLease {
+			continue
+		}
 		v := l.view()
 		v.LeaseID = "" // a listing never gives out what proves a lease
 		out = append(out, v)

@@ -48,12 +48,11 @@ type Leader struct {
 // closes when it can no longer be trusted (as a Grant's), before another
 // candidate can be elected; a leader that acts on a resource sends Term
 // with every write so that the resource refuses a deposed one.
+// Its Grant is the candidate's: Lost, Err, Sequencer (name@term) and
+// Release (Resign) are the grant's.
 type Leadership struct {
-	Name string // election name
-	Path string // our candidate node
-	Term uint64 // higher than every earlier term of this election
-
-	g *Grant
+	*Grant
+	Term uint64 // the grant's token: higher than every earlier term of this election
 }
 
 // NewElection names an election on s. WithRoot (default
@@ -95,7 +94,7 @@ func (e *Election) campaign(ctx context.Context, value []byte, wait bool) (*Lead
 	if err != nil {
 		return nil, err
 	}
-	return &Leadership{Name: g.Name, Path: g.Path, Term: g.Token, g: g}, nil
+	return &Leadership{Grant: g, Term: g.Token}, nil
 }
 
 // Proclaim changes the current leadership's value (see Leadership.Proclaim).
@@ -122,7 +121,7 @@ func (e *Election) current() *Leadership {
 	if g == nil {
 		return nil
 	}
-	return &Leadership{Name: g.Name, Path: g.Path, Term: g.Token, g: g}
+	return &Leadership{Grant: g, Term: g.Token}
 }
 
 // Leader reads the current leader from ZooKeeper, whoever's session it is
@@ -197,23 +196,13 @@ func (e *Election) leaderOf(st nodeState) Leader {
 	return l
 }
 
-// Lost closes when the leadership ends: lost, or resigned.
-func (l *Leadership) Lost() <-chan struct{} { return l.g.Lost() }
-
-// Err is nil while the leadership holds; then ErrReleased after Resign, or
-// an error wrapping ErrLockLost that says why it was lost.
-func (l *Leadership) Err() error { return l.g.Err() }
-
-// Sequencer is name@term, for a resource that checks tokens.
-func (l *Leadership) Sequencer() string { return l.g.Sequencer() }
-
 // Proclaim sets the leader's value without a new term. It fails with
 // ErrLockLost once the leadership has ended.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	s := l.g.m.s
+	s := l.m.s
 	err := s.callCtx(ctx, func() error { _, err := s.conn.Set(l.Path, value, -1); return err })
 	if errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("%w: candidate deleted", ErrLockLost)
@@ -223,7 +212,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 
 // Resign ends the leadership and deletes the candidate node, so that the
 // next candidate takes office at once. Resigning twice returns nil.
-func (l *Leadership) Resign(ctx context.Context) error { return l.g.Release(ctx) }
+func (l *Leadership) Resign(ctx context.Context) error { return l.Release(ctx) }
 
 // markedZxidToken is the zxid token of an election candidate that also
 // names itself in the election node's data, by a multi of check(own

@@ -27,6 +27,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.BoolFlag{Name: "insecure-listen", Usage: "allow a non-loopback --listen without --api-token-file", EnvVars: []string{"SEQD_INSECURE_LISTEN"}},
 		logFormatFlag(),
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "distinct lock names in metric labels before further ones count as _other", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
+		campaignFlag(),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	if zkRequired {
@@ -116,6 +117,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return usageErrorf("--max-lock-labels must be at least 1")
 	}
 
+	campaigns, err := parseCampaigns(c.StringSlice("campaign"))
+	if err != nil {
+		return err
+	}
+
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels")})
 	svc := sequencer.New(sequencer.Config{
@@ -125,6 +131,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		TokenMode:      mode,
 		Logger:         logger,
 		Metrics:        m,
+		Campaigns:      campaigns,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)
@@ -142,7 +149,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "zk", servers, "token_mode", mode.String(), "root", c.String("root"))
+	logger.Info("listening", "addr", addr, "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))
 	if ready != nil {
 		ready(addr)
 	}

@@ -27,6 +27,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			releaseCommand(),
 			checkCommand(),
 			statusCommand(),
+			leaderCommand(),
 			storeCommand(),
 		},
 		HideHelpCommand: true,

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -315,18 +317,27 @@ func TestKubernetesManifests(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests in %s (%v)", k8sManifests, err)
 	}
-	byKind := map[string][]any{}
 	for _, f := range files {
-		for i, doc := range yamlDocs(t, f) {
-			kind, _ := get(doc, "kind").(string)
-			if kind == "" || get(doc, "apiVersion") == nil || get(doc, "metadata", "name") == nil {
-				t.Errorf("%s: document %d lacks kind, apiVersion or metadata.name", f, i)
-			}
-			byKind[kind] = append(byKind[kind], doc)
+		t.Run(filepath.Base(f), func(t *testing.T) { checkSidecarManifest(t, f) })
+	}
+}
+
+// checkSidecarManifest checks one example: a ConfigMap for the sidecar and
+// an app Deployment with the seqd sidecar reading it; a sidecar that
+// campaigns does so with its pod's name, in a Deployment of several
+// replicas.
+func checkSidecarManifest(t *testing.T, f string) {
+	t.Helper()
+	byKind := map[string][]any{}
+	for i, doc := range yamlDocs(t, f) {
+		kind, _ := get(doc, "kind").(string)
+		if kind == "" || get(doc, "apiVersion") == nil || get(doc, "metadata", "name") == nil {
+			t.Errorf("%s: document %d lacks kind, apiVersion or metadata.name", f, i)
 		}
+		byKind[kind] = append(byKind[kind], doc)
 	}
 	if len(byKind["ConfigMap"]) != 1 || len(byKind["Deployment"]) != 1 {
-		t.Fatalf("want one ConfigMap and one Deployment, got %d and %d", len(byKind["ConfigMap"]), len(byKind["Deployment"]))
+		t.Fatalf("%s: want one ConfigMap and one Deployment, got %d and %d", f, len(byKind["ConfigMap"]), len(byKind["Deployment"]))
 	}
 	cm, dep := byKind["ConfigMap"][0], byKind["Deployment"][0]
 	if zk, _ := get(cm, "data", "SEQD_ZK").(string); strings.Count(zk, ":2181") < 3 {
@@ -373,6 +384,25 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if get(sidecar, "lifecycle", "preStop") == nil {
 		t.Errorf("seqd sidecar: no preStop hook")
+	}
+	env, _ := get(sidecar, "env").([]any)
+	for _, e := range env {
+		if get(e, "name") != "SEQD_CAMPAIGN" {
+			continue
+		}
+		if v, _ := get(e, "value").(string); !strings.Contains(v, "=$(POD_NAME)") {
+			t.Errorf("seqd sidecar: SEQD_CAMPAIGN = %q, want NAME=$(POD_NAME)", v)
+		}
+		var podName bool
+		for _, p := range env {
+			podName = podName || get(p, "name") == "POD_NAME" && get(p, "valueFrom", "fieldRef", "fieldPath") == "metadata.name"
+		}
+		if !podName {
+			t.Errorf("seqd sidecar campaigns without POD_NAME from metadata.name")
+		}
+		if r, _ := strconv.Atoi(fmt.Sprint(get(dep, "spec", "replicas"))); r < 2 {
+			t.Errorf("a campaigning sidecar in a Deployment of %v replicas: nobody to take over", get(dep, "spec", "replicas"))
+		}
 	}
 }
 

@@ -19,17 +19,18 @@ const LabelIdle = 10 * time.Minute
 // lock that appears late gets its own series once older ones go quiet, and a
 // client inventing names by the thousand cannot push out the locks in use.
 type labelSet struct {
-	max   int // < 0: every name is OtherLock
+	key   string // the label's name: "lock" or "election"
+	max   int    // < 0: every name is OtherLock
 	idle  time.Duration
 	now   func() time.Time
-	vecs  []*prometheus.CounterVec // the vectors with a lock label
+	vecs  []*prometheus.CounterVec // the vectors with the label
 	mu    sync.RWMutex
 	last  map[string]*atomic.Int64 // name -> unix nanos of its last event
 	later int64                    // no name can be evicted before this
 }
 
-func newLabelSet(max int, vecs ...*prometheus.CounterVec) *labelSet {
-	return &labelSet{max: max, idle: LabelIdle, now: time.Now, vecs: vecs, last: map[string]*atomic.Int64{}}
+func newLabelSet(key string, max int, vecs ...*prometheus.CounterVec) *labelSet {
+	return &labelSet{key: key, max: max, idle: LabelIdle, now: time.Now, vecs: vecs, last: map[string]*atomic.Int64{}}
 }
 
 // with calls f with name's label value. f runs while name's label cannot be
@@ -82,7 +83,7 @@ func (c *labelSet) evictLocked(now int64) bool {
 	}
 	delete(c.last, oldest)
 	for _, v := range c.vecs {
-		v.DeletePartialMatch(prometheus.Labels{"lock": oldest})
+		v.DeletePartialMatch(prometheus.Labels{c.key: oldest})
 	}
 	return true
 }

@@ -41,7 +41,8 @@ const (
 
 // Options tunes New.
 type Options struct {
-	// MaxLockLabels caps the distinct values of the lock label (see
+	// MaxLockLabels caps the distinct values of the lock label, and of the
+	// election label in a set of its own (see
 	// LabelIdle for how names come and go); 0 means DefaultMaxLockLabels,
 	// and a negative value labels no lock: every one is counted as
 	// OtherLock, for deployments where lock names must not leave the
@@ -67,6 +68,7 @@ type Metrics struct {
 	sessionExpiration prometheus.Counter
 
 	labels *labelSet
+	elections
 }
 
 // New builds the collectors and registers them on reg. It panics if reg
@@ -116,9 +118,10 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Help: "ZooKeeper sessions that expired; every lock they held was lost.",
 		}),
 	}
-	m.labels = newLabelSet(opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions)
+	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions)
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions,
 		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
+	m.elections = newElections(reg, opts.MaxLockLabels)
 	return m
 }
 

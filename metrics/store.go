@@ -78,7 +78,7 @@ func NewStore(reg prometheus.Registerer) *StoreMetrics {
 			Help: "1 once a write, fsync or compaction of the log failed (a full disk, an I/O error) and the store stopped serving until a restart.",
 		}),
 	}
-	m.labels = newLabelSet(DefaultMaxLockLabels, m.staleRejected)
+	m.labels = newLabelSet("lock", DefaultMaxLockLabels, m.staleRejected)
 	reg.MustRegister(m.operations, m.logWrites, m.logRecords, m.fsync, m.compactions, m.logBytes, m.keys, m.dropped, m.stopped,
 		m.staleRejected, newBuildInfo(""))
 	return m

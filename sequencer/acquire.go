@@ -70,7 +70,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
 	if o.leaseID != "" {
-		out, ok, err := s.extendOwn(name, owner, o.leaseID, ttl)
+		out, ok, err := s.extendOwn(lockLease, name, owner, o.leaseID, ttl)
 		if ok || err != nil {
 			return out, err
 		}
@@ -79,7 +79,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, g, name, owner, o.leaseID, ttl)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g}, name, owner, o.leaseID, ttl)
 }
 
 func validLeaseID(id string) bool {
@@ -116,10 +116,10 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 // extendOwn is an acquire that names lease id: if id is owner's live lease
 // on name, it extends the lease to ttl from now and reports it, with ok,
 // counted as a renewal. An id in use for another lock or owner is refused.
-func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
+func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
 	s.mu.Lock()
 	l := s.leases[id]
-	if l != nil && (l.name != name || l.owner != owner) {
+	if l != nil && (l.name != name || l.owner != owner || l.kind != k) {
 		s.mu.Unlock()
 		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock or owner", ErrBadRequest, id)
 	}
@@ -132,7 +132,9 @@ func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Leas
 	out = l.view()
 	s.mu.Unlock()
 	poke(l.renewed)
-	s.m.Renewal(name)
+	if k == lockLease {
+		s.m.Renewal(name)
+	}
 	return out, true, nil
 }
 
@@ -178,23 +180,17 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
-// admit makes grant g a lease of owner for ttl and starts its watch; a
-// Service that is closing releases g instead.
-func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration) (Lease, error) {
+// admit makes l's grant a lease of owner for ttl and starts its watch; a
+// Service that is closing releases the grant instead.
+func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration) (Lease, error) {
 	if id == "" {
 		id = newLeaseID()
 	}
-	l := &lease{
-		sequencer: s.sequencer(name, g.Token),
-		id:        id,
-		name:      name,
-		owner:     owner,
-		ttl:       ttl,
-		expires:   s.clock.Now().Add(ttl),
-		grant:     g,
-		renewed:   make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-	}
+	g := l.grant
+	l.sequencer = s.sequencer(name, g.Token)
+	l.id, l.name, l.owner, l.ttl = id, name, owner, ttl
+	l.expires = s.clock.Now().Add(ttl)
+	l.renewed, l.stop = make(chan struct{}, 1), make(chan struct{})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -209,11 +205,17 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	s.byName[name] = l
+	s.byName[leaseKey(l.kind, name)] = l
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	go s.watch(l)
 	s.mu.Unlock()
+	if l.kind == electionLease {
+		s.m.ElectionWon(name)
+		s.watches.touch(watchKey{election: true, name: name})
+		s.log.Info("elected", "election", name, "term", g.Token, "owner", owner, "ttl", ttl)
+		return out, nil
+	}
 	s.log.Info("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
 	return out, nil
 }
@@ -241,3 +243,4 @@ func newLeaseID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+

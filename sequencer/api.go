@@ -11,12 +11,23 @@ import (
 //	POST /v1/locks/{name}/acquire  AcquireRequest → 200 Lease
 //	POST /v1/locks/{name}/renew    LeaseRequest   → 200 Lease
 //	POST /v1/locks/{name}/release  LeaseRequest   → 200 ReleaseResponse
-//	GET  /v1/locks/{name}                         → 200 LockStatus
+//	GET  /v1/locks/{name}[?index=I&wait=D]        → 200 LockStatus
+//	POST /v1/elections/{name}/campaign  CampaignRequest → 200 Lease (with term)
+//	POST /v1/elections/{name}/renew     LeaseRequest    → 200 Lease
+//	POST /v1/elections/{name}/resign    LeaseRequest    → 200 ReleaseResponse
+//	POST /v1/elections/{name}/proclaim  ProclaimRequest → 200 Lease
+//	GET  /v1/elections/{name}[?index=I&wait=D]          → 200 ElectionStatus
 //	GET  /v1/locks                                → 200 LeaseList
 //	POST /v1/check                 CheckRequest   → 200 or 409 CheckResponse
 //	GET  /healthz, /readyz                        → 200 ProbeResponse
 //
 // Every other failure is an ErrorBody with one of the Code* constants.
+//
+// A GET of a lock's or an election's state with ?index=I is a blocking
+// read: it answers as soon as the state's index differs from I, or once
+// wait (default DefaultBlockingWait, at most MaxWait) has passed, with the
+// same state. The index is opaque (compare it, do not compute with it); it
+// is in the body and in the X-Seqd-Index header of every such GET.
 // A lock name is a path of segments of [A-Za-z0-9._-] joined by "/", at
 // most 256 bytes; in a URL each segment is path-escaped.
 
@@ -30,6 +41,17 @@ const (
 	// MaxWait bounds how long an acquire may wait; 0 tries once.
 	MaxWait = 10 * time.Minute
 )
+
+// DefaultBlockingWait is how long a blocking read waits when it names no
+// wait.
+const DefaultBlockingWait = 5 * time.Minute
+
+// IndexHeader carries the state's index on every GET of a lock's or an
+// election's state.
+const IndexHeader = "X-Seqd-Index"
+
+// MaxValueBytes bounds a candidate's value.
+const MaxValueBytes = 4096
 
 // MaxBodyBytes is the largest request body accepted; a larger one is a 400
 // bad_request.
@@ -56,8 +78,35 @@ type AcquireRequest struct {
 	Wait *Duration `json:"wait,omitempty"`
 }
 
+// CampaignRequest is the body of POST /v1/elections/{name}/campaign.
+type CampaignRequest struct {
+	// Owner ("owner", required) names who campaigns, as for an acquire.
+	Owner string `json:"owner"`
+	// Value ("value", optional, at most MaxValueBytes) is what the leader
+	// publishes (an address, a pod name): the candidate node's data.
+	// Default the owner.
+	Value string `json:"value,omitempty"`
+	// LeaseID ("lease_id", optional) makes the campaign idempotent, as for
+	// an acquire.
+	LeaseID string `json:"lease_id,omitempty"`
+	// TTL ("ttl") and Wait ("wait") are as for an acquire: the leadership
+	// lease ends when its TTL passes without renewal; wait is how long to
+	// wait to be elected before a 409 held (0 tries once).
+	TTL  *Duration `json:"ttl,omitempty"`
+	Wait *Duration `json:"wait,omitempty"`
+}
+
+// ProclaimRequest is the body of POST /v1/elections/{name}/proclaim: the
+// leader changes its value, keeping its term.
+type ProclaimRequest struct {
+	LeaseID string `json:"lease_id"`
+	Token   uint64 `json:"token"`
+	// Value ("value", at most MaxValueBytes) replaces the leader's value.
+	Value string `json:"value"`
+}
+
 // LeaseRequest is the body of POST /v1/locks/{name}/renew and
-// /v1/locks/{name}/release.
+// /v1/locks/{name}/release, and of an election's renew and resign.
 type LeaseRequest struct {
 	// LeaseID ("lease_id", required) is the Lease's LeaseID.
 	LeaseID string `json:"lease_id"`
@@ -106,6 +155,8 @@ type Lease struct {
 	// ZooKeeper session: holding is never guaranteed, which is what the
 	// token is for.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Term ("term", elections only) is the leadership's term: the token.
+	Term uint64 `json:"term,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/locks: the live leases held through
@@ -152,6 +203,42 @@ type LockStatus struct {
 	// the daemon's ZooKeeper session could expire, whichever is first; 0
 	// once it has ended. Check it before an action no token can fence.
 	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
+	// Index ("index") differs whenever the state may have changed; send it
+	// back as ?index= to wait for a change.
+	Index uint64 `json:"index"`
+}
+
+// ElectionStatus is the answer of GET /v1/elections/{name}, read from
+// ZooKeeper, so that it shows leaders on any daemon (and those of
+// Curator's LeaderSelector and kazoo's Election on the same path).
+type ElectionStatus struct {
+	Name string `json:"name"`
+	// Leader ("leader") is null when nobody leads.
+	Leader *LeaderView `json:"leader"`
+	// Candidates ("candidates") counts every candidate, the leader
+	// included.
+	Candidates int `json:"candidates"`
+	// Index ("index") as in LockStatus.
+	Index uint64 `json:"index"`
+	// Self ("self") is true while a campaign through this daemon (its own,
+	// with serve --campaign, or a client's) leads. It turns false as soon
+	// as the daemon can no longer vouch for it, before another candidate
+	// can be elected.
+	Self bool `json:"self"`
+}
+
+// LeaderView is an election's leader.
+type LeaderView struct {
+	// Owner ("owner") is the leader's owner when its campaign runs through
+	// this daemon; "" otherwise (other daemons and recipes publish only
+	// the value).
+	Owner string `json:"owner"`
+	// Value ("value") is the leader's published value.
+	Value string `json:"value"`
+	// Term ("term") strictly rises from one leader to the next.
+	Term uint64 `json:"term"`
+	// Since ("since", RFC 3339) is when the leader took office.
+	Since time.Time `json:"since"`
 }
 
 // CheckResponse is the answer of POST /v1/check: 200 when the token is the

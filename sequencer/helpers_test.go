@@ -52,6 +52,10 @@ type daemonOpts struct {
 	mopts   metrics.Options
 	logger  *slog.Logger // default the test log
 	signer  *fence.Signer
+	// campaigns are the daemon's own; their elections live under
+	// /seqd-test-elections/<test name>.
+	campaigns []Candidate
+	identity  string
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -77,6 +81,9 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Clock:          o.clock,
 		Logger:         o.logger,
 		Signer:         o.signer,
+		ElectionRoot:   "/seqd-test-elections/" + strings.ReplaceAll(t.Name(), "/", "_"),
+		Campaigns:      o.campaigns,
+		Identity:       o.identity,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,6 +116,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/v1/elections/"); ok {
+		h.elections(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/locks/")
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)
@@ -143,18 +148,31 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
 	}
-	st, err := h.s.Status(r.Context(), rest)
+	q, ok := blockingQuery(w, r)
+	if !ok {
+		return
+	}
+	var (
+		st  LockStatus
+		err error
+	)
+	if q.blocking {
+		st, err = h.s.WaitLock(r.Context(), rest, q.index, q.wait)
+	} else {
+		st, err = h.s.Status(r.Context(), rest)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if id := r.URL.Query().Get("lease_id"); id != "" {
+	if q.leaseID != "" {
 		// The holder asks how long it is safe: only with its own lease's id.
-		if safe, ok := h.s.SafeFor(rest, id); ok {
+		if safe, ok := h.s.SafeFor(rest, q.leaseID); ok {
 			ms := safe.Milliseconds()
 			st.SafeForMS = &ms
 		}
 	}
+	w.Header().Set(IndexHeader, strconv.FormatUint(st.Index, 10))
 	writeJSON(w, http.StatusOK, st)
 }
 

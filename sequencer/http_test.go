@@ -184,6 +184,16 @@ func TestGoldenResponses(t *testing.T) {
 	step("POST", "/v1/locks/golden/release", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, b.LeaseID, b.Token))
 	step("POST", "/v1/locks/golden/release", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, b.LeaseID, b.Token))
 	step("GET", "/v1/locks/golden", "")
+	var e Lease
+	json.Unmarshal([]byte(step("POST", "/v1/elections/golden/campaign", `{"owner":"E","value":"10.0.0.5:80","ttl":"10s"}`)), &e)
+	names[strconv.FormatUint(e.Token, 10)] = "TERM_E"
+	names[e.LeaseID] = "LEASE_E"
+	step("POST", "/v1/elections/golden/campaign", `{"owner":"F"}`)
+	step("POST", "/v1/elections/golden/proclaim", fmt.Sprintf(`{"lease_id":%q,"token":%d,"value":"10.0.0.5:81"}`, e.LeaseID, e.Token))
+	step("GET", "/v1/elections/golden", "")
+	step("POST", "/v1/elections/golden/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, e.LeaseID, e.Token))
+	step("POST", "/v1/elections/golden/resign", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, e.LeaseID, e.Token))
+	step("GET", "/v1/elections/golden", "")
 	step("GET", "/healthz", "")
 	step("GET", "/readyz", "")
 
@@ -207,13 +217,16 @@ var (
 	timeRE = regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`)
 	hexRE  = regexp.MustCompile(`[0-9a-f]{32}`)
 	// Tokens where the API puts them: JSON fields, sequencers, sentences.
-	numRE = regexp.MustCompile(`("token":|"current_token":|@|token |token is )(\d+)`)
+	numRE = regexp.MustCompile(`("token":|"term":|"current_token":|@|token |token is |term )(\d+)`)
 )
 
 // normalize replaces what changes from run to run with stable names: the
 // known lease ids and tokens by their names, times by TIME.
+var indexRE = regexp.MustCompile(`"index":\d+`)
+
 func normalize(s string, names map[string]string) string {
 	s = timeRE.ReplaceAllString(s, `"TIME"`)
+	s = indexRE.ReplaceAllString(s, `"index":INDEX`)
 	s = hexRE.ReplaceAllStringFunc(s, func(h string) string {
 		if n, ok := names[h]; ok {
 			return n

@@ -24,7 +24,32 @@ const (
 	lost
 )
 
+// leaseKind tells a lock's lease from an election's (a leadership).
+type leaseKind int
+
+const (
+	lockLease leaseKind = iota
+	electionLease
+)
+
+func (k leaseKind) String() string {
+	if k == electionLease {
+		return "election"
+	}
+	return "lock"
+}
+
+// leaseKey is the key of byName: lock and election names are apart.
+func leaseKey(k leaseKind, name string) string {
+	if k == electionLease {
+		return "election:" + name // ':' is not allowed in a name
+	}
+	return name
+}
+
 type lease struct {
+	kind    leaseKind
+	lead    *zklock.Leadership // elections only
 	id      string
 	name    string
 	owner   string
@@ -57,7 +82,16 @@ func (l *lease) view() Lease {
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
+		Term:      l.term(),
 	}
+}
+
+// term is the leadership's term; 0 for a lock's lease.
+func (l *lease) term() uint64 {
+	if l.kind == electionLease {
+		return l.grant.Token
+	}
+	return 0
 }
 
 // watch ends the lease when its TTL passes or its grant is lost.
@@ -110,14 +144,19 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	}
 	l.state = state
 	delete(s.leases, l.id)
-	if s.byName[l.name] == l {
-		delete(s.byName, l.name)
+	if key := leaseKey(l.kind, l.name); s.byName[key] == l {
+		delete(s.byName, key)
 	}
 	s.mu.Unlock()
 	if state == released {
 		close(l.stop)
 	}
 	err := l.grant.Release(ctx)
+	if l.kind == electionLease {
+		s.watches.touch(watchKey{election: true, name: l.name})
+		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
+		return true
+	}
 	s.m.Release(l.name, reason)
 	switch state {
 	case expired:
@@ -136,7 +175,7 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 // leaseFor finds the live lease for a renew or release. If there is none,
 // it asks ZooKeeper for the lock's current token and answers 409:
 // stale_token when the lock has moved on to a higher token, lost otherwise.
-func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint64, source string) (*lease, error) {
+func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID string, token uint64, source string) (*lease, error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
@@ -149,8 +188,11 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	s.mu.Lock()
 	l := s.leases[leaseID]
 	s.mu.Unlock()
+	if l != nil && l.kind != k {
+		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
+	}
 	if l != nil && l.name != name {
-		return nil, fmt.Errorf("%w: lease %s is for lock %q, not %q", ErrBadRequest, leaseID, l.name, name)
+		return nil, fmt.Errorf("%w: lease %s is for %s %q, not %q", ErrBadRequest, leaseID, k, l.name, name)
 	}
 	if l != nil && l.grant.Err() == nil && token == l.grant.Token {
 		return l, nil
@@ -160,16 +202,18 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	}
 	// The lease is gone (or the token is older than the lease's): what is
 	// the lock's token now?
-	cur, err := s.currentToken(ctx, name)
+	cur, err := s.currentToken(ctx, k, name)
 	if err != nil {
 		return nil, err
 	}
 	if cur > token {
-		s.m.StaleRejected(name, source)
+		if k == lockLease {
+			s.m.StaleRejected(name, source)
+		}
 		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
-		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur}
+		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease}
 	}
-	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease, Ended: s.endedAs(l)}
 }
 
 // endedAs names how l ended, for messages; "" when the daemon no longer
@@ -193,12 +237,16 @@ func (s *Service) endedAs(l *lease) string {
 // token. While ZooKeeper is unreachable it answers ErrUnavailable: the
 // lease cannot be vouched for.
 func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
+	return s.renew(ctx, lockLease, name, leaseID, token, ttl)
+}
+
+func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
 	if ttl != 0 {
 		if err := validateTTL(ttl); err != nil {
 			return Lease{}, err
 		}
 	}
-	l, err := s.leaseFor(ctx, name, leaseID, token, metrics.SourceRenew)
+	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -214,7 +262,7 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
-		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Ended: s.endedAs(l)}
+		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
 	}
 	if ttl != 0 {
 		l.ttl = ttl
@@ -223,18 +271,24 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	out := l.view()
 	s.mu.Unlock()
 	poke(l.renewed)
-	s.m.Renewal(name)
+	if k == lockLease {
+		s.m.Renewal(name)
+	}
 	return out, nil
 }
 
 // Release ends a live lease and deletes its contender.
 func (s *Service) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	l, err := s.leaseFor(ctx, name, leaseID, token, metrics.SourceRelease)
+	return s.release(ctx, lockLease, name, leaseID, token)
+}
+
+func (s *Service) release(ctx context.Context, k leaseKind, name, leaseID string, token uint64) error {
+	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRelease)
 	if err != nil {
 		return err
 	}
 	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return &ConflictError{Err: ErrLost, Name: name, Token: token, Ended: s.endedAs(l)}
+		return &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
 	}
 	return nil
 }
@@ -246,7 +300,7 @@ func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.leases[id]
-	if l == nil || l.name != name {
+	if l == nil || l.name != name || l.kind != lockLease {
 		return 0, false
 	}
 	if l.state != live {
@@ -260,6 +314,9 @@ func (s *Service) Leases() []Lease {
 	s.mu.Lock()
 	out := make([]Lease, 0, len(s.leases))
 	for _, l := range s.leases {
+		if l.kind != lockLease {
+			continue
+		}
 		v := l.view()
 		v.LeaseID = "" // a listing never gives out what proves a lease
 		out = append(out, v)

@@ -43,16 +43,22 @@ type ConflictError struct {
 	// knows: "released", "expired", "lost", or "" when it does not know the
 	// lease (released or expired some time ago, or never granted here).
 	Ended string
+	Election     bool   // Name is an election's (tokens are terms)
 }
 
 func (e *ConflictError) Error() string {
 	switch {
 	case errors.Is(e.Err, fence.ErrStaleToken):
 		return fmt.Sprintf("token %d for %q is stale: the lock's current token is %d", e.Token, e.Name, e.CurrentToken)
+	case errors.Is(e.Err, ErrHeld) && e.Election:
+		return fmt.Sprintf("election %q has another leader (an owner retrying its own campaign sends the lease_id it was given)", e.Name)
 	case errors.Is(e.Err, ErrHeld):
 		return fmt.Sprintf("lock %q is held (an owner retrying its own acquire sends the lease_id it was given)", e.Name)
 	case errors.Is(e.Err, ErrNotHeld):
 		return fmt.Sprintf("token %d does not hold %q: the lock is free or held with another token", e.Token, e.Name)
+	}
+	if e.Election {
+		return fmt.Sprintf("the leadership of %q with term %d is lost", e.Name, e.Token)
 	}
 	switch e.Ended {
 	case "released", "expired":
@@ -87,6 +93,12 @@ type Config struct {
 	// Verifier checks signed sequencers sent to check; default the
 	// Signer's own public key, if there is a Signer.
 	Verifier *fence.Verifier
+	// ElectionRoot is the znode under which elections live; default
+	// DefaultElectionRoot.
+	ElectionRoot string
+	// Campaigns are the daemon's own campaigns, run from Start until
+	// Close (which resigns them first).
+	Campaigns []Candidate
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When
@@ -108,12 +120,20 @@ type Service struct {
 	wake chan struct{} // session ended: redial
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	watches       *hub
+	own           map[string]*ownCampaign // the daemon's own campaigns, by name
+	stopCampaigns context.CancelFunc
+	campaigns     sync.WaitGroup
 }
 
 // New makes a Service; Start connects it.
 func New(cfg Config) *Service {
 	if cfg.Root == "" {
 		cfg.Root = zklock.DefaultRoot
+	}
+	if cfg.ElectionRoot == "" {
+		cfg.ElectionRoot = DefaultElectionRoot
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = zklock.DefaultSessionTimeout
@@ -134,7 +154,8 @@ func New(cfg Config) *Service {
 		host, _ := os.Hostname()
 		cfg.Identity = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	return &Service{
+	s := &Service{
+		own:    map[string]*ownCampaign{},
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "sequencer"),
 		m:      cfg.Metrics,
@@ -145,14 +166,17 @@ func New(cfg Config) *Service {
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
+	s.watches = newHub(s)
+	return s
 }
 
-// Close releases every held lease (deleting the contenders so that waiters
-// elsewhere proceed at once), closes the session and waits for the
-// Service's goroutines.
 // closeParallelism is how many leases Close releases at once.
 const closeParallelism = 128
 
+// Close resigns the daemon's own campaigns (so that the next leader is
+// elected at once rather than after a session timeout), releases every held
+// lease (deleting the contenders so that waiters elsewhere proceed at once),
+// closes the session and waits for the Service's goroutines.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -160,6 +184,10 @@ func (s *Service) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.mu.Unlock()
+	s.resignAll()
+	s.watches.close()
+	s.mu.Lock()
 	var ls []*lease
 	for _, l := range s.leases {
 		ls = append(ls, l)

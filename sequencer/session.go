@@ -19,6 +19,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.keepSession()
+	s.startCampaigns()
 	return nil
 }
 

@@ -17,12 +17,28 @@ import (
 
 // currentToken reads the lock's current token from ZooKeeper (0 if none is
 // known: nobody holds it, in zxid mode).
-func (s *Service) currentToken(ctx context.Context, name string) (uint64, error) {
+func (s *Service) currentToken(ctx context.Context, k leaseKind, name string) (uint64, error) {
+	if k == electionLease {
+		l, err := s.leader(ctx, name)
+		return l.Term, err
+	}
 	h, err := s.holder(ctx, name)
 	if err != nil {
 		return 0, err
 	}
 	return h.Token, nil
+}
+
+// liveSession is the session, if it can be trusted now.
+func (s *Service) liveSession() (*zklock.Session, error) {
+	sess, err := s.session()
+	if err != nil {
+		return nil, err
+	}
+	if !sess.Connected() || !sess.Live() {
+		return nil, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
+	}
+	return sess, nil
 }
 
 // holder reads name's holder. It answers ErrUnavailable at once while the
@@ -97,7 +113,12 @@ func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
 	if err != nil {
 		return LockStatus{}, err
 	}
-	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters}
+	return s.lockStatus(name, h), nil
+}
+
+// lockStatus is the API form of h; s.mu must not be held.
+func (s *Service) lockStatus(name string, h zklock.Holder) LockStatus {
+	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index}
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {
@@ -110,5 +131,5 @@ func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
 		}
 		s.mu.Unlock()
 	}
-	return st, nil
+	return st
 }

@@ -14,6 +14,10 @@ type Holder struct {
 	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
 	Data    []byte // the holder's contender data
 	Waiters int    // contenders behind the holder
+	// Index is the zxid of the latest change the state shows (a contender
+	// created or deleted, the holder's or the lock node's data set): it
+	// differs whenever the state may have changed.
+	Index uint64
 }
 
 // Holder reads the lock's current holder from ZooKeeper, so that it answers
@@ -22,6 +26,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	s := m.s
 	var (
 		children []string
+		cstat    *zk.Stat
 		lock     = make(chan lockRead, 1)
 	)
 	if m.mode == TokenVersion {
@@ -34,7 +39,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	} else {
 		lock <- lockRead{}
 	}
-	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err })
+	err := s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
 	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
@@ -47,9 +52,10 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	}
 	lockData, lockStat := lr.data, lr.stat
 	cs := sortContenders(children)
-	var h Holder
+	h := Holder{Index: uint64(cstat.Pzxid)}
 	if lockStat != nil {
 		h.Token = uint64(lockStat.Version)
+		h.Index = max(h.Index, uint64(lockStat.Mzxid))
 	}
 	for len(cs) > 0 {
 		var (
@@ -65,6 +71,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			return Holder{}, err
 		}
 		h.Node, h.Data, h.Waiters = cs[0].node, data, len(cs)-1
+		h.Index = max(h.Index, uint64(st.Mzxid))
 		switch m.mode {
 		case TokenZxid:
 			h.Held, h.Token = true, uint64(st.Czxid)

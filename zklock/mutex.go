@@ -55,7 +55,8 @@ type Mutex struct {
 	mode TokenMode
 	data []byte
 
-	tokenOf tokenSource // the mode's, unless a test replaced it
+	tokenOf tokenSource // the mode's, unless a test or an election replaced it
+	quiet   bool        // waits and grants are not lock events (elections)
 
 	mu    sync.Mutex
 	grant *Grant
@@ -81,6 +82,15 @@ func NewMutex(s *Session, name string, opts ...MutexOption) (*Mutex, error) {
 	}
 	m.path = strings.TrimSuffix(m.root, "/") + "/" + name
 	return m, nil
+}
+
+// observer is the session's Observer, or nobody for an election: its
+// campaigns are not lock waits and grants.
+func (m *Mutex) observer() Observer {
+	if m.quiet {
+		return nopObserver{}
+	}
+	return m.s.obs
 }
 
 // Name is the lock name.
@@ -116,8 +126,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	s := m.s
 	start := s.clock.Now()
 	if wait {
-		s.obs.Waiting(m.name, 1)
-		defer s.obs.Waiting(m.name, -1)
+		m.observer().Waiting(m.name, 1)
+		defer m.observer().Waiting(m.name, -1)
 	}
 	guid := newGUID()
 	defer func() {
@@ -268,7 +278,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	m.grant = g
 	m.mu.Unlock()
 	s.granted.add(own)
-	s.obs.Granted(m.name, waited)
+	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(watch) }) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))

@@ -32,6 +32,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			releaseCommand(),
 			checkCommand(),
 			statusCommand(),
+			leaderCommand(),
 			storeCommand(),
 			keygenCommand(),
 			versionCommand(info),

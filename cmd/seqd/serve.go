@@ -23,6 +23,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
 		signingKeyFlag(),
 		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
+		campaignFlag(),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
@@ -158,6 +159,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 
+	campaigns, err := parseCampaigns(c.StringSlice("campaign"))
+	if err != nil {
+		return err
+	}
+
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
@@ -169,6 +175,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		Metrics:        m,
 		Signer:         sign,
 		Verifier:       verify,
+		Campaigns:      campaigns,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)
@@ -181,7 +188,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "zk", servers, "token_mode", mode.String(), "root", c.String("root"))
+	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))
 	if ready != nil {
 		ready(addr)
 	}

@@ -243,4 +243,3 @@ func newLeaseID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
-

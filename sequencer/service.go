@@ -42,8 +42,8 @@ type ConflictError struct {
 	// Ended says, for ErrLost, how the lease ended as far as this daemon
 	// knows: "released", "expired", "lost", or "" when it does not know the
 	// lease (released or expired some time ago, or never granted here).
-	Ended string
-	Election     bool   // Name is an election's (tokens are terms)
+	Ended    string
+	Election bool // Name is an election's (tokens are terms)
 }
 
 func (e *ConflictError) Error() string {

@@ -27,6 +27,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			serveCommand(),
 			devCommand(),
 			lockCommand(),
+			campaignCommand(),
 			acquireCommand(),
 			renewCommand(),
 			releaseCommand(),

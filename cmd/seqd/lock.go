@@ -60,42 +60,81 @@ after --kill-grace, and seqd exits 76.
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
 ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
-		Flags: []cli.Flag{
-			zkFlag(true),
-			rootFlag(),
-			sessionTimeoutFlag(),
-			tokenModeFlag(),
-			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
-				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
-			&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
-				Usage: "`SIGNAL` sent to CMD's process group when the lock is lost (name or number)"},
-			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, EnvVars: []string{"SEQD_KILL_GRACE"},
-				Usage: "SIGKILL the process group this `DURATION` after --kill-signal"},
-			&cli.BoolFlag{Name: "shell", EnvVars: []string{"SEQD_SHELL"},
-				Usage: "run CMD through sh -c (its words joined by spaces)"},
-			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
-				Usage: "print the token and timings on stderr"},
-			signingKeyFlag(),
-		},
+		Flags: runnerFlags(rootFlag()),
 		Action: func(c *cli.Context) error {
 			cfg, err := parseLockConfig(c)
 			if err != nil {
 				return err
 			}
-			sigs := make(chan os.Signal, 16)
-			signal.Notify(sigs, forwardedSignals...)
-			defer signal.Stop(sigs)
-			// seqd must never stop while it holds the lock: stopped, it
-			// could not notice the loss nor signal the command. Ctrl-Z and
-			// background terminal I/O would stop it by default, so those
-			// signals are caught and dropped. (Caught, not ignored: the
-			// command gets the default actions back when it is exec'd.)
-			jobControl := make(chan os.Signal, 4)
-			signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-			defer signal.Stop(jobControl)
-			return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, zklock.WallClock())
+			return runUnder(c, cfg)
 		},
 	}
+}
+
+// campaignCommand is `seqd campaign NAME --value V -- CMD`: `seqd lock`'s
+// runner, with leadership of an election instead of a lock.
+func campaignCommand() *cli.Command {
+	root := &cli.StringFlag{Name: "root", Value: zklock.DefaultElectionRoot, Usage: "znode under which election nodes live", EnvVars: []string{"SEQD_ROOT"}}
+	return &cli.Command{
+		Name:      "campaign",
+		Usage:     "run a command while leader of an election; kill it if leadership is lost",
+		ArgsUsage: "NAME -- CMD [ARG...]",
+		Description: `Campaigns in the election NAME with --value as the leader's published value,
+and once elected runs CMD as seqd lock does, with SEQD_ELECTION, SEQD_TERM (also
+SEQD_TOKEN), SEQD_SEQUENCER and SEQD_LOCK_SOCKET in its environment. When
+leadership is lost, or ZooKeeper has been silent for so long that it could
+expire the session, CMD's process group is killed before another candidate
+can be elected, and seqd exits 76. When CMD exits, seqd resigns at once.
+Exit statuses as for seqd lock.`,
+		Flags: runnerFlags(root, &cli.StringFlag{Name: "value", Usage: "the value published while leader (an address, a pod name); default the host name", EnvVars: []string{"SEQD_VALUE"}}),
+		Action: func(c *cli.Context) error {
+			cfg, err := parseLockConfig(c)
+			if err != nil {
+				return err
+			}
+			cfg.election, cfg.value = true, c.String("value")
+			if cfg.value == "" {
+				cfg.value, _ = os.Hostname()
+			}
+			return runUnder(c, cfg)
+		},
+	}
+}
+
+// runnerFlags are the flags of seqd lock and seqd campaign.
+func runnerFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		zkFlag(true),
+		sessionTimeoutFlag(),
+		tokenModeFlag(),
+		&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
+			Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
+		&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
+			Usage: "`SIGNAL` sent to CMD's process group when the lock is lost (name or number)"},
+		&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, EnvVars: []string{"SEQD_KILL_GRACE"},
+			Usage: "SIGKILL the process group this `DURATION` after --kill-signal"},
+		&cli.BoolFlag{Name: "shell", EnvVars: []string{"SEQD_SHELL"},
+			Usage: "run CMD through sh -c (its words joined by spaces)"},
+		&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
+			Usage: "print the token and timings on stderr"},
+		signingKeyFlag(),
+	}, extra...)
+}
+
+// runUnder runs cfg's command under its lock or leadership.
+func runUnder(c *cli.Context, cfg lockConfig) error {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	// seqd must never stop while it holds the lock: stopped, it
+	// could not notice the loss nor signal the command. Ctrl-Z and
+	// background terminal I/O would stop it by default, so those
+	// signals are caught and dropped. (Caught, not ignored: the
+	// command gets the default actions back when it is exec'd.)
+	jobControl := make(chan os.Signal, 4)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	defer signal.Stop(jobControl)
+	return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, zklock.WallClock())
 }
 
 // lockConfig is a validated `seqd lock` command line.
@@ -113,6 +152,8 @@ type lockConfig struct {
 	killGrace      time.Duration
 	verbose        bool
 	signer         *fence.Signer // signs SEQD_SEQUENCER, if set
+	election       bool          // seqd campaign: leadership instead of a lock
+	value          string        // the leader's value, with election
 }
 
 type lockIO struct {
@@ -356,11 +397,34 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 	})
 }
 
+// contender returns how to wait for the lock, or for leadership.
+func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*zklock.Grant, error), error) {
+	cfg := r.cfg
+	if cfg.election {
+		e, err := zklock.NewElection(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (*zklock.Grant, error) {
+			l, err := e.Campaign(ctx, []byte(cfg.value))
+			if err != nil {
+				return nil, err
+			}
+			return l.Grant, nil
+		}, nil
+	}
+	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)))
+	if err != nil {
+		return nil, err
+	}
+	return m.Acquire, nil
+}
+
 // acquire waits for the lock (for ever, or --wait) and checks that it is
 // still held before the command starts.
 func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
 	cfg := r.cfg
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)))
+	take, err := r.contender(sess)
 	if err != nil {
 		w.end()
 		return nil, usageErrorf("lock: %v", err)
@@ -370,7 +434,7 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
 	}
 	waitStart := time.Now()
-	grant, err := m.Acquire(acqCtx)
+	grant, err := take(acqCtx)
 	cancelAcq()
 	w.end()
 	if sig, ok := w.signal(); ok {
@@ -451,6 +515,10 @@ func (r *lockRun) command(grant *zklock.Grant, socket string) *exec.Cmd {
 		"SEQD_SEQUENCER="+r.sequencer(grant),
 		"SEQD_LOCK_SOCKET="+socket,
 	)
+	if r.cfg.election {
+		term := strconv.FormatUint(grant.Token, 10)
+		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.name, "SEQD_TERM="+term)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
 	return cmd
 }

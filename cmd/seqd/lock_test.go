@@ -110,8 +110,14 @@ func lockEnv(env ...string) []string {
 
 func startLock(t *testing.T, env []string, args ...string) *lockProc {
 	t.Helper()
+	return startRunner(t, "lock", env, args...)
+}
+
+// startRunner starts `seqd lock` or `seqd campaign`.
+func startRunner(t *testing.T, command string, env []string, args ...string) *lockProc {
+	t.Helper()
 	p := &lockProc{done: make(chan struct{})}
-	p.cmd = exec.Command(lockTestBinary(t), append([]string{"lock"}, args...)...)
+	p.cmd = exec.Command(lockTestBinary(t), append([]string{command}, args...)...)
 	p.cmd.Env = lockEnv(env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	// A process seqd failed to stop would hold the output pipes open, and

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,6 +77,12 @@ type Config struct {
 	// Verifier checks signed sequencers sent to check; default the
 	// Signer's own public key, if there is a Signer.
 	Verifier *fence.Verifier
+	// ZKAuth, ZKACL and ZKTLS are the session's digest identity, the ACL
+	// policy of the nodes it creates and its TLS configuration (see
+	// zklock.Options).
+	ZKAuth *zklock.DigestAuth
+	ZKACL  zklock.ACLPolicy
+	ZKTLS  *tls.Config
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

@@ -10,6 +10,7 @@ import (
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
+	"github.com/seqd/seqd/zklock"
 )
 
 // A holder that pauses past its lease is fenced, through HTTP on the wall
@@ -423,5 +424,26 @@ func TestFrozenZooKeeperAnswers503Fast(t *testing.T) {
 				t.Errorf("%s, %s took %.2f of the session timeout, want at most 0.5", phase, c.what, ratio)
 			}
 		}
+	}
+}
+
+// A daemon records its token mode on its root: a daemon of the other mode
+// refuses to start there, and starts on another root.
+func TestTokenModeMismatchRefusesStart(t *testing.T) {
+	c := sharedZK.Get(t)
+	root := "/seqd-test/" + t.Name()
+	startDaemon(t, daemonOpts{servers: c.Servers(), root: root})
+	svc := New(Config{Servers: c.Servers(), Root: root, TokenMode: zklock.TokenVersion, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
+	err := svc.Start(ctxT(t, 30*time.Second))
+	if err == nil {
+		svc.Close(context.Background())
+	}
+	if !errors.Is(err, zklock.ErrTokenModeMismatch) {
+		t.Fatalf("version daemon on a zxid root: Start = %v, want ErrTokenModeMismatch", err)
+	}
+	d := startDaemon(t, daemonOpts{servers: c.Servers(), root: root + "-version", mode: zklock.TokenVersion})
+	l, err := d.client.Acquire(ctxT(t, 10*time.Second), "job", "me", 10*time.Second, 0)
+	if err != nil || l.Token != 1 {
+		t.Fatalf("version daemon on its own root: %+v, %v; want token 1", l, err)
 	}
 }

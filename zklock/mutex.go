@@ -114,6 +114,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 		return nil, err
 	}
 	s := m.s
+	if err := s.ClaimTokenMode(ctx, m.root, m.mode); err != nil {
+		return nil, err
+	}
 	start := s.clock.Now()
 	if wait {
 		s.obs.Waiting(m.name, 1)

@@ -2,9 +2,11 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +59,8 @@ type Options struct {
 	// ACL is the ACL policy of the nodes the session creates. Default
 	// ACLCreator with Auth, ACLOpen without.
 	ACL ACLPolicy
+	// TLS, if set, connects to ZooKeeper's secure client port with it.
+	TLS *tls.Config
 }
 
 // Session owns one go-zookeeper connection and its ZooKeeper session. When
@@ -90,6 +94,7 @@ type Session struct {
 
 	workers workers
 	granted grantedSet
+	modes   claimedModes
 	janitor janitor
 }
 
@@ -137,8 +142,13 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 
 	established := make(chan struct{})
 	var estOnce sync.Once
+	dialer := zk.Dialer(net.DialTimeout)
+	if opts.TLS != nil {
+		dialer = tlsDialer(opts.TLS)
+	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
+		zk.WithDialer(dialer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
 				return
@@ -173,6 +183,17 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	s.log.Info("session established", "session", fmt.Sprintf("0x%x", conn.SessionID()), "timeout", s.Timeout())
 	s.spawn(s.run)
 	return s, nil
+}
+
+// tlsDialer dials ZooKeeper's secure client port: TCP, then a TLS handshake
+// within the same timeout.
+func tlsDialer(cfg *tls.Config) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // authenticate adds the digest identity to the connection; go-zookeeper

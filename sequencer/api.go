@@ -140,6 +140,15 @@ type LockStatus struct {
 	// Waiters ("waiters") is the number of contenders queued behind the
 	// holder.
 	Waiters int `json:"waiters"`
+	// BlockedBy ("blocked_by", omitted when empty) names a node shaped like
+	// a contender at the head of the queue that no session owns (it is not
+	// ephemeral): it blocks the lock until someone deletes it, and is not a
+	// holder.
+	BlockedBy string `json:"blocked_by,omitempty"`
+	// OwnerRewritten ("owner_rewritten", omitted when false) says that the
+	// holder's contender data was changed after it was created: its owner
+	// cannot be trusted and is not shown.
+	OwnerRewritten bool `json:"owner_rewritten,omitempty"`
 }
 
 // CheckResponse is the answer of POST /v1/check: 200 when the token is the

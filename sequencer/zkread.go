@@ -97,7 +97,7 @@ func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
 	if err != nil {
 		return LockStatus{}, err
 	}
-	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters}
+	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {

@@ -153,6 +153,8 @@ func (grantPrinter) GrantEnded(lock string, err error) {
 func (grantPrinter) TokenRegression(lock string) {}
 func (grantPrinter) Connected(up bool)           {}
 func (grantPrinter) SessionExpired()             {}
+func (grantPrinter) Overtaken(string)            {}
+func (grantPrinter) Blocked(string)              {}
 
 func ExampleObserver() {
 	ctx := context.Background()

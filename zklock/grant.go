@@ -57,6 +57,7 @@ func (g *Grant) end(err error) bool {
 	}
 	g.err = err
 	close(g.lost)
+	g.m.s.grants.remove(g)
 	g.m.s.obs.GrantEnded(g.Name, err)
 	return true
 }
@@ -149,6 +150,8 @@ func (g *Grant) next(own <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 	select {
 	case <-g.stop:
 		return nil, nil, true
+	case <-g.lost: // ended from outside the monitor (Grant.Verify, Holder)
+		return nil, nil, true
 	case <-s.done:
 		return nil, g.sessionLoss(), true
 	case <-tc:
@@ -189,6 +192,8 @@ func (g *Grant) pause() (l *loss, done bool) {
 	case <-tc:
 		return nil, false
 	case <-g.stop:
+		return nil, true
+	case <-g.lost:
 		return nil, true
 	case <-s.done:
 		return g.sessionLoss(), true

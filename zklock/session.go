@@ -95,6 +95,8 @@ type Session struct {
 	workers workers
 	granted grantedSet
 	modes   claimedModes
+	grants  liveGrants
+	blocked grantedSet // blocking nodes already reported
 	janitor janitor
 }
 
@@ -134,6 +136,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		done:       make(chan struct{}),
 		connClosed: make(chan struct{}),
 		granted:    grantedSet{paths: map[string]struct{}{}},
+		blocked:    grantedSet{paths: map[string]struct{}{}},
 	}
 	s.timeout.init(opts.SessionTimeout)
 	s.janitor.init()

@@ -4,6 +4,7 @@ package sequencer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -52,6 +53,8 @@ type daemonOpts struct {
 	mopts   metrics.Options
 	logger  *slog.Logger // default the test log
 	signer  *fence.Signer
+	zkAuth  *zklock.DigestAuth
+	zkTLS   *tls.Config
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -77,6 +80,8 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Clock:          o.clock,
 		Logger:         o.logger,
 		Signer:         o.signer,
+		ZKAuth:         o.zkAuth,
+		ZKTLS:          o.zkTLS,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

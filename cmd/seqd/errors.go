@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/seqd/seqd/zklock"
 )
 
 // Exit codes (sysexits.h where one fits), see DESIGN §5.
@@ -51,6 +53,9 @@ func childStatus(code int) error {
 }
 
 func codeOf(err error) int {
+	if errors.Is(err, zklock.ErrTokenModeMismatch) {
+		return ExitUsage // the command line asks for the mode the root refuses
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -56,7 +56,7 @@ after --kill-grace, and seqd exits 76.
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
 ZooKeeper unreachable; 75 not acquired within --timeout; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			zkFlag(true),
 			rootFlag(),
 			&cli.StringFlag{Name: "session-timeout", Value: zklock.DefaultSessionTimeout.String(), EnvVars: []string{"SEQD_SESSION_TIMEOUT"},
@@ -72,7 +72,7 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 				Usage: "run CMD through sh -c (its words joined by spaces)"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
 				Usage: "print the token and timings on stderr"},
-		},
+		}, zkSecurityFlags()...),
 		Action: func(c *cli.Context) error {
 			cfg, err := parseLockConfig(c)
 			if err != nil {
@@ -108,6 +108,7 @@ type lockConfig struct {
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
+	zk             zkSecurity
 }
 
 type lockIO struct {
@@ -146,6 +147,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	}
 	var err error
 	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
+		return cfg, err
+	}
+	if cfg.zk, err = parseZKSecurity(c); err != nil {
 		return cfg, err
 	}
 	if cfg.mode, err = zklock.ParseTokenMode(c.String("token")); err != nil {
@@ -280,10 +284,14 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 
 	start := time.Now()
 	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.sessionTimeout, minDialTimeout))
+	cfg.zk.warnIfOpen(logger) // shown with --verbose
 	sess, err := zklock.Dial(dialCtx, cfg.servers, zklock.Options{
 		SessionTimeout: cfg.sessionTimeout,
 		Logger:         logger,
 		Clock:          clk,
+		Auth:           cfg.zk.auth,
+		ACL:            cfg.zk.acl,
+		TLS:            cfg.zk.tls,
 	})
 	cancelDial()
 	if err != nil {

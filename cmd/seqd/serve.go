@@ -29,6 +29,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "distinct lock names in metric labels before further ones count as _other", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
+	fs = append(fs, zkSecurityFlags()...)
 	if zkRequired {
 		fs = append([]cli.Flag{zkFlag(false)}, fs...)
 	}
@@ -115,6 +116,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if c.Int("max-lock-labels") < 1 {
 		return usageErrorf("--max-lock-labels must be at least 1")
 	}
+	zkSec, err := parseZKSecurity(c)
+	if err != nil {
+		return err
+	}
+	zkSec.warnIfOpen(logger)
 
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: c.Int("max-lock-labels")})
@@ -125,6 +131,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		TokenMode:      mode,
 		Logger:         logger,
 		Metrics:        m,
+		ZKAuth:         zkSec.auth,
+		ZKACL:          zkSec.acl,
+		ZKTLS:          zkSec.tls,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)

@@ -61,6 +61,8 @@ type Metrics struct {
 	releases          *prometheus.CounterVec
 	staleRejected     *prometheus.CounterVec
 	regressions       *prometheus.CounterVec
+	overtaken         *prometheus.CounterVec
+	blocked           *prometheus.CounterVec
 	locksHeld         prometheus.Gauge
 	lockWaiters       prometheus.Gauge
 	acquireDuration   prometheus.Histogram
@@ -96,6 +98,14 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name: "seqd_token_regressions_total",
 			Help: "Tokens from ZooKeeper not above the last one issued for the lock (e.g. ZooKeeper restored from an old snapshot); refused, never handed out.",
 		}, []string{"lock"}),
+		overtaken: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seqd_grants_overtaken_total",
+			Help: "Grants declared lost because a contender that sorts below the holder's appeared under the held lock (a node planted by another ZooKeeper client).",
+		}, []string{"lock"}),
+		blocked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seqd_locks_blocked_total",
+			Help: "Locks found blocked by a contender-shaped node that no session owns (not ephemeral), counted once per such node.",
+		}, []string{"lock"}),
 		locksHeld: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seqd_locks_held",
 			Help: "Locks currently held through this process.",
@@ -118,8 +128,8 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Help: "ZooKeeper sessions that expired; every lock they held was lost.",
 		}),
 	}
-	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions)
-	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions,
+	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked)
+	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked,
 		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
 	m.elections = newElections(reg, opts.MaxLockLabels)
 	return m
@@ -235,6 +245,24 @@ func (m *Metrics) Connected(up bool) {
 		v = 1
 	}
 	m.zkConnected.Set(v)
+}
+
+// Overtaken counts in seqd_grants_overtaken_total a grant lost to a lower
+// contender that appeared under the held lock.
+func (m *Metrics) Overtaken(lock string) {
+	if m == nil {
+		return
+	}
+	m.labels.with(lock, func(l string) { m.overtaken.WithLabelValues(l).Inc() })
+}
+
+// Blocked counts in seqd_locks_blocked_total a lock found blocked by a
+// contender-shaped node that is not ephemeral.
+func (m *Metrics) Blocked(lock string) {
+	if m == nil {
+		return
+	}
+	m.labels.with(lock, func(l string) { m.blocked.WithLabelValues(l).Inc() })
 }
 
 // SessionExpired counts an expired ZooKeeper session.

@@ -203,6 +203,15 @@ type LockStatus struct {
 	// the daemon's ZooKeeper session could expire, whichever is first; 0
 	// once it has ended. Check it before an action no token can fence.
 	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
+	// BlockedBy ("blocked_by", omitted when empty) names a node shaped like
+	// a contender at the head of the queue that no session owns (it is not
+	// ephemeral): it blocks the lock until someone deletes it, and is not a
+	// holder.
+	BlockedBy string `json:"blocked_by,omitempty"`
+	// OwnerRewritten ("owner_rewritten", omitted when false) says that the
+	// holder's contender data was changed after it was created: its owner
+	// cannot be trusted and is not shown.
+	OwnerRewritten bool `json:"owner_rewritten,omitempty"`
 	// Index ("index") differs whenever the state may have changed; send it
 	// back as ?index= to wait for a change.
 	Index uint64 `json:"index"`

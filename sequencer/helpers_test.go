@@ -4,6 +4,7 @@ package sequencer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -56,6 +57,8 @@ type daemonOpts struct {
 	// /seqd-test-elections/<test name>.
 	campaigns []Candidate
 	identity  string
+	zkAuth    *zklock.DigestAuth
+	zkTLS     *tls.Config
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -84,6 +87,8 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ElectionRoot:   "/seqd-test-elections/" + strings.ReplaceAll(t.Name(), "/", "_"),
 		Campaigns:      o.campaigns,
 		Identity:       o.identity,
+		ZKAuth:         o.zkAuth,
+		ZKTLS:          o.zkTLS,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -257,6 +257,24 @@ func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, 
 	if !sess.Connected() || !sess.Live() {
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper; the lease cannot be renewed now", ErrUnavailable)
 	}
+	// Still the lowest contender? One planted below it has taken the lock,
+	// and check would already name another holder.
+	if err := l.grant.Verify(ctx); err != nil {
+		switch {
+		case l.grant.Err() == nil: // ZooKeeper did not answer
+			if ctx.Err() != nil {
+				return Lease{}, ctx.Err()
+			}
+			return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		case errors.Is(err, zklock.ErrLockLost):
+			s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
+			// Answer as for any ended lease: stale when the lock moved on.
+			if _, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew); err != nil {
+				return Lease{}, err
+			}
+		}
+		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
+	}
 	s.mu.Lock()
 	// Not past its TTL (the expiry goroutine may not have run yet) and its
 	// grant not lost: a renewal never revives a lease that has ended.

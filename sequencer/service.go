@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,12 @@ type Config struct {
 	// Campaigns are the daemon's own campaigns, run from Start until
 	// Close (which resigns them first).
 	Campaigns []Candidate
+	// ZKAuth, ZKACL and ZKTLS are the session's digest identity, the ACL
+	// policy of the nodes it creates and its TLS configuration (see
+	// zklock.Options).
+	ZKAuth *zklock.DigestAuth
+	ZKACL  zklock.ACLPolicy
+	ZKTLS  *tls.Config
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

@@ -11,6 +11,7 @@ import (
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
+	"github.com/seqd/seqd/zklock"
 )
 
 // A holder that pauses past its lease is fenced, through HTTP on the wall
@@ -468,5 +469,26 @@ func TestLeaseSafeFor(t *testing.T) {
 	}
 	if _, ok := safe("0123456789abcdef0123456789abcdef"); ok {
 		t.Fatal("a request without the lease's id was told safe_for_ms")
+	}
+}
+
+// A daemon records its token mode on its root: a daemon of the other mode
+// refuses to start there, and starts on another root.
+func TestTokenModeMismatchRefusesStart(t *testing.T) {
+	c := sharedZK.Get(t)
+	root := "/seqd-test/" + t.Name()
+	startDaemon(t, daemonOpts{servers: c.Servers(), root: root})
+	svc := New(Config{Servers: c.Servers(), Root: root, TokenMode: zklock.TokenVersion, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
+	err := svc.Start(ctxT(t, 30*time.Second))
+	if err == nil {
+		svc.Close(context.Background())
+	}
+	if !errors.Is(err, zklock.ErrTokenModeMismatch) {
+		t.Fatalf("version daemon on a zxid root: Start = %v, want ErrTokenModeMismatch", err)
+	}
+	d := startDaemon(t, daemonOpts{servers: c.Servers(), root: root + "-version", mode: zklock.TokenVersion})
+	l, err := d.client.Acquire(ctxT(t, 10*time.Second), "job", "me", 10*time.Second, 0)
+	if err != nil || l.Token != 1 {
+		t.Fatalf("version daemon on its own root: %+v, %v; want token 1", l, err)
 	}
 }

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,8 +35,20 @@ func (s *Service) dial(ctx context.Context) error {
 		Observer:       s.m,
 		Clock:          s.clock,
 		Guard:          s.guard,
+		Auth:           s.cfg.ZKAuth,
+		ACL:            s.cfg.ZKACL,
+		TLS:            s.cfg.ZKTLS,
 	})
 	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	// A root records one token mode: a daemon of the other mode must not
+	// run on it (its tokens could go below those already issued).
+	if err := sess.ClaimTokenMode(dctx, s.cfg.Root, s.cfg.TokenMode); err != nil {
+		sess.Close()
+		if errors.Is(err, zklock.ErrTokenModeMismatch) {
+			return err
+		}
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	s.mu.Lock()

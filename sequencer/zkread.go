@@ -118,7 +118,7 @@ func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
 
 // lockStatus is the API form of h; s.mu must not be held.
 func (s *Service) lockStatus(name string, h zklock.Holder) LockStatus {
-	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index}
+	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {

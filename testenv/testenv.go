@@ -67,17 +67,39 @@ type Options struct {
 	// server (Servers 1); Start fails with ErrPortInUse if it is taken.
 	// Default: a free port.
 	ClientPort int
+	// TLS, if set, makes every member also serve TLS on a secure client
+	// port (Member.SecureAddr) with Netty, a certificate issued by
+	// TLS.CA and PEM key and trust stores. The plain client port stays
+	// open (for the srvr readiness probe and four-letter words).
+	TLS *TLSOptions
 }
 
 // ErrPortInUse says that Options.ClientPort is taken.
 var ErrPortInUse = errors.New("testenv: client port in use")
 
+// TLSOptions configures the members' secure client ports.
+type TLSOptions struct {
+	// CA issues the servers' certificates and is the servers' trust store
+	// for client certificates. Default a new CA in the cluster's directory.
+	CA *CA
+	// ClientAuth requires a client certificate issued by CA
+	// (ssl.clientAuth=need); otherwise none is asked for.
+	ClientAuth bool
+}
+
+// nettyJars are the jars the Netty server connection factory needs that the
+// Debian zookeeper.jar's manifest does not name: they sit next to it.
+var nettyJars = []string{"netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar"}
+
 // Cluster is a running standalone server or ensemble.
 type Cluster struct {
 	Members []*Member
-	dir     string
-	ownDir  bool
-	links   map[[2]int]*Proxy
+	// CA issued the members' TLS certificates (nil without TLS): issue
+	// client certificates with it, and trust its CertFile.
+	CA     *CA
+	dir    string
+	ownDir bool
+	links  map[[2]int]*Proxy
 }
 
 // Member is one ZooKeeper server process.
@@ -85,6 +107,7 @@ type Member struct {
 	ID         int
 	ClientAddr string // host:port for clients
 	peerPorts  [2]int // quorum, election
+	SecureAddr string // host:port of the TLS client port; "" without TLS
 	dir        string
 	cfg        string
 	java       string
@@ -123,6 +146,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
 		}
 		opts.Classpath = DefaultJar
+		if opts.TLS != nil {
+			for _, j := range nettyJars {
+				opts.Classpath += ":" + filepath.Join(filepath.Dir(DefaultJar), j)
+			}
+		}
 		if _, err := os.Stat(slf4jSimple); err == nil {
 			opts.Classpath += ":" + slf4jSimple
 		}
@@ -146,9 +174,21 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		c.dir, c.ownDir = d, true
 	}
+	if opts.TLS != nil {
+		if opts.TLS.CA == nil {
+			ca, err := NewCA(c.dir, "zookeeper")
+			if err != nil {
+				c.Stop()
+				return nil, err
+			}
+			opts.TLS.CA = ca
+		}
+		c.CA = opts.TLS.CA
+	}
 	// Three ports per member: client, quorum, election. All are taken from
 	// the kernel, held until all are known, then released for ZooKeeper.
-	ports, release, err := holdPorts(3 * opts.Servers)
+	// With TLS, one more per member: the secure client port.
+	ports, release, err := holdPorts(4 * opts.Servers)
 	if err != nil {
 		c.Stop()
 		return nil, err
@@ -214,6 +254,14 @@ standaloneEnabled=true
 reconfigEnabled=false
 autopurge.purgeInterval=0
 %s`, tick, filepath.Join(m.dir, "data"), ports[3*i], 600*tick, servers[i])
+		if opts.TLS != nil {
+			tlsCfg, err := m.secure(opts.TLS, ports[3*opts.Servers+i])
+			if err != nil {
+				c.Stop()
+				return nil, err
+			}
+			cfg += tlsCfg
+		}
 		m.cfg = filepath.Join(m.dir, "zoo.cfg")
 		if err := os.WriteFile(m.cfg, []byte(cfg), 0o644); err != nil {
 			c.Stop()
@@ -316,6 +364,56 @@ func (c *Cluster) Stop() {
 	if c.ownDir {
 		os.RemoveAll(c.dir)
 	}
+}
+
+// secure issues the member's certificate and returns the config lines that
+// serve TLS on port.
+func (m *Member) secure(opts *TLSOptions, port int) (string, error) {
+	cert, key, err := opts.CA.Issue(fmt.Sprintf("zk%d-%d", m.ID, port), true)
+	if err != nil {
+		return "", err
+	}
+	// A PEM key store holds the key and the certificate in one file.
+	keyStore := filepath.Join(m.dir, "keystore.pem")
+	var pemData []byte
+	for _, f := range []string{key, cert} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("testenv: %w", err)
+		}
+		pemData = append(pemData, b...)
+	}
+	if err := os.WriteFile(keyStore, pemData, 0o600); err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	clientAuth := "none"
+	if opts.ClientAuth {
+		clientAuth = "need"
+	}
+	m.SecureAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	return fmt.Sprintf(`secureClientPort=%d
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.type=PEM
+ssl.trustStore.location=%s
+ssl.trustStore.type=PEM
+ssl.clientAuth=%s
+ssl.hostnameVerification=false
+`, port, keyStore, opts.CA.CertFile, clientAuth), nil
+}
+
+// SecureServers returns the members' TLS client addresses (nil without
+// TLS).
+func (c *Cluster) SecureServers() []string {
+	if c.CA == nil {
+		return nil
+	}
+	s := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		s[i] = m.SecureAddr
+	}
+	return s
 }
 
 func (m *Member) start() error {

@@ -22,7 +22,7 @@ func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
 		// flight could commit after the withdrawal looked for it, and leave
 		// an orphan. go-zookeeper answers or fails every request in time.
 		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 			return err
 		})
 		if err == nil && ctx.Err() != nil {
@@ -113,9 +113,9 @@ func (m *Mutex) ensureLockNode(ctx context.Context) error {
 		err := s.callCtx(ctx, func() error {
 			var err error
 			if container {
-				_, err = s.conn.CreateContainer(node, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+				_, err = s.conn.CreateContainer(node, nil, zk.FlagContainer, s.acl)
 			} else {
-				_, err = s.conn.Create(node, nil, 0, zk.WorldACL(zk.PermAll))
+				_, err = s.conn.Create(node, nil, 0, s.acl)
 			}
 			return err
 		})

@@ -17,6 +17,17 @@
 // InterProcessMutex nodes (_c_<uuid>-lock-<seq>), so seqd, Curator,
 // go-zookeeper's zk.Lock and kazoo locks on the same path exclude each other.
 //
+// Any ZooKeeper client allowed to write under a lock node can break the
+// lock. Options.Auth gives the session a digest identity, and the creator
+// ACL it implies (Options.ACL) lets every other client read the nodes the
+// session creates but not delete, plant or rewrite them; Options.TLS
+// connects to ZooKeeper's secure client port. Where nodes can still be
+// planted, a contender that appears below a holder ends its grant (a holder
+// is only the lowest contender), and a contender-shaped node that is not
+// ephemeral is reported as blocking the lock, never as its holder. The first
+// grant on a root records its token mode there; the other mode is refused
+// on that root (ErrTokenModeMismatch).
+//
 // A Session reports what it does (grants, waits, losses, refused tokens,
 // connectivity, expiry) to the Observer in its Options, and names no metrics
 // of its own: the program decides what to record and under which names.

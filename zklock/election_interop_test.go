@@ -1,8 +1,6 @@
 package zklock
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -13,45 +11,9 @@ import (
 	"github.com/seqd/seqd/testenv/zktest"
 )
 
-// startLineProc starts cmd and collects its stdout lines, like startKazoo.
-func startLineProc(t *testing.T, what string, cmd *exec.Cmd) *kazoo {
-	t.Helper()
-	k := &kazoo{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
-	cmd.Stderr = k.stderr
-	var err error
-	if k.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		defer close(k.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			k.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", what, k.stderr.String())
-		}
-	})
-	return k
-}
-
-// curatorClasspath compiles testdata/CuratorLeader.java against Debian's
-// Curator jars (libcurator-recipes-java), or skips.
-func curatorClasspath(t *testing.T) string {
+// curatorLeaderClasspath compiles testdata/CuratorLeader.java against Debian's
+// Curator jars (libcurator-recipes-java); it fails, never skips, without them.
+func curatorLeaderClasspath(t *testing.T) string {
 	t.Helper()
 	const jars = "/usr/share/java/"
 	cp := []string{}
@@ -59,10 +21,10 @@ func curatorClasspath(t *testing.T) string {
 		cp = append(cp, jars+j+".jar")
 	}
 	if _, err := exec.LookPath("javac"); err != nil {
-		t.Skip("javac not installed")
+		t.Fatal("javac not installed: the JDK is needed for the Curator interop test")
 	}
 	if out, err := exec.Command("test", "-f", jars+"curator-recipes.jar").CombinedOutput(); err != nil {
-		t.Skipf("Curator not installed (apt-get install libcurator-recipes-java, as scripts/deps.sh does): %s", out)
+		t.Fatalf("Curator not installed (apt-get install libcurator-recipes-java, as scripts/deps.sh does): %s", out)
 	}
 	dir := t.TempDir()
 	src, err := filepath.Abs("testdata/CuratorLeader.java")
@@ -79,7 +41,7 @@ func curatorClasspath(t *testing.T) string {
 // take turns: it queues behind our leader and leads once we resign (its
 // value then is the leader's), and our candidate queues behind it and
 // leads with a higher term once it resigns.
-func interopElection(t *testing.T, e *Election, start func() *kazoo, theirID string) {
+func interopElection(t *testing.T, e *Election, start func() *peer, theirID string) {
 	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
 	ours, err := e.Campaign(ctx, []byte("ours"))
@@ -146,18 +108,16 @@ func TestInteropElectionKazoo(t *testing.T) {
 	needKazoo(t)
 	c := shared.Get(t)
 	e := election(t, dial(t, c.Servers(), Options{}), "interop/kazoo")
-	interopElection(t, e, func() *kazoo {
-		cmd := exec.CommandContext(context.Background(), systemPython, "testdata/kazoo_election.py", c.ConnectString(), e.Path(), "kazoo-candidate")
-		return startLineProc(t, "kazoo", cmd)
+	interopElection(t, e, func() *peer {
+		return startPeer(t, "kazoo", "", systemPython, "testdata/kazoo_election.py", c.ConnectString(), e.Path(), "kazoo-candidate")
 	}, "kazoo-candidate")
 }
 
 func TestInteropElectionCurator(t *testing.T) {
-	cp := curatorClasspath(t)
+	cp := curatorLeaderClasspath(t)
 	c := shared.Get(t)
 	e := election(t, dial(t, c.Servers(), Options{}), "interop/curator")
-	interopElection(t, e, func() *kazoo {
-		cmd := exec.Command("java", "-cp", cp, "CuratorLeader", c.ConnectString(), e.Path(), "curator-candidate")
-		return startLineProc(t, "curator", cmd)
+	interopElection(t, e, func() *peer {
+		return startPeer(t, "curator", "", "java", "-cp", cp, "CuratorLeader", c.ConnectString(), e.Path(), "curator-candidate")
 	}, "curator-candidate")
 }

@@ -106,8 +106,9 @@ func ExampleWithTokenMode() {
 	}
 	defer s.Close()
 
-	// Version tokens count the grants of one lock: 1, 2, 3 …
-	m, err := NewMutex(s, "reports/daily", WithTokenMode(TokenVersion))
+	// Version tokens count the grants of one lock: 1, 2, 3 … A root records
+	// one token mode, so version-mode locks get a root of their own.
+	m, err := NewMutex(s, "reports/daily", WithRoot("/seqd/counted-locks"), WithTokenMode(TokenVersion))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -152,6 +153,8 @@ func (grantPrinter) GrantEnded(lock string, err error) {
 func (grantPrinter) TokenRegression(lock string) {}
 func (grantPrinter) Connected(up bool)           {}
 func (grantPrinter) SessionExpired()             {}
+func (grantPrinter) Overtaken(string)            {}
+func (grantPrinter) Blocked(string)              {}
 
 func ExampleObserver() {
 	ctx := context.Background()

@@ -35,7 +35,7 @@ type grantRecord struct {
 func stream(mode TokenMode, a, b *Session, name string, stop <-chan struct{}, grants chan<- grantRecord) error {
 	ms := [2]*Mutex{}
 	for i, s := range []*Session{a, b} {
-		m, err := NewMutex(s, name, WithTokenMode(mode))
+		m, err := NewMutex(s, name, WithTokenMode(mode), WithRoot(modeRoot(mode)))
 		if err != nil {
 			return err
 		}

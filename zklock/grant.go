@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,6 +75,7 @@ func (g *Grant) end(err error) bool {
 	}
 	g.err = err
 	close(g.lost)
+	g.m.s.grants.remove(g)
 	g.m.observer().GrantEnded(g.Name, err)
 	return true
 }
@@ -105,6 +108,9 @@ func (g *Grant) monitor(own <-chan zk.Event) {
 // own is the watch on our contender; nil while it must be set again.
 func (g *Grant) watch(own <-chan zk.Event) *loss {
 	s := g.m.s
+	// kids watches the lock's children, so that a contender that appears
+	// below ours ends the grant at once; nil while it must be set again.
+	var kids <-chan zk.Event
 	for {
 		if s.overdue(s.clock.Now()) {
 			return &loss{
@@ -128,12 +134,22 @@ func (g *Grant) watch(own <-chan zk.Event) *loss {
 			}
 			continue
 		}
-		ev, l, done := g.next(own)
+		if kids == nil {
+			ch, lower := g.watchChildren()
+			if lower != "" {
+				g.overtaken(context.Background(), lower)
+				return nil // ended, and reported, by overtaken
+			}
+			kids = ch // nil if ZooKeeper did not answer: set again at the next wake-up
+		}
+		ev, l, done := g.next(own, kids)
 		if done {
 			return l
 		}
 		switch {
 		case ev == nil: // the deadline or a heartbeat interval passed
+		case ev.Type == zk.EventNodeChildrenChanged:
+			kids = nil // read the contenders again
 		case ev.Type == zk.EventNotWatching && s.Err() != nil:
 			// go-zookeeper ends the watches right after it reports the
 			// expiry: say the real reason.
@@ -154,7 +170,7 @@ func (g *Grant) watch(own <-chan zk.Event) *loss {
 // and overdue also reads the wall clock), an event on own, a release or the
 // end of the session. ev is nil when the time passed; done means the watch
 // is over, with l nil on release.
-func (g *Grant) next(own <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
+func (g *Grant) next(own, kids <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 	s := g.m.s
 	wake := s.Deadline()
 	if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
@@ -165,12 +181,16 @@ func (g *Grant) next(own <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 	select {
 	case <-g.stop:
 		return nil, nil, true
+	case <-g.lost: // ended from outside the monitor (Grant.Verify, Holder)
+		return nil, nil, true
 	case <-s.done:
 		return nil, g.sessionLoss(), true
 	case <-tc:
 		return nil, nil, false
 	case e := <-own:
 		return &e, nil, false
+	case <-kids:
+		return &zk.Event{Type: zk.EventNodeChildrenChanged}, nil, false
 	}
 }
 
@@ -195,6 +215,29 @@ func (g *Grant) rewatch() (<-chan zk.Event, *loss) {
 	return nil, nil
 }
 
+// watchChildren sets a watch on the lock's children and returns it, or the
+// contender that sorts below ours if there is one. Both are empty when
+// ZooKeeper did not answer before the session's deadline; our own contender
+// missing is left to the watch on it.
+func (g *Grant) watchChildren() (<-chan zk.Event, string) {
+	s := g.m.s
+	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
+	defer cancel()
+	var (
+		children []string
+		ch       <-chan zk.Event
+	)
+	if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err }); err != nil {
+		return nil, ""
+	}
+	cs := sortContenders(children)
+	own := path.Base(g.Path)
+	if len(cs) > 0 && cs[0].node != own && slices.ContainsFunc(cs, func(c contender) bool { return c.node == own }) {
+		return nil, cs[0].node
+	}
+	return ch, ""
+}
+
 // pause waits a moment before the watch is set again; done means the watch
 // is over, with l nil on release.
 func (g *Grant) pause() (l *loss, done bool) {
@@ -205,6 +248,8 @@ func (g *Grant) pause() (l *loss, done bool) {
 	case <-tc:
 		return nil, false
 	case <-g.stop:
+		return nil, true
+	case <-g.lost:
 		return nil, true
 	case <-s.done:
 		return g.sessionLoss(), true

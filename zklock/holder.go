@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"path"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -12,12 +13,21 @@ type Holder struct {
 	Held    bool
 	Node    string // the holder's contender (child name)
 	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
-	Data    []byte // the holder's contender data
+	Data    []byte // the holder's contender data, as created (nil if rewritten since)
+	Owner   int64  // the session that owns the holder's contender
 	Waiters int    // contenders behind the holder
 	// Index is the zxid of the latest change the state shows (a contender
 	// created or deleted, the holder's or the lock node's data set): it
 	// differs whenever the state may have changed.
 	Index uint64
+	// DataRewritten: the contender's data was changed after its create (its
+	// data version is not 0), so Data is not given: it may not be the
+	// holder's.
+	DataRewritten bool
+	// Blocked names a contender-shaped child at the head of the queue that
+	// no session owns (it is not ephemeral): it blocks the lock until
+	// someone deletes it, and is no holder (Held is false).
+	Blocked string
 }
 
 // Holder reads the lock's current holder from ZooKeeper, so that it answers
@@ -70,8 +80,21 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		if err != nil {
 			return Holder{}, err
 		}
-		h.Node, h.Data, h.Waiters = cs[0].node, data, len(cs)-1
+		m.overtakeOwn(ctx, cs)
+		h.Waiters = len(cs) - 1
 		h.Index = max(h.Index, uint64(st.Mzxid))
+		if st.EphemeralOwner == 0 {
+			// Planted by hand: it holds nothing, whatever its name says.
+			h.Blocked = cs[0].node
+			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
+			break
+		}
+		h.Node, h.Data, h.Owner = cs[0].node, data, st.EphemeralOwner
+		if st.Version != 0 {
+			// A contender's data is written once, at create: another
+			// version was written by someone else.
+			h.Data, h.DataRewritten = nil, true
+		}
 		switch m.mode {
 		case TokenZxid:
 			h.Held, h.Token = true, uint64(st.Czxid)
@@ -81,6 +104,25 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		break
 	}
 	return h, nil
+}
+
+// overtakeOwn ends this session's live grant of the lock if its contender is
+// among cs but not the lowest: a contender appeared below it, so the grant
+// must not be vouched for any more (check and status now name another).
+func (m *Mutex) overtakeOwn(ctx context.Context, cs []contender) {
+	g := m.s.grants.get(m.path)
+	if g == nil {
+		return
+	}
+	own := path.Base(g.Path)
+	for i, c := range cs {
+		if c.node == own {
+			if i > 0 {
+				g.overtaken(ctx, cs[0].node)
+			}
+			return
+		}
+	}
 }
 
 // lockRead is the lock node's data and stat, read alongside its children.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -135,8 +136,10 @@ func TestInteropZkLock(t *testing.T) {
 	})
 }
 
-// kazoo is a running testdata/kazoo_lock.py.
-type kazoo struct {
+// peer is a running lock script of another recipe: testdata/kazoo_lock.py
+// or testdata/CuratorLock.java. Both take try|hold HOSTS PATH and answer in
+// lines on stdout.
+type peer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
@@ -164,18 +167,54 @@ func (b *syncBuffer) String() string {
 
 const systemPython = "/usr/bin/python3" // Debian's, where python3-kazoo lives
 
+// curatorClasspath is Debian's libcurator-recipes-java; its manifest names
+// the framework, the client and ZooKeeper's jars.
+const curatorClasspath = "/usr/share/java/curator-recipes.jar"
+
 func needKazoo(t *testing.T) {
 	t.Helper()
 	if out, err := exec.Command(systemPython, "-c", "import kazoo").CombinedOutput(); err != nil {
-		t.Skipf("kazoo not installed (%s -c 'import kazoo': %v %s); apt-get install python3-kazoo, as make test does", systemPython, err, strings.TrimSpace(string(out)))
+		t.Fatalf("kazoo not installed (%s -c 'import kazoo': %v %s); apt-get install python3-kazoo, as make test does", systemPython, err, strings.TrimSpace(string(out)))
 	}
 }
 
-func startKazoo(t *testing.T, mode, hosts, path string) *kazoo {
+func needCurator(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(curatorClasspath); err != nil {
+		t.Fatalf("Curator not installed (%v); apt-get install libcurator-recipes-java, as scripts/deps.sh does", err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("no java: %v", err)
+	}
+}
+
+// peerStarter starts a peer of one recipe in mode (try or hold) on path.
+type peerStarter func(t *testing.T, mode, hosts, path string) *peer
+
+// kazooPeer starts kazoo_lock.py; auth ("user:password" or "") is the
+// digest identity it authenticates with and puts in its nodes' ACL.
+func kazooPeer(auth string) peerStarter {
+	return func(t *testing.T, mode, hosts, path string) *peer {
+		t.Helper()
+		return startPeer(t, "kazoo "+mode, auth, systemPython, "testdata/kazoo_lock.py", mode, hosts, path)
+	}
+}
+
+// curatorPeer starts CuratorLock.java (an InterProcessMutex), with auth as
+// for kazooPeer.
+func curatorPeer(auth string) peerStarter {
+	return func(t *testing.T, mode, hosts, path string) *peer {
+		t.Helper()
+		return startPeer(t, "curator "+mode, auth, "java", "-cp", curatorClasspath, "testdata/CuratorLock.java", mode, hosts, path)
+	}
+}
+
+func startPeer(t *testing.T, label, auth, bin string, args ...string) *peer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, systemPython, "testdata/kazoo_lock.py", mode, hosts, path)
-	k := &kazoo{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "SEQD_TEST_ZK_AUTH="+auth)
+	k := &peer{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
 	cmd.Stderr = k.stderr
 	var err error
 	if k.stdin, err = cmd.StdinPipe(); err != nil {
@@ -202,23 +241,23 @@ func startKazoo(t *testing.T, mode, hosts, path string) *kazoo {
 		<-read
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("kazoo %s stderr:\n%s", mode, k.stderr.String())
+			t.Logf("%s stderr:\n%s", label, k.stderr.String())
 		}
 	})
 	return k
 }
 
-// line waits for kazoo's next output line.
-func (k *kazoo) line(t *testing.T, d time.Duration) string {
+// line waits for the peer's next output line.
+func (k *peer) line(t *testing.T, d time.Duration) string {
 	t.Helper()
 	select {
 	case l, ok := <-k.lines:
 		if !ok {
-			t.Fatalf("kazoo exited without output; stderr:\n%s", k.stderr.String())
+			t.Fatalf("peer exited without output; stderr:\n%s", k.stderr.String())
 		}
 		return l
 	case <-time.After(d):
-		t.Fatalf("no output from kazoo within %v; stderr:\n%s", d, k.stderr.String())
+		t.Fatalf("no output from peer within %v; stderr:\n%s", d, k.stderr.String())
 	}
 	return ""
 }
@@ -229,38 +268,70 @@ func TestInteropKazoo(t *testing.T) {
 	needKazoo(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
-	m := mutex(t, s, "interop/kazoo")
-	hosts := c.ConnectString()
+	testExclusion(t, s, mutex(t, s, "interop/kazoo"), c.ConnectString(), kazooPeer(""))
+}
 
-	// We hold: kazoo's non-blocking attempt fails, its blocking one waits
-	// for our release.
+// Curator's InterProcessMutex and zklock on one path exclude each other, in
+// both directions.
+func TestInteropCurator(t *testing.T) {
+	needCurator(t)
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	testExclusion(t, s, mutex(t, s, "interop/curator"), c.ConnectString(), curatorPeer(""))
+}
+
+// With one digest identity, under the creator ACL, kazoo and Curator still
+// exclude zklock and are excluded by it: their contenders go under the
+// lock node that zklock created with that identity's ACL.
+func TestInteropDigestAuth(t *testing.T) {
+	const auth = "interop:s3cret-interop"
+	c := shared.Get(t)
+	da, _ := ParseDigestAuth(auth)
+	s := dial(t, c.Servers(), Options{Auth: &da, ACL: ACLCreator})
+	t.Run("kazoo", func(t *testing.T) {
+		needKazoo(t)
+		testExclusion(t, s, mutex(t, s, "interop-auth/kazoo"), c.ConnectString(), kazooPeer(auth))
+	})
+	t.Run("curator", func(t *testing.T) {
+		needCurator(t)
+		testExclusion(t, s, mutex(t, s, "interop-auth/curator"), c.ConnectString(), curatorPeer(auth))
+	})
+}
+
+// testExclusion checks that m and a peer of another recipe on m's path
+// exclude each other in both directions.
+func testExclusion(t *testing.T, s *Session, m *Mutex, hosts string, start peerStarter) {
+	t.Helper()
+	// We hold: the peer's non-blocking attempt fails, its blocking one
+	// waits for our release.
 	g, err := m.Acquire(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := startKazoo(t, "try", hosts, m.Path()).line(t, 30*time.Second); got != "False" {
-		t.Fatalf("kazoo try while we hold printed %q, want False", got)
+	if got := start(t, "try", hosts, m.Path()).line(t, 60*time.Second); !strings.EqualFold(got, "false") {
+		t.Fatalf("peer's try while we hold printed %q, want false", got)
 	}
 	if ch := children(t, s, m.Path()); len(ch) != 1 {
-		t.Fatalf("children after kazoo's failed try = %v, want only ours", ch)
+		t.Fatalf("children after the peer's failed try = %v, want only ours", ch)
 	}
-	k := startKazoo(t, "hold", hosts, m.Path())
-	zktest.Eventually(t, 30*time.Second, "kazoo's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	k := start(t, "hold", hosts, m.Path())
+	zktest.Eventually(t, 60*time.Second, "the peer's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 	select {
 	case l := <-k.lines:
-		t.Fatalf("kazoo printed %q while we hold", l)
+		t.Fatalf("peer printed %q while we hold", l)
 	case <-time.After(stillBlocked):
 	}
 	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := k.line(t, 20*time.Second); got != "held" {
-		t.Fatalf("kazoo printed %q after our release, want held", got)
+		t.Fatalf("peer printed %q after our release, want held", got)
 	}
 
-	// Kazoo holds: our TryAcquire fails, our Acquire waits for its release.
+	// The peer holds: our TryAcquire fails, our Acquire waits for its
+	// release.
 	if _, err := m.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
-		t.Fatalf("TryAcquire while kazoo holds = %v, want ErrHeld", err)
+		t.Fatalf("TryAcquire while the peer holds = %v, want ErrHeld", err)
 	}
 	type res struct {
 		g   *Grant
@@ -275,20 +346,20 @@ func TestInteropKazoo(t *testing.T) {
 	zktest.Eventually(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
 	select {
 	case r := <-got:
-		t.Fatalf("Acquire returned (%v) while kazoo holds", r.err)
+		t.Fatalf("Acquire returned (%v) while the peer holds", r.err)
 	case <-time.After(stillBlocked):
 	}
 	if _, err := io.WriteString(k.stdin, "release\n"); err != nil {
 		t.Fatal(err)
 	}
 	if l := k.line(t, 20*time.Second); l != "released" {
-		t.Fatalf("kazoo printed %q, want released", l)
+		t.Fatalf("peer printed %q, want released", l)
 	}
 	var r res
 	select {
 	case r = <-got:
 	case <-time.After(20 * time.Second):
-		t.Fatal("Acquire not granted after kazoo released")
+		t.Fatal("Acquire not granted after the peer released")
 	}
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -296,9 +367,9 @@ func TestInteropKazoo(t *testing.T) {
 	if err := r.g.Release(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	// The control: with nobody holding, kazoo's try succeeds, so the False
-	// above was exclusion and not a broken script.
-	if got := startKazoo(t, "try", hosts, m.Path()).line(t, 30*time.Second); got != "True" {
-		t.Fatalf("kazoo try on a free lock printed %q, want True", got)
+	// The control: with nobody holding, the peer's try succeeds, so the
+	// false above was exclusion and not a broken script.
+	if got := start(t, "try", hosts, m.Path()).line(t, 60*time.Second); !strings.EqualFold(got, "true") {
+		t.Fatalf("peer's try on a free lock printed %q, want true", got)
 	}
 }

@@ -124,6 +124,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 		return nil, err
 	}
 	s := m.s
+	if err := s.ClaimTokenMode(ctx, m.root, m.mode); err != nil {
+		return nil, err
+	}
 	start := s.clock.Now()
 	if wait {
 		m.observer().Waiting(m.name, 1)
@@ -242,13 +245,17 @@ func (m *Mutex) awaitGone(ctx context.Context, pred string) (lowest bool, err er
 	s := m.s
 	var (
 		exists bool
+		st     *zk.Stat
 		ch     <-chan zk.Event
 	)
-	if err := s.callCtx(ctx, func() (err error) { exists, _, ch, err = s.conn.ExistsW(pred); return err }); err != nil {
+	if err := s.callCtx(ctx, func() (err error) { exists, st, ch, err = s.conn.ExistsW(pred); return err }); err != nil {
 		return false, err
 	}
 	if !exists {
 		return false, nil
+	}
+	if st.EphemeralOwner == 0 {
+		s.reportBlocked(m.name, pred, st.Czxid)
 	}
 	select {
 	case ev := <-ch:
@@ -278,6 +285,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	m.grant = g
 	m.mu.Unlock()
 	s.granted.add(own)
+	s.grants.add(g)
 	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(watch) }) {

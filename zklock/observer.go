@@ -30,6 +30,13 @@ type Observer interface {
 	Connected(up bool)
 	// SessionExpired is called when ZooKeeper expired the session.
 	SessionExpired()
+	// Overtaken is called when a grant of lock is declared lost because a
+	// contender that sorts below it appeared (planted by another client);
+	// GrantEnded follows.
+	Overtaken(lock string)
+	// Blocked is called, once per node, when lock is found blocked by a
+	// contender-shaped node that no session owns (it is not ephemeral).
+	Blocked(lock string)
 }
 
 // nopObserver is the default Observer: it records nothing.
@@ -41,3 +48,5 @@ func (nopObserver) GrantEnded(string, error)      {}
 func (nopObserver) TokenRegression(string)        {}
 func (nopObserver) Connected(bool)                {}
 func (nopObserver) SessionExpired()               {}
+func (nopObserver) Overtaken(string)              {}
+func (nopObserver) Blocked(string)                {}

@@ -2,9 +2,11 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +53,14 @@ type Options struct {
 	// Guard is the token regression guard; share one across the sessions of
 	// a process so that it outlives a session. Default a new one.
 	Guard *Guard
+	// Auth, if set, authenticates the session with the digest scheme before
+	// it makes any other request (and again after every reconnect).
+	Auth *DigestAuth
+	// ACL is the ACL policy of the nodes the session creates. Default
+	// ACLCreator with Auth, ACLOpen without.
+	ACL ACLPolicy
+	// TLS, if set, connects to ZooKeeper's secure client port with it.
+	TLS *tls.Config
 }
 
 // Session owns one go-zookeeper connection and its ZooKeeper session. When
@@ -63,6 +73,7 @@ type Session struct {
 	obs   Observer
 	clock Clock
 	guard *Guard
+	acl   []zk.ACL
 
 	timeout   negotiatedTimeout
 	margin    time.Duration
@@ -83,6 +94,9 @@ type Session struct {
 
 	workers workers
 	granted grantedSet
+	modes   claimedModes
+	grants  liveGrants
+	blocked grantedSet // blocking nodes already reported
 	janitor janitor
 }
 
@@ -107,16 +121,22 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
+	acl, err := aclFor(opts.ACL, opts.Auth)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
 		log:        opts.Logger.With("component", "zklock"),
 		obs:        opts.Observer,
 		clock:      opts.Clock,
 		guard:      opts.Guard,
+		acl:        acl,
 		margin:     opts.LossMargin,
 		heartbeat:  opts.Heartbeat,
 		done:       make(chan struct{}),
 		connClosed: make(chan struct{}),
 		granted:    grantedSet{paths: map[string]struct{}{}},
+		blocked:    grantedSet{paths: map[string]struct{}{}},
 	}
 	s.timeout.init(opts.SessionTimeout)
 	s.janitor.init()
@@ -125,8 +145,13 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 
 	established := make(chan struct{})
 	var estOnce sync.Once
+	dialer := zk.Dialer(net.DialTimeout)
+	if opts.TLS != nil {
+		dialer = tlsDialer(opts.TLS)
+	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
+		zk.WithDialer(dialer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
 				return
@@ -146,6 +171,14 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		conn.Close()
 		return nil, fmt.Errorf("%w: no session with %s: %v", ErrUnavailable, strings.Join(servers, ","), ctx.Err())
 	}
+	if opts.Auth != nil {
+		// Before anything else uses the connection: every request, and
+		// every node created, must carry the identity.
+		if err := s.authenticate(ctx, *opts.Auth); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
 	if !s.timeout.await(time.Second) {
 		s.log.Warn("could not read the negotiated session timeout; assuming the requested one", "timeout", opts.SessionTimeout)
 	}
@@ -153,6 +186,33 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	s.log.Info("session established", "session", fmt.Sprintf("0x%x", conn.SessionID()), "timeout", s.Timeout())
 	s.spawn(s.run)
 	return s, nil
+}
+
+// tlsDialer dials ZooKeeper's secure client port: TCP, then a TLS handshake
+// within the same timeout.
+func tlsDialer(cfg *tls.Config) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// authenticate adds the digest identity to the connection; go-zookeeper
+// sends it again after every reconnect, before any queued request.
+func (s *Session) authenticate(ctx context.Context, auth DigestAuth) error {
+	res := make(chan error, 1)
+	go func() { res <- s.conn.AddAuth("digest", []byte(auth.User+":"+auth.Password)) }() // answered or failed by go-zookeeper's own deadline
+	select {
+	case err := <-res:
+		if err != nil {
+			return fmt.Errorf("%w: digest auth as %q: %v", ErrUnavailable, auth.User, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: digest auth as %q: %v", ErrUnavailable, auth.User, ctx.Err())
+	}
 }
 
 // onState runs on go-zookeeper's event goroutine: it must not block.

@@ -51,6 +51,15 @@ func mutex(t testing.TB, s *Session, name string, opts ...MutexOption) *Mutex {
 	return m
 }
 
+// modeRoot is the root of a mode's test locks: a root records one token
+// mode and refuses the other.
+func modeRoot(mode TokenMode) string {
+	if mode == TokenVersion {
+		return "/seqd/version-locks"
+	}
+	return DefaultRoot
+}
+
 func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -129,7 +138,7 @@ func TestTokensRise1000(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			a, b := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{})
 			name := fmt.Sprintf("rise/%s-%d", mode, time.Now().UnixNano()) // fresh: version tokens start at 1
-			ma, mb := mutex(t, a, name, WithTokenMode(mode)), mutex(t, b, name, WithTokenMode(mode))
+			ma, mb := mutex(t, a, name, WithTokenMode(mode), WithRoot(modeRoot(mode))), mutex(t, b, name, WithTokenMode(mode), WithRoot(modeRoot(mode)))
 			var prev uint64
 			for i := 0; i < 1000; i++ {
 				m := ma
@@ -323,7 +332,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 func TestGuardCatchesVersionReset(t *testing.T) {
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
-	m := mutex(t, s, "regress/version", WithTokenMode(TokenVersion))
+	m := mutex(t, s, "regress/version", WithTokenMode(TokenVersion), WithRoot(modeRoot(TokenVersion)))
 	for i := 0; i < 2; i++ {
 		g, err := m.Acquire(ctxT(t, 10*time.Second))
 		if err != nil {
@@ -373,8 +382,8 @@ func TestHolder(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			a, b := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{})
 			name := "holder/" + mode.String()
-			ma := mutex(t, a, name, WithTokenMode(mode), WithData([]byte("alice")))
-			mb := mutex(t, b, name, WithTokenMode(mode))
+			ma := mutex(t, a, name, WithTokenMode(mode), WithRoot(modeRoot(mode)), WithData([]byte("alice")))
+			mb := mutex(t, b, name, WithTokenMode(mode), WithRoot(modeRoot(mode)))
 			if h, err := mb.Holder(ctxT(t, 10*time.Second)); err != nil || h.Held {
 				t.Fatalf("Holder before any grant = %+v, %v; want not held", h, err)
 			}

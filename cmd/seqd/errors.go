@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"syscall"
+
+	"github.com/seqd/seqd/zklock"
 )
 
 // Exit codes (sysexits.h where one fits).
@@ -72,6 +74,9 @@ func interrupted(ctx context.Context, command string) error {
 }
 
 func codeOf(err error) int {
+	if errors.Is(err, zklock.ErrTokenModeMismatch) {
+		return ExitUsage // the command line asks for the mode the root refuses
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -154,6 +154,7 @@ type lockConfig struct {
 	signer         *fence.Signer // signs SEQD_SEQUENCER, if set
 	election       bool          // seqd campaign: leadership instead of a lock
 	value          string        // the leader's value, with election
+	zk             zkSecurity
 }
 
 type lockIO struct {
@@ -177,6 +178,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 		return cfg, usageErrorf("lock: %v", err)
 	}
 	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
+		return cfg, err
+	}
+	if cfg.zk, err = parseZKSecurity(c); err != nil {
 		return cfg, err
 	}
 	if cfg.mode, err = tokenMode(c); err != nil {
@@ -389,11 +393,15 @@ func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 
 func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk zklock.Clock) (*zklock.Session, error) {
 	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.sessionTimeout, minDialTimeout))
+	cfg.zk.warnIfOpen(logger) // shown with --verbose
 	defer cancelDial()
 	return zklock.Dial(dialCtx, cfg.servers, zklock.Options{
 		SessionTimeout: cfg.sessionTimeout,
 		Logger:         logger,
 		Clock:          clk,
+		Auth:           cfg.zk.auth,
+		ACL:            cfg.zk.acl,
+		TLS:            cfg.zk.tls,
 	})
 }
 

@@ -380,7 +380,9 @@ func TestLockRunsCommand(t *testing.T) {
 		}
 	}
 
-	// Version mode: a dense counter.
+	// Version mode: a dense counter, on a root of its own (a root records
+	// one token mode).
+	env = append(env, "SEQD_ROOT=/seqd/counted-locks")
 	var versions []string
 	for range 3 {
 		code, stdout, stderr := runLockT(t, time.Minute, env, "--token-mode", "version", "counted", "--", "sh", "-c", `echo "$SEQD_TOKEN"`)

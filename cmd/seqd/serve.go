@@ -27,6 +27,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
+	fs = append(fs, zkSecurityFlags()...)
 	if zkRequired {
 		fs = append([]cli.Flag{zkFlag(false)}, fs...)
 	}
@@ -163,6 +164,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	zkSec, err := parseZKSecurity(c)
+	if err != nil {
+		return err
+	}
+	zkSec.warnIfOpen(logger)
 
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
@@ -176,6 +182,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		Signer:         sign,
 		Verifier:       verify,
 		Campaigns:      campaigns,
+		ZKAuth:         zkSec.auth,
+		ZKACL:          zkSec.acl,
+		ZKTLS:          zkSec.tls,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)

@@ -106,3 +106,26 @@ func loadPool(path string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// LoadZKAuth reads a ZooKeeper digest identity from a file: one line
+// "user:password" (the password may contain colons). A file that others can
+// read is refused, as for tokens.
+func LoadZKAuth(path string) (user, password string, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", "", fmt.Errorf("%w: %s can be read by others (mode %v): chmod 600 it", ErrUnsafe, path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, password, ok := strings.Cut(strings.TrimSpace(line), ":")
+	if !ok || user == "" || password == "" {
+		return "", "", fmt.Errorf("%s must hold one line user:password", path)
+	}
+	return user, password, nil
+}

@@ -42,6 +42,29 @@ func TestLoadToken(t *testing.T) {
 	}
 }
 
+func TestLoadZKAuth(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	if u, pw, err := LoadZKAuth(write("good", "seqd:pa:ss\n", 0o600)); err != nil || u != "seqd" || pw != "pa:ss" {
+		t.Fatalf("LoadZKAuth(good) = %q, %q, %v; want seqd, pa:ss", u, pw, err)
+	}
+	if _, _, err := LoadZKAuth(write("readable", "seqd:pass", 0o644)); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("LoadZKAuth(readable by others) = %v, want ErrUnsafe", err)
+	}
+	for _, content := range []string{"", "seqd", ":pass", "seqd:"} {
+		if _, _, err := LoadZKAuth(write("bad", content, 0o600)); err == nil {
+			t.Errorf("LoadZKAuth(%q) accepted", content)
+		}
+	}
+}
+
 // TestMutualTLS: a server requiring client certificates serves a client
 // that presents one from its CA, and refuses one without a certificate or
 // with one from another CA; a client refuses a server its CA did not sign.

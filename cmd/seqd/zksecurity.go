@@ -1,0 +1,75 @@
+package main
+
+import (
+	"crypto/tls"
+	"log/slog"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/internal/security"
+	"github.com/seqd/seqd/zklock"
+)
+
+// ZooKeeper authentication, ACLs and TLS, shared by the commands that talk
+// to ZooKeeper.
+
+// noAuthWarning is logged once at start when no ZooKeeper identity is given.
+const noAuthWarning = "no --zk-auth-file: the lock nodes are world:anyone ALL, so any ZooKeeper client can delete a holder's node (breaking its lock) or plant nodes; give --zk-auth-file to lock them down"
+
+func zkSecurityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "zk-auth-file", EnvVars: []string{"SEQD_ZK_AUTH_FILE"},
+			Usage: "`FILE` with one line user:password: authenticate to ZooKeeper with the digest scheme (the file must not be readable by others)"},
+		&cli.StringFlag{Name: "zk-acl", EnvVars: []string{"SEQD_ZK_ACL"},
+			Usage: "ACL of the nodes seqd creates: creator (digest user ALL + world READ; the default with --zk-auth-file) or open (world ALL; the default without)"},
+		&cli.StringFlag{Name: "zk-tls-ca-file", EnvVars: []string{"SEQD_ZK_TLS_CA_FILE"},
+			Usage: "connect to ZooKeeper's secure client port over TLS, trusting the CA certificates in `FILE`"},
+		&cli.StringFlag{Name: "zk-tls-cert-file", EnvVars: []string{"SEQD_ZK_TLS_CERT_FILE"},
+			Usage: "client certificate `FILE` for ZooKeeper TLS (with --zk-tls-key-file)"},
+		&cli.StringFlag{Name: "zk-tls-key-file", EnvVars: []string{"SEQD_ZK_TLS_KEY_FILE"},
+			Usage: "client key `FILE` for ZooKeeper TLS"},
+	}
+}
+
+// zkSecurity is the validated ZooKeeper identity, ACL policy and TLS.
+type zkSecurity struct {
+	auth *zklock.DigestAuth
+	acl  zklock.ACLPolicy
+	tls  *tls.Config
+}
+
+// parseZKSecurity reads the --zk-* flags; every mistake is a usage error.
+func parseZKSecurity(c *cli.Context) (zkSecurity, error) {
+	var z zkSecurity
+	if f := c.String("zk-auth-file"); f != "" {
+		user, pw, err := security.LoadZKAuth(f)
+		if err != nil {
+			return z, usageErrorf("--zk-auth-file: %v", err)
+		}
+		z.auth = &zklock.DigestAuth{User: user, Password: pw}
+	}
+	var err error
+	if z.acl, err = zklock.ParseACLPolicy(c.String("zk-acl")); err != nil {
+		return z, usageErrorf("--zk-acl %q: want creator or open", c.String("zk-acl"))
+	}
+	if z.acl == zklock.ACLCreator && z.auth == nil {
+		return z, usageErrorf("--zk-acl creator needs --zk-auth-file")
+	}
+	ca, cert, key := c.String("zk-tls-ca-file"), c.String("zk-tls-cert-file"), c.String("zk-tls-key-file")
+	if ca != "" || cert != "" || key != "" {
+		if ca == "" {
+			return z, usageErrorf("--zk-tls-cert-file and --zk-tls-key-file need --zk-tls-ca-file")
+		}
+		if z.tls, err = security.ClientTLS(ca, cert, key); err != nil {
+			return z, usageErrorf("ZooKeeper TLS: %v", err)
+		}
+	}
+	return z, nil
+}
+
+// warnIfOpen logs, once, that without an identity anyone can break locks.
+func (z zkSecurity) warnIfOpen(logger *slog.Logger) {
+	if z.auth == nil {
+		logger.Warn(noAuthWarning)
+	}
+}

@@ -1,0 +1,129 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrTokenModeMismatch: the root records another token mode than the one
+// asked for. Tokens of the two modes are unrelated numbers, so a lock that
+// changed modes could hand out a token lower than one already issued.
+var ErrTokenModeMismatch = errors.New("zklock: token mode mismatch")
+
+// TokenModeError names the two modes of a refused root.
+type TokenModeError struct {
+	Root     string
+	Recorded string // what the root's data says
+	Wanted   TokenMode
+}
+
+func (e *TokenModeError) Error() string {
+	return fmt.Sprintf("zklock: root %s records token mode %s, refusing token mode %s: mixing modes on one root makes tokens go backwards (use another root)", e.Root, e.Recorded, e.Wanted)
+}
+
+// Is makes errors.Is(err, ErrTokenModeMismatch) true.
+func (e *TokenModeError) Is(target error) bool { return target == ErrTokenModeMismatch }
+
+// modeMarkPrefix starts the root node's data, so that a root that holds
+// something else is told apart from one that records a mode.
+const modeMarkPrefix = "seqd-token-mode="
+
+// claimedModes remembers the roots whose mode this session has checked.
+type claimedModes struct {
+	mu    sync.Mutex
+	roots map[string]TokenMode
+}
+
+func (c *claimedModes) get(root string) (TokenMode, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.roots[root]
+	return m, ok
+}
+
+func (c *claimedModes) set(root string, mode TokenMode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.roots == nil {
+		c.roots = map[string]TokenMode{}
+	}
+	c.roots[root] = mode
+}
+
+// ClaimTokenMode records mode in root's data if the root records none yet
+// (creating the root and its ancestors if missing), and otherwise checks it:
+// a root that records the other mode is refused with a *TokenModeError.
+// Acquire calls it once per root and session; a daemon calls it at start to
+// refuse to run at all.
+func (s *Session) ClaimTokenMode(ctx context.Context, root string, mode TokenMode) error {
+	if m, ok := s.modes.get(root); ok {
+		if m != mode {
+			return &TokenModeError{Root: root, Recorded: m.String(), Wanted: mode}
+		}
+		return nil
+	}
+	want := []byte(modeMarkPrefix + mode.String())
+	for attempt := 0; attempt < 10; attempt++ {
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(root); return err })
+		if errors.Is(err, zk.ErrNoNode) {
+			err = s.createRoot(ctx, root, want)
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				continue // read what is there now
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("zklock: token mode of %s: %w", root, err)
+		}
+		if len(data) == 0 {
+			// Made before modes were recorded, or by another tool: the
+			// first to claim it records its mode, the others then read it.
+			err := s.callCtx(ctx, func() error { _, err := s.conn.Set(root, want, st.Version); return err })
+			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
+				return fmt.Errorf("zklock: record token mode on %s: %w", root, err)
+			}
+			continue
+		}
+		recorded, ok := strings.CutPrefix(string(data), modeMarkPrefix)
+		if !ok {
+			return &TokenModeError{Root: root, Recorded: fmt.Sprintf("unknown (data %.40q)", data), Wanted: mode}
+		}
+		got, err := ParseTokenMode(recorded)
+		if err != nil || recorded == "" {
+			return &TokenModeError{Root: root, Recorded: fmt.Sprintf("%q", recorded), Wanted: mode}
+		}
+		if got != mode {
+			return &TokenModeError{Root: root, Recorded: got.String(), Wanted: mode}
+		}
+		s.modes.set(root, mode)
+		return nil
+	}
+	return fmt.Errorf("zklock: token mode of %s: the root keeps changing", root)
+}
+
+// createRoot creates root's missing ancestors (persistent, no data) and root
+// itself with data.
+func (s *Session) createRoot(ctx context.Context, root string, data []byte) error {
+	parts := strings.Split(strings.Trim(root, "/"), "/")
+	p := ""
+	for i, part := range parts {
+		p += "/" + part
+		node, d := p, []byte(nil)
+		if i == len(parts)-1 {
+			d = data
+		}
+		err := s.callCtx(ctx, func() error { _, err := s.conn.Create(node, d, 0, s.acl); return err })
+		if err != nil && (i == len(parts)-1 || !errors.Is(err, zk.ErrNodeExists)) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Nodes that other ZooKeeper clients plant under a lock node (possible
+// wherever the ACL lets them): a contender-shaped node that is not
+// ephemeral blocks the lock but is no holder; a contender that appears
+// below a live holder takes the lock from it, so the holder's grant is
+// declared lost at once, and renew, check and status keep one answer.
+
+// ErrOvertaken: a contender with a lower sequence appeared under the held
+// lock (wrapped in ErrLockLost).
+var ErrOvertaken = errors.New("zklock: a lower contender appeared under the held lock")
+
+// liveGrants are the session's grants that have not ended, by lock node.
+type liveGrants struct {
+	mu sync.Mutex
+	m  map[string]*Grant
+}
+
+func (l *liveGrants) add(g *Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*Grant{}
+	}
+	l.m[g.m.path] = g
+}
+
+func (l *liveGrants) remove(g *Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[g.m.path] == g {
+		delete(l.m, g.m.path)
+	}
+}
+
+func (l *liveGrants) get(lockPath string) *Grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[lockPath]
+}
+
+// Verify reads the lock's contenders and ends the grant (ErrLockLost) if
+// its contender is gone or another contender sorts below it. It returns the
+// grant's error afterwards (nil while it holds), or the read's error when
+// ZooKeeper cannot answer (the grant is then left as it is: its loss
+// deadline decides). A daemon calls it before it vouches for a grant, on a
+// renewal.
+func (g *Grant) Verify(ctx context.Context) error {
+	if err := g.Err(); err != nil {
+		return err
+	}
+	s := g.m.s
+	var children []string
+	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(g.m.path); return err })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	cs := sortContenders(children)
+	switch {
+	case len(cs) > 0 && cs[0].node == path.Base(g.Path):
+		return nil
+	case slices.ContainsFunc(cs, func(c contender) bool { return c.node == path.Base(g.Path) }):
+		g.overtaken(ctx, cs[0].node)
+	default:
+		g.lose(contenderDeleted())
+	}
+	return g.Err()
+}
+
+// overtaken ends the grant because node sorts below its contender, and
+// reports it with node's owner session.
+func (g *Grant) overtaken(ctx context.Context, node string) {
+	s := g.m.s
+	var owner int64
+	var st *zk.Stat
+	if err := s.read(ctx, func() (err error) { _, st, err = s.conn.Get(g.m.path + "/" + node); return err }); err == nil {
+		owner = st.EphemeralOwner
+	}
+	reason := fmt.Sprintf("lower contender %s/%s (owner session 0x%x) appeared", g.m.path, node, owner)
+	if g.lose(&loss{err: fmt.Errorf("%w: %w: %s", ErrLockLost, ErrOvertaken, reason), reason: reason, orphan: true}) {
+		s.obs.Overtaken(g.Name)
+		s.log.Error("a lower contender appeared under a held lock: grant lost", "lock", g.Name, "token", g.Token,
+			"node", g.m.path+"/"+node, "owner_session", fmt.Sprintf("0x%x", owner))
+	}
+}
+
+// lose ends the grant with l from outside its monitor (which then stops),
+// and deletes the contender when l says it may remain.
+func (g *Grant) lose(l *loss) bool {
+	if !g.end(l.err) {
+		return false
+	}
+	s := g.m.s
+	s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", l.reason)
+	if l.orphan {
+		s.deleteLater(g.m.path, g.guid)
+	}
+	return true
+}
+
+// reportBlocked logs and reports, once per node, a contender-shaped node
+// that no session owns at the head of lock's queue.
+func (s *Session) reportBlocked(lock, node string, czxid int64) {
+	key := fmt.Sprintf("%s@%d", node, czxid)
+	if s.blocked.has(key) {
+		return
+	}
+	s.blocked.add(key)
+	s.obs.Blocked(lock)
+	s.log.Error("lock blocked by a contender-shaped node that no session owns (not ephemeral): it stays until someone deletes it",
+		"lock", lock, "node", node)
+}

@@ -269,6 +269,7 @@ func TestComposeConfig(t *testing.T) {
 	t.Parallel()
 	compose := requireTool(t, "docker-compose")
 	mustRun(t, repoRoot, compose, "config", "-q")
+	mustRun(t, repoRoot, compose, "-f", "docker-compose.yml", "-f", "deploy/compose/zk-tls.yml", "config", "-q")
 
 	// The resolved file, for the structure the issue asks for.
 	out := mustRun(t, repoRoot, compose, "config")

@@ -21,7 +21,7 @@ if [ ! -f "$dir/ca.pem" ]; then
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
     -subj "/CN=seqd demo CA" -keyout "$dir/ca-key.pem" -out "$dir/ca.pem" 2>/dev/null
 fi
-for host in seqd1 seqd2 store; do
+for host in seqd1 seqd2 store zk1 zk2 zk3; do
   [ -f "$dir/$host.pem" ] && continue
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$host" \
     -keyout "$dir/$host-key.pem" -out "$dir/$host.csr" 2>/dev/null
@@ -31,11 +31,18 @@ for host in seqd1 seqd2 store; do
   rm -f "$dir/$host.csr" "$dir/$host.ext"
 done
 
+# ZooKeeper reads a PEM key store as one file: the key and its certificate.
+for host in zk1 zk2 zk3; do
+  [ -f "$dir/$host-keystore.pem" ] || cat "$dir/$host-key.pem" "$dir/$host.pem" > "$dir/$host-keystore.pem"
+done
+# ZooKeeper's identity for seqd (used with deploy/compose/zk-tls.yml).
+[ -f "$dir/zk-auth" ] || echo "seqd:$(openssl rand -hex 16)" > "$dir/zk-auth"
+
 if [ ! -f "$dir/signing.key" ]; then
   go run ./cmd/seqd keygen --dir "$dir" --kid demo >/dev/null
 fi
 
-chmod 0644 "$dir/ca.pem" "$dir/verify.keys" "$dir"/seqd1.pem "$dir"/seqd2.pem "$dir"/store.pem
+chmod 0644 "$dir/ca.pem" "$dir/verify.keys" "$dir"/seqd1.pem "$dir"/seqd2.pem "$dir"/store.pem "$dir"/zk?.pem
 if [ "$(id -u)" = 0 ]; then
   chown -R 65532:65532 "$dir"
 else

@@ -118,7 +118,7 @@ func runnerFlags(extra ...cli.Flag) []cli.Flag {
 		&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
 			Usage: "print the token and timings on stderr"},
 		signingKeyFlag(),
-	}, extra...)
+	}, append(zkSecurityFlags(), extra...)...)
 }
 
 // runUnder runs cfg's command under its lock or leadership.

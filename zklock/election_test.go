@@ -63,7 +63,7 @@ func TestElectionOneLeaderAndRisingTerms(t *testing.T) {
 			)
 			for i := range sessions {
 				s := dial(t, c.Servers(), Options{})
-				e := election(t, s, "rising-"+mode.String(), WithTokenMode(mode))
+				e := election(t, s, "rising", WithTokenMode(mode), WithRoot(DefaultElectionRoot+"-"+mode.String())) // one token mode per root
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -123,6 +123,19 @@ type Member struct {
 // Start starts a cluster and waits until every member answers `srvr` with a
 // Mode line (for an ensemble: a leader was elected and everyone serves).
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts)
+		if !errors.Is(err, errPortTaken) || attempt == 3 || opts.ClientPort != 0 {
+			return c, err
+		}
+	}
+}
+
+// errPortTaken: a port chosen for a member was taken by another process
+// before the member could bind it; Start tries again with new ports.
+var errPortTaken = errors.New("testenv: a port was taken before the server could bind it")
+
+func start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Servers <= 0 {
 		opts.Servers = 1
 	}
@@ -546,7 +559,16 @@ func (m *Member) Restart(ctx context.Context) error {
 func (m *Member) WaitServing(ctx context.Context) error {
 	for {
 		if _, err := m.Mode(); err == nil {
-			return nil
+			// The port is released between choosing it and the server
+			// binding it: make sure the server answering is this one, not
+			// another test's that took the port in between.
+			conf, err := FourLetter(m.ClientAddr, "conf", time.Second)
+			if err == nil && !strings.Contains(conf, m.dir) {
+				return fmt.Errorf("%w: zk%d: another server answers on %s", errPortTaken, m.ID, m.ClientAddr)
+			}
+			if err == nil {
+				return nil
+			}
 		}
 		if !m.Running() {
 			return fmt.Errorf("testenv: zk%d exited before serving", m.ID)

@@ -176,22 +176,28 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// acquireArgs reads the ttl, wait and lease_id of an acquire or a campaign,
+// with their defaults.
+func acquireArgs(ttlIn, waitIn *Duration, leaseID string) (ttl, wait time.Duration, opts []AcquireOption) {
+	ttl = DefaultTTL
+	if ttlIn != nil {
+		ttl = time.Duration(*ttlIn)
+	}
+	if waitIn != nil {
+		wait = time.Duration(*waitIn)
+	}
+	if leaseID != "" {
+		opts = append(opts, WithLeaseID(leaseID))
+	}
+	return ttl, wait, opts
+}
+
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	var req AcquireRequest
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl, wait := DefaultTTL, time.Duration(0)
-	if req.TTL != nil {
-		ttl = time.Duration(*req.TTL)
-	}
-	if req.Wait != nil {
-		wait = time.Duration(*req.Wait)
-	}
-	var opts []AcquireOption
-	if req.LeaseID != "" {
-		opts = append(opts, WithLeaseID(req.LeaseID))
-	}
+	ttl, wait, opts := acquireArgs(req.TTL, req.Wait, req.LeaseID)
 	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
 	if err != nil {
 		h.fail(w, r, err)

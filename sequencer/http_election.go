@@ -85,17 +85,7 @@ func (h *handler) campaign(w http.ResponseWriter, r *http.Request, name string) 
 	if !decode(w, r, &req) {
 		return
 	}
-	ttl, wait := DefaultTTL, time.Duration(0)
-	if req.TTL != nil {
-		ttl = time.Duration(*req.TTL)
-	}
-	if req.Wait != nil {
-		wait = time.Duration(*req.Wait)
-	}
-	var opts []AcquireOption
-	if req.LeaseID != "" {
-		opts = append(opts, WithLeaseID(req.LeaseID))
-	}
+	ttl, wait, opts := acquireArgs(req.TTL, req.Wait, req.LeaseID)
 	l, err := h.s.Campaign(r.Context(), name, req.Owner, req.Value, ttl, wait, opts...)
 	h.answer(w, r, l, err)
 }

@@ -34,7 +34,17 @@ func validateName(name string) error {
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
-	leaseID string
+	leaseID   string
+	lockDelay *time.Duration // nil: the daemon's Config.LockDelay
+}
+
+// WithLockDelay sets the lease's lock-delay (0..MaxLockDelay): after it ends
+// uncleanly (its TTL passed, the session was lost, its node was deleted by
+// someone else), the lock is granted to nobody, on any daemon, until d has
+// passed. A release hands over at once. Without it the daemon's
+// Config.LockDelay applies.
+func WithLockDelay(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.lockDelay = &d }
 }
 
 // WithLeaseID makes an acquire idempotent: if id is the owner's live lease
@@ -62,6 +72,13 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if o.leaseID != "" && !validLeaseID(o.leaseID) {
 		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
 	}
+	delay := s.cfg.LockDelay
+	if o.lockDelay != nil {
+		delay = *o.lockDelay
+	}
+	if delay < 0 || delay > MaxLockDelay {
+		return Lease{}, fmt.Errorf("%w: lock_delay %v is out of range: it must be between 0s and %v", ErrBadRequest, delay, MaxLockDelay)
+	}
 	sess, err := s.session()
 	if err != nil {
 		return Lease{}, err
@@ -75,7 +92,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 			return out, err
 		}
 	}
-	g, err := s.contend(ctx, sess, name, owner, wait)
+	g, err := s.contend(ctx, sess, name, owner, wait, delay)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -137,10 +154,10 @@ func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Leas
 }
 
 // contend puts a contender for name on sess and waits up to wait for the
-// grant (0 tries once).
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait time.Duration) (*zklock.Grant, error) {
+// grant (0 tries once); delay is the grant's lock-delay.
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration) (*zklock.Grant, error) {
 	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data))
+	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/seqd/seqd/zklock"
 )
 
 // The wire types of the HTTP API, all in one place. Every body is JSON.
@@ -29,6 +31,8 @@ const (
 	MaxTTL = time.Hour
 	// MaxWait bounds how long an acquire may wait; 0 tries once.
 	MaxWait = 10 * time.Minute
+	// MaxLockDelay bounds an acquire's lock_delay.
+	MaxLockDelay = zklock.MaxLockDelay
 )
 
 // MaxBodyBytes is the largest request body accepted; a larger one is a 400
@@ -54,6 +58,12 @@ type AcquireRequest struct {
 	// Wait ("wait", a Duration) is how long to wait for the lock before a
 	// 409 held: 0..MaxWait; absent or "0s" tries once.
 	Wait *Duration `json:"wait,omitempty"`
+	// LockDelay ("lock_delay", a Duration, optional) is how long, after
+	// this lease ends uncleanly (its TTL passed, the daemon lost its
+	// ZooKeeper session, its node was deleted by someone else), nobody is
+	// granted the lock, on any daemon: 0..MaxLockDelay; absent takes the
+	// daemon's --lock-delay. A release hands over at once.
+	LockDelay *Duration `json:"lock_delay,omitempty"`
 }
 
 // LeaseRequest is the body of POST /v1/locks/{name}/renew and

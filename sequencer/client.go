@@ -69,6 +69,10 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 		opt(&o)
 	}
 	req := AcquireRequest{Owner: owner, LeaseID: o.leaseID}
+	if o.lockDelay != nil {
+		d := Duration(*o.lockDelay)
+		req.LockDelay = &d
+	}
 	if ttl != 0 {
 		d := Duration(ttl)
 		req.TTL = &d

@@ -52,6 +52,7 @@ type daemonOpts struct {
 	mopts   metrics.Options
 	logger  *slog.Logger // default the test log
 	signer  *fence.Signer
+	delay   time.Duration // the daemon's lock-delay
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -77,6 +78,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Clock:          o.clock,
 		Logger:         o.logger,
 		Signer:         o.signer,
+		LockDelay:      o.delay,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -174,6 +174,9 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	if req.LeaseID != "" {
 		opts = append(opts, WithLeaseID(req.LeaseID))
 	}
+	if req.LockDelay != nil {
+		opts = append(opts, WithLockDelay(time.Duration(*req.LockDelay)))
+	}
 	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
 	if err != nil {
 		h.fail(w, r, err)

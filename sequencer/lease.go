@@ -115,7 +115,12 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	if state == released {
 		close(l.stop)
 	}
-	err := l.grant.Release(ctx)
+	release := l.grant.Release
+	if state == expired {
+		// Not a clean release: a lock-delay applies before the next grant.
+		release = l.grant.Abandon
+	}
+	err := release(ctx)
 	s.m.Release(l.name, reason)
 	switch state {
 	case expired:

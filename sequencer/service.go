@@ -76,6 +76,9 @@ type Config struct {
 	// Verifier checks signed sequencers sent to check; default the
 	// Signer's own public key, if there is a Signer.
 	Verifier *fence.Verifier
+	// LockDelay is the lock-delay of acquires that name none: how long
+	// after a lease ends uncleanly nobody is granted its lock. Default 0.
+	LockDelay time.Duration
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

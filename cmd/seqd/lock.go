@@ -63,6 +63,7 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 			rootFlag(),
 			sessionTimeoutFlag(),
 			tokenModeFlag(),
+			lockDelayFlag("if seqd loses the lock uncleanly (killed, session lost), nobody gets it for this long (up to 1m); exiting releases it at once"),
 			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
 				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
 			&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
@@ -107,6 +108,7 @@ type lockConfig struct {
 	sessionTimeout time.Duration
 	mode           zklock.TokenMode
 	wait           time.Duration
+	lockDelay      time.Duration
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
@@ -143,6 +145,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 		return cfg, err
 	}
 	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
+		return cfg, err
+	}
+	if cfg.lockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
 		return cfg, err
 	}
 	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
@@ -358,7 +363,7 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 // still held before the command starts.
 func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
 	cfg := r.cfg
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()))
+	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()), zklock.WithLockDelay(cfg.lockDelay))
 	if err != nil {
 		w.end()
 		return nil, usageErrorf("lock: %v", err)

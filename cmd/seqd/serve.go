@@ -22,6 +22,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
 		signingKeyFlag(),
 		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
+		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
@@ -100,6 +101,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	lockDelay, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)
+	if err != nil {
+		return err
+	}
 	listen := c.String("listen")
 	sec, err := serverSecurity(c, listen)
 	if err != nil {
@@ -132,6 +137,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		Metrics:        m,
 		Signer:         sign,
 		Verifier:       verify,
+		LockDelay:      lockDelay,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)

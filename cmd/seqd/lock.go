@@ -63,6 +63,8 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 			rootFlag(),
 			sessionTimeoutFlag(),
 			tokenModeFlag(),
+			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, EnvVars: []string{"SEQD_LIMIT"},
+				Usage: "a semaphore: run CMD while at most `N` holders (seqd lock -n, Curator's InterProcessSemaphoreV2) hold NAME"},
 			lockDelayFlag("if seqd loses the lock uncleanly (killed, session lost), nobody gets it for this long (up to 1m); exiting releases it at once"),
 			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
 				Usage: "give up waiting after this `DURATION` and exit 75; 0 waits forever"},
@@ -109,6 +111,7 @@ type lockConfig struct {
 	mode           zklock.TokenMode
 	wait           time.Duration
 	lockDelay      time.Duration
+	limit          int // -n: a semaphore of this many holders; 0 for a lock
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
@@ -150,6 +153,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	if cfg.lockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
 		return cfg, err
 	}
+	if err := lockLimit(c, &cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
 		return cfg, err
 	}
@@ -162,6 +168,27 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	}
 	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
 	return cfg, err
+}
+
+// lockLimit reads -n: a semaphore lives under its own root (unless --root
+// names one), takes zxid tokens only and has no lock-delay.
+func lockLimit(c *cli.Context, cfg *lockConfig) error {
+	if !c.IsSet("limit") {
+		return nil
+	}
+	cfg.limit = c.Int("limit")
+	switch {
+	case cfg.limit < 1 || cfg.limit > zklock.MaxSemaphoreLimit:
+		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.limit, zklock.MaxSemaphoreLimit)
+	case cfg.mode != zklock.TokenZxid:
+		return usageErrorf("lock: -n takes zxid tokens only, not --token-mode %s", cfg.mode)
+	case cfg.lockDelay != 0:
+		return usageErrorf("lock: -n and --lock-delay do not go together: a semaphore has no lock-delay")
+	}
+	if !c.IsSet("root") {
+		cfg.root = zklock.DefaultSemaphoreRoot
+	}
+	return nil
 }
 
 // lockArgs splits `NAME [--] CMD [ARG...]`.
@@ -363,7 +390,7 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 // still held before the command starts.
 func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
 	cfg := r.cfg
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()), zklock.WithLockDelay(cfg.lockDelay))
+	m, err := r.newLock(sess)
 	if err != nil {
 		w.end()
 		return nil, usageErrorf("lock: %v", err)
@@ -400,6 +427,17 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 	default:
 	}
 	return grant, nil
+}
+
+// newLock is the lock to wait for: a mutex, or with -n a semaphore.
+func (r *lockRun) newLock(sess *zklock.Session) (interface {
+	Acquire(context.Context) (*zklock.Grant, error)
+}, error) {
+	cfg := r.cfg
+	if cfg.limit > 0 {
+		return zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root), zklock.WithData(ownerData()))
+	}
+	return zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData()), zklock.WithLockDelay(cfg.lockDelay))
 }
 
 // supervise runs the command under the grant until it exits, killing its

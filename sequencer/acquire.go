@@ -87,7 +87,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
 	if o.leaseID != "" {
-		out, ok, err := s.extendOwn(name, owner, o.leaseID, ttl)
+		out, ok, err := s.extendOwn(name, owner, o.leaseID, ttl, 0)
 		if ok || err != nil {
 			return out, err
 		}
@@ -96,7 +96,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, g, name, owner, o.leaseID, ttl)
+	return s.admit(ctx, g, name, owner, o.leaseID, ttl, 0)
 }
 
 func validLeaseID(id string) bool {
@@ -133,12 +133,12 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 // extendOwn is an acquire that names lease id: if id is owner's live lease
 // on name, it extends the lease to ttl from now and reports it, with ok,
 // counted as a renewal. An id in use for another lock or owner is refused.
-func (s *Service) extendOwn(name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
+func (s *Service) extendOwn(name, owner, id string, ttl time.Duration, limit int) (out Lease, ok bool, err error) {
 	s.mu.Lock()
 	l := s.leases[id]
-	if l != nil && (l.name != name || l.owner != owner) {
+	if l != nil && (l.name != name || l.owner != owner || l.limit != limit) {
 		s.mu.Unlock()
-		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock or owner", ErrBadRequest, id)
+		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock, semaphore or owner", ErrBadRequest, id)
 	}
 	if l == nil || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
@@ -196,8 +196,9 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 }
 
 // admit makes grant g a lease of owner for ttl and starts its watch; a
-// Service that is closing releases g instead.
-func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration) (Lease, error) {
+// Service that is closing releases g instead. limit is a semaphore's, 0 for
+// a lock.
+func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
 	if id == "" {
 		id = newLeaseID()
 	}
@@ -209,6 +210,7 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		ttl:       ttl,
 		expires:   s.clock.Now().Add(ttl),
 		grant:     g,
+		limit:     limit,
 		renewed:   make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 	}
@@ -226,7 +228,9 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	s.byName[name] = l
+	if limit == 0 {
+		s.byName[name] = l
+	}
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	go s.watch(l)

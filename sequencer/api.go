@@ -15,6 +15,10 @@ import (
 //	POST /v1/locks/{name}/release  LeaseRequest   → 200 ReleaseResponse
 //	GET  /v1/locks/{name}                         → 200 LockStatus
 //	GET  /v1/locks                                → 200 LeaseList
+//	POST /v1/semaphores/{name}/acquire  SemaphoreAcquireRequest → 200 Lease
+//	POST /v1/semaphores/{name}/renew    LeaseRequest   → 200 Lease
+//	POST /v1/semaphores/{name}/release  LeaseRequest   → 200 ReleaseResponse
+//	GET  /v1/semaphores/{name}                    → 200 SemaphoreStatus
 //	POST /v1/check                 CheckRequest   → 200 or 409 CheckResponse
 //	GET  /healthz, /readyz                        → 200 ProbeResponse
 //
@@ -64,6 +68,30 @@ type AcquireRequest struct {
 	// granted the lock, on any daemon: 0..MaxLockDelay; absent takes the
 	// daemon's --lock-delay. A release hands over at once.
 	LockDelay *Duration `json:"lock_delay,omitempty"`
+}
+
+// SemaphoreAcquireRequest is the body of POST
+// /v1/semaphores/{name}/acquire. Renew and release take a LeaseRequest, as
+// for locks.
+type SemaphoreAcquireRequest struct {
+	// Owner ("owner", required), LeaseID ("lease_id"), TTL ("ttl") and
+	// Wait ("wait") are as for a lock.
+	Owner   string    `json:"owner"`
+	LeaseID string    `json:"lease_id,omitempty"`
+	TTL     *Duration `json:"ttl,omitempty"`
+	Wait    *Duration `json:"wait,omitempty"`
+	// Limit ("limit", required, 1..MaxSemaphoreLimit) is how many holders
+	// the semaphore admits at once; every holder must name the same.
+	Limit int `json:"limit"`
+}
+
+// SemaphoreStatus is the answer of GET /v1/semaphores/{name}.
+type SemaphoreStatus struct {
+	// Name ("name") is the semaphore's name.
+	Name string `json:"name"`
+	// Holders ("holders") counts its lease nodes in ZooKeeper, on every
+	// daemon (and other clients), a waiter's included while it counts.
+	Holders int `json:"holders"`
 }
 
 // LeaseRequest is the body of POST /v1/locks/{name}/renew and
@@ -116,6 +144,9 @@ type Lease struct {
 	// ZooKeeper session: holding is never guaranteed, which is what the
 	// token is for.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Limit ("limit") is the semaphore's limit for a semaphore's lease,
+	// absent for a lock's.
+	Limit int `json:"limit,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/locks: the live leases held through

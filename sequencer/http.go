@@ -115,6 +115,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/v1/semaphores/"); ok {
+		h.semaphores(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/locks/")
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)

@@ -35,6 +35,7 @@ type lease struct {
 	// at grant, since every answer about the lease carries it.
 	sequencer string
 	state     leaseState
+	limit     int           // a semaphore's limit; 0 for a lock
 	renewed   chan struct{} // poked when expires moves
 	stop      chan struct{} // closed when released
 }
@@ -55,6 +56,7 @@ func (l *lease) view() Lease {
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
+		Limit:     l.limit,
 	}
 }
 
@@ -152,8 +154,8 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	s.mu.Lock()
 	l := s.leases[leaseID]
 	s.mu.Unlock()
-	if l != nil && l.name != name {
-		return nil, fmt.Errorf("%w: lease %s is for lock %q, not %q", ErrBadRequest, leaseID, l.name, name)
+	if l != nil && (l.name != name || l.limit != 0) {
+		return nil, fmt.Errorf("%w: lease %s is not for lock %q", ErrBadRequest, leaseID, name)
 	}
 	if l != nil && l.grant.Err() == nil && token == l.grant.Token {
 		return l, nil
@@ -188,6 +190,12 @@ func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64,
 	if err != nil {
 		return Lease{}, err
 	}
+	return s.renew(l, token, ttl)
+}
+
+// renew extends the live lease l (ttl 0 keeps its TTL).
+func (s *Service) renew(l *lease, token uint64, ttl time.Duration) (Lease, error) {
+	name := l.name
 	sess, err := s.session()
 	if err != nil {
 		return Lease{}, err

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what seqd's tests and `make run` need and are missing: ZooKeeper
-# (Debian package, runs on the machine's Java 17), promtool, kazoo and
-# docker-compose (for interop and config checks), and staticcheck.
+# (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
+# and docker-compose (for interop and config checks), and staticcheck.
 # Usage: scripts/deps.sh [all|zookeeper]
 set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo docker-compose)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -1,0 +1,142 @@
+package zklock
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// curatorClasspath is Curator and its dependencies as Debian installs them
+// (libcurator-recipes-java).
+var curatorClasspath = []string{
+	"/usr/share/java/curator-recipes.jar",
+	"/usr/share/java/curator-framework.jar",
+	"/usr/share/java/curator-client.jar",
+	"/usr/share/java/zookeeper.jar",
+	"/usr/share/java/zookeeper-jute.jar",
+	"/usr/share/java/guava.jar",
+	"/usr/share/java/slf4j-api.jar",
+}
+
+func needCurator(t *testing.T) {
+	t.Helper()
+	for _, jar := range curatorClasspath {
+		if _, err := os.Stat(jar); err != nil {
+			t.Skipf("Curator not installed (%v); apt-get install libcurator-recipes-java, as scripts/deps.sh does", err)
+		}
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("no java on PATH")
+	}
+}
+
+// startCurator runs testdata/CuratorSemaphore.java on path with limit.
+func startCurator(t *testing.T, hosts, path string, limit int) *kazoo {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "java", "-cp", strings.Join(curatorClasspath, ":"), "testdata/CuratorSemaphore.java", hosts, path, fmt.Sprint(limit))
+	k := &kazoo{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
+	cmd.Stderr = k.stderr
+	var err error
+	if k.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(k.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			k.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-read
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("curator stderr:\n%s", k.stderr.String())
+		}
+	})
+	return k
+}
+
+func (k *kazoo) say(t *testing.T, line string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(k.stdin, line); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Curator's InterProcessSemaphoreV2 and Semaphore on one path share its
+// slots, both ways: each is refused when the other fills the semaphore, and
+// granted when the other frees a slot.
+func TestInteropCuratorSemaphore(t *testing.T) {
+	needCurator(t)
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	const limit = 2
+	sem := semaphore(t, s, "interop/curator", limit)
+	cur := startCurator(t, c.ConnectString(), sem.Path(), limit)
+
+	ours, err := sem.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One slot left: Curator gets it (the control: it can be granted).
+	cur.say(t, "try 20000")
+	if got := cur.line(t, 60*time.Second); got != "true" {
+		t.Fatalf("curator on a semaphore with a free slot printed %q, want true", got)
+	}
+	if _, err := sem.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
+		t.Fatalf("TryAcquire with the slots held by us and Curator: %v, want ErrHeld", err)
+	}
+	if n, err := sem.Holders(context.Background()); err != nil || n != limit {
+		t.Fatalf("holders %d (%v), want %d", n, err, limit)
+	}
+	cur.say(t, "release")
+	if got := cur.line(t, 30*time.Second); got != "released" {
+		t.Fatalf("curator printed %q, want released", got)
+	}
+	second, err := sem.TryAcquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("TryAcquire after Curator released: %v", err)
+	}
+	if second.Token <= ours.Token {
+		t.Fatalf("token %d, want above %d", second.Token, ours.Token)
+	}
+	// We fill it: Curator is refused, then granted once we free a slot.
+	cur.say(t, "try 500")
+	if got := cur.line(t, 30*time.Second); got != "false" {
+		t.Fatalf("curator on a semaphore we fill printed %q, want false", got)
+	}
+	cur.say(t, "try 20000")
+	// Curator waits with its lease node counted: ours two and its one.
+	deadline := time.Now().Add(30 * time.Second)
+	for n, _ := sem.Holders(context.Background()); n != limit+1; n, _ = sem.Holders(context.Background()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("curator's waiting lease never appeared (%d nodes)", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := ours.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := cur.line(t, 30*time.Second); got != "true" {
+		t.Fatalf("curator after we freed a slot printed %q, want true", got)
+	}
+	second.Release(context.Background())
+}

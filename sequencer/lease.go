@@ -154,8 +154,11 @@ func (s *Service) leaseFor(ctx context.Context, name, leaseID string, token uint
 	s.mu.Lock()
 	l := s.leases[leaseID]
 	s.mu.Unlock()
-	if l != nil && (l.name != name || l.limit != 0) {
-		return nil, fmt.Errorf("%w: lease %s is not for lock %q", ErrBadRequest, leaseID, name)
+	if l != nil && l.limit != 0 {
+		return nil, fmt.Errorf("%w: lease %s is for semaphore %q, not lock %q", ErrBadRequest, leaseID, l.name, name)
+	}
+	if l != nil && l.name != name {
+		return nil, fmt.Errorf("%w: lease %s is for lock %q, not %q", ErrBadRequest, leaseID, l.name, name)
 	}
 	if l != nil && l.grant.Err() == nil && token == l.grant.Token {
 		return l, nil

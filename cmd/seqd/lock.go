@@ -63,7 +63,7 @@ CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
 			rootFlag(),
 			sessionTimeoutFlag(),
 			tokenModeFlag(),
-			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, EnvVars: []string{"SEQD_LIMIT"},
+			&cli.IntFlag{Name: "n", EnvVars: []string{"SEQD_N"},
 				Usage: "a semaphore: run CMD while at most `N` holders (seqd lock -n, Curator's InterProcessSemaphoreV2) hold NAME"},
 			lockDelayFlag("if seqd loses the lock uncleanly (killed, session lost), nobody gets it for this long (up to 1m); exiting releases it at once"),
 			&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
@@ -173,10 +173,10 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 // lockLimit reads -n: a semaphore lives under its own root (unless --root
 // names one), takes zxid tokens only and has no lock-delay.
 func lockLimit(c *cli.Context, cfg *lockConfig) error {
-	if !c.IsSet("limit") {
+	if !c.IsSet("n") {
 		return nil
 	}
-	cfg.limit = c.Int("limit")
+	cfg.limit = c.Int("n")
 	switch {
 	case cfg.limit < 1 || cfg.limit > zklock.MaxSemaphoreLimit:
 		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.limit, zklock.MaxSemaphoreLimit)

@@ -97,3 +97,25 @@ func TestLockSemaphoreSlotFreedOnKill(t *testing.T) {
 	}
 	t.Logf("slot taken %v after the holder was killed (session timeout 2s)", time.Since(killed).Round(time.Millisecond))
 }
+
+// -n out of range, with --lock-delay or with version tokens is a usage
+// error before ZooKeeper is touched; the control, a valid -n, runs.
+func TestLockSemaphoreUsage(t *testing.T) {
+	t.Parallel()
+	c := zktest.StartT(t, testenv.Options{})
+	env := []string{"SEQD_ZK=" + c.ConnectString()}
+	for _, args := range [][]string{
+		{"-n", "0"},
+		{"-n", "-3"},
+		{"-n", "2", "--lock-delay", "1s"},
+		{"-n", "2", "--token-mode", "version"},
+	} {
+		code, _, stderr := runLockT(t, 30*time.Second, env, append(args, "u", "--", "true")...)
+		if code != ExitUsage {
+			t.Errorf("seqd lock %q: exit %d, want %d; stderr:\n%s", args, code, ExitUsage, stderr)
+		}
+	}
+	if code, _, stderr := runLockT(t, 30*time.Second, env, "-n", "2", "u", "--", "true"); code != 0 {
+		t.Fatalf("seqd lock -n 2: exit %d; stderr:\n%s", code, stderr)
+	}
+}

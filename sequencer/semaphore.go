@@ -21,14 +21,8 @@ import (
 // MaxSemaphoreLimit bounds a semaphore's limit.
 const MaxSemaphoreLimit = zklock.MaxSemaphoreLimit
 
-// semaphoreRoot is where the daemon's semaphores live: DefaultSemaphoreRoot
-// beside the default lock root, <root>.semaphores beside another.
-func (s *Service) semaphoreRoot() string {
-	if s.cfg.Root == zklock.DefaultRoot {
-		return zklock.DefaultSemaphoreRoot
-	}
-	return strings.TrimSuffix(s.cfg.Root, "/") + ".semaphores"
-}
+// semaphoreRoot is where the daemon's semaphores live, beside its locks.
+func (s *Service) semaphoreRoot() string { return zklock.SemaphoreRoot(s.cfg.Root) }
 
 // AcquireSemaphore grants owner one of limit slots of name for ttl, waiting
 // up to wait (0 tries once). Every holder must name the same limit. The

@@ -60,6 +60,13 @@ func TestSemaphoreAcrossDaemons(t *testing.T) {
 	if _, err := b.client.AcquireSemaphore(ctx, name, "four", limit, 10*time.Second, 0); err != nil {
 		t.Fatalf("acquire after a release: %v", err)
 	}
+	// Grants are counted under the semaphore's name, not its inner mutex's.
+	if got := counter(t, a.reg, "seqd_grants_total", map[string]string{"lock": name}); got != 2 {
+		t.Errorf("seqd_grants_total{lock=%q} = %v on the first daemon, want 2", name, got)
+	}
+	if got := counter(t, a.reg, "seqd_grants_total", map[string]string{"lock": name + "/locks"}); got != 0 {
+		t.Errorf("seqd_grants_total{lock=%q} = %v, want 0: the inner mutex is not a lock of its own", name+"/locks", got)
+	}
 }
 
 func TestSemaphoreBadRequests(t *testing.T) {

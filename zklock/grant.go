@@ -73,7 +73,7 @@ func (g *Grant) end(err error) bool {
 	}
 	g.err = err
 	close(g.lost)
-	g.m.s.obs.GrantEnded(g.Name, err)
+	g.m.observer().GrantEnded(g.Name, err)
 	return true
 }
 

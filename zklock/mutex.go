@@ -55,6 +55,7 @@ type Mutex struct {
 	mode  TokenMode
 	data  []byte
 	delay time.Duration // lock-delay after an unclean end of our grants
+	quiet bool          // a recipe's inner mutex: not reported to the observer
 
 	tokenOf tokenSource // the mode's, unless a test replaced it
 
@@ -120,8 +121,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	s := m.s
 	start := s.clock.Now()
 	if wait {
-		s.obs.Waiting(m.name, 1)
-		defer s.obs.Waiting(m.name, -1)
+		m.observer().Waiting(m.name, 1)
+		defer m.observer().Waiting(m.name, -1)
 	}
 	guid := newGUID()
 	defer func() {
@@ -279,7 +280,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	m.grant = g
 	m.mu.Unlock()
 	s.granted.add(own)
-	s.obs.Granted(m.name, waited)
+	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(watch) }) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))

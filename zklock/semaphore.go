@@ -13,6 +13,20 @@ import (
 // DefaultSemaphoreRoot is the znode under which semaphore nodes live.
 const DefaultSemaphoreRoot = "/seqd/semaphores"
 
+// SemaphoreRoot is where the semaphores of a client whose locks live under
+// lockRoot go: DefaultSemaphoreRoot beside DefaultRoot, lockRoot +
+// ".semaphores" beside another root, so that a daemon and `seqd lock -n`
+// given the same root find the same semaphores.
+func SemaphoreRoot(lockRoot string) string {
+	if lockRoot == DefaultRoot {
+		return DefaultSemaphoreRoot
+	}
+	if lockRoot == "/" {
+		return "/.semaphores"
+	}
+	return lockRoot + ".semaphores"
+}
+
 // MaxSemaphoreLimit bounds a semaphore's limit.
 const MaxSemaphoreLimit = 1 << 16
 
@@ -68,9 +82,19 @@ func NewSemaphore(s *Session, name string, limit int, opts ...MutexOption) (*Sem
 	if err != nil {
 		return nil, err
 	}
+	lock.quiet = true // its grants are not the semaphore's
 	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, lock: lock, leases: leases, data: leases.data}
 	leases.path = sem.path + "/leases"
 	return sem, nil
+}
+
+// observer is the session's, or one that records nothing for a recipe's
+// inner mutex.
+func (m *Mutex) observer() Observer {
+	if m.quiet {
+		return nopObserver{}
+	}
+	return m.s.obs
 }
 
 // Name is the semaphore's name.

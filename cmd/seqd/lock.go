@@ -170,8 +170,9 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	return cfg, err
 }
 
-// lockLimit reads -n: a semaphore lives under its own root (unless --root
-// names one), takes zxid tokens only and has no lock-delay.
+// lockLimit reads -n: a semaphore lives beside the lock root (where a
+// daemon with the same --root keeps its semaphores), takes zxid tokens only
+// and has no lock-delay.
 func lockLimit(c *cli.Context, cfg *lockConfig) error {
 	if !c.IsSet("n") {
 		return nil
@@ -185,9 +186,7 @@ func lockLimit(c *cli.Context, cfg *lockConfig) error {
 	case cfg.lockDelay != 0:
 		return usageErrorf("lock: -n and --lock-delay do not go together: a semaphore has no lock-delay")
 	}
-	if !c.IsSet("root") {
-		cfg.root = zklock.DefaultSemaphoreRoot
-	}
+	cfg.root = zklock.SemaphoreRoot(cfg.root)
 	return nil
 }
 

@@ -73,6 +73,9 @@ func parseDelayMarker(data []byte) (delayMarker, bool) {
 		if err != nil || ms < 0 {
 			return delayMarker{}, false
 		}
+		// No holder may ask for more; a larger figure is not ours, and
+		// would overflow a Duration.
+		ms = min(ms, MaxLockDelay.Milliseconds())
 		return delayMarker{state: f[0], node: f[1], delay: time.Duration(ms) * time.Millisecond}, true
 	}
 	return delayMarker{}, false

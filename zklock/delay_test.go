@@ -234,3 +234,43 @@ func TestLockDelayRange(t *testing.T) {
 		t.Errorf("WithLockDelay(%v): %v", MaxLockDelay, err)
 	}
 }
+
+// The marker parser accepts what bytes writes, and nothing it accepts
+// fails to round-trip.
+func FuzzDelayMarker(f *testing.F) {
+	for _, seed := range []string{"held _c_x-lock-0000000001 1500", "lost n 0", "released n", "", "held n", "held n -1", "held n 1 2"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mk, ok := parseDelayMarker(data)
+		if !ok {
+			return
+		}
+		again, ok := parseDelayMarker(mk.bytes())
+		if !ok || again != mk {
+			t.Fatalf("%q parsed as %+v, which writes %q, parsed as %+v (%v)", data, mk, mk.bytes(), again, ok)
+		}
+	})
+}
+
+func TestDelayMarkerParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		ok   bool
+		want delayMarker
+	}{
+		{"held a 1500", true, delayMarker{"held", "a", 1500 * time.Millisecond}},
+		{"lost a 0", true, delayMarker{"lost", "a", 0}},
+		{"released a", true, delayMarker{state: "released", node: "a"}},
+		{"held a", false, delayMarker{}},
+		{"held a -5", false, delayMarker{}},
+		{"gone a 5", false, delayMarker{}},
+		{"held a 99999999999999999", true, delayMarker{"held", "a", MaxLockDelay}},
+		{"", false, delayMarker{}},
+	} {
+		got, ok := parseDelayMarker([]byte(tc.in))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseDelayMarker(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

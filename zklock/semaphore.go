@@ -110,7 +110,8 @@ func (sem *Semaphore) Limit() int { return sem.limit }
 // returns a grant of its own (one slot); Release it when done.
 func (sem *Semaphore) Acquire(ctx context.Context) (*Grant, error) { return sem.acquire(ctx, true) }
 
-// TryAcquire returns ErrHeld if no slot is free now.
+// TryAcquire returns ErrHeld if no slot is free now, or if another
+// acquirer is taking one at this moment.
 func (sem *Semaphore) TryAcquire(ctx context.Context) (*Grant, error) {
 	return sem.acquire(ctx, false)
 }
@@ -161,17 +162,16 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	return sem.leases.newGrant(own, guid, token, s.clock.Now().Sub(start), watch)
 }
 
-// takeLock takes the mutex that orders acquirers. Without wait it still
-// waits a little: another acquirer holds it briefly while it takes a free
-// slot; one that holds it longer is waiting for a slot, so none is free.
+// takeLock takes the mutex that orders acquirers. Without wait it tries
+// once, as Curator's acquire with a zero timeout does: a mutex held means
+// an acquirer waiting for a slot (none is free) or, briefly, one taking a
+// free slot; either way the answer is ErrHeld, at once.
 func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
 	if wait {
 		return sem.lock.Acquire(ctx)
 	}
-	lctx, cancel := context.WithTimeout(ctx, sem.s.Timeout()/2)
-	defer cancel()
-	g, err := sem.lock.Acquire(lctx)
-	if err != nil && lctx.Err() != nil && ctx.Err() == nil {
+	g, err := sem.lock.TryAcquire(ctx)
+	if errors.Is(err, ErrHeld) {
 		return nil, fmt.Errorf("%w: semaphore %s", ErrHeld, sem.name)
 	}
 	return g, err

@@ -223,3 +223,37 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 		}
 	}
 }
+
+// TryAcquire of a full semaphore answers at once, also while a waiter
+// holds the inner mutex.
+func TestSemaphoreTryAcquireWhileWaiterQueued(t *testing.T) {
+	c := shared.Get(t)
+	s1, s2, s3 := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{SessionTimeout: 10 * time.Second}), dial(t, c.Servers(), Options{})
+	holder, waiter, trier := semaphore(t, s1, "sem-try-queued", 1), semaphore(t, s2, "sem-try-queued", 1), semaphore(t, s3, "sem-try-queued", 1)
+	g, err := holder.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() {
+		wg, err := waiter.Acquire(wctx)
+		if err == nil {
+			wg.Release(context.Background())
+		}
+		waited <- err
+	}()
+	waitQueued(t, waiter.lock, 1)
+	start := time.Now()
+	if _, err := trier.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrHeld) {
+		t.Fatalf("TryAcquire: %v, want ErrHeld", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("TryAcquire took %v, want an answer at once", took)
+	}
+	g.Release(context.Background())
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+}

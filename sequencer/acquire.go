@@ -34,7 +34,17 @@ func validateName(name string) error {
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
-	leaseID string
+	leaseID   string
+	lockDelay *time.Duration // nil: the daemon's Config.LockDelay
+}
+
+// WithLockDelay sets the lease's lock-delay (0..MaxLockDelay): after it ends
+// uncleanly (its TTL passed, the session was lost, its node was deleted by
+// someone else), the lock is granted to nobody, on any daemon, until d has
+// passed. A release hands over at once. Without it the daemon's
+// Config.LockDelay applies.
+func WithLockDelay(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.lockDelay = &d }
 }
 
 // WithLeaseID makes an acquire idempotent: if id is the owner's live lease
@@ -62,6 +72,13 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if o.leaseID != "" && !validLeaseID(o.leaseID) {
 		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
 	}
+	delay := s.cfg.LockDelay
+	if o.lockDelay != nil {
+		delay = *o.lockDelay
+	}
+	if delay < 0 || delay > MaxLockDelay {
+		return Lease{}, fmt.Errorf("%w: lock_delay %v is out of range: it must be between 0s and %v", ErrBadRequest, delay, MaxLockDelay)
+	}
 	sess, err := s.session()
 	if err != nil {
 		return Lease{}, err
@@ -70,16 +87,16 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
 	}
 	if o.leaseID != "" {
-		out, ok, err := s.extendOwn(lockLease, name, owner, o.leaseID, ttl)
+		out, ok, err := s.extendOwn(lockLease, name, owner, o.leaseID, ttl, 0)
 		if ok || err != nil {
 			return out, err
 		}
 	}
-	g, err := s.contend(ctx, sess, name, owner, wait)
+	g, err := s.contend(ctx, sess, name, owner, wait, delay)
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, &lease{kind: lockLease, grant: g}, name, owner, o.leaseID, ttl)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g}, name, owner, o.leaseID, ttl, 0)
 }
 
 func validLeaseID(id string) bool {
@@ -116,12 +133,12 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 // extendOwn is an acquire that names lease id: if id is owner's live lease
 // on name, it extends the lease to ttl from now and reports it, with ok,
 // counted as a renewal. An id in use for another lock or owner is refused.
-func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration) (out Lease, ok bool, err error) {
+func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration, limit int) (out Lease, ok bool, err error) {
 	s.mu.Lock()
 	l := s.leases[id]
-	if l != nil && (l.name != name || l.owner != owner || l.kind != k) {
+	if l != nil && (l.name != name || l.owner != owner || l.kind != k || l.limit != limit) {
 		s.mu.Unlock()
-		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock or owner", ErrBadRequest, id)
+		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock, semaphore or owner", ErrBadRequest, id)
 	}
 	if l == nil || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
@@ -139,10 +156,10 @@ func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Durati
 }
 
 // contend puts a contender for name on sess and waits up to wait for the
-// grant (0 tries once).
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait time.Duration) (*zklock.Grant, error) {
+// grant (0 tries once); delay is the grant's lock-delay.
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration) (*zklock.Grant, error) {
 	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data))
+	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
@@ -181,14 +198,15 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 }
 
 // admit makes l's grant a lease of owner for ttl and starts its watch; a
-// Service that is closing releases the grant instead.
-func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration) (Lease, error) {
+// Service that is closing releases the grant instead. limit is a
+// semaphore's, 0 for a lock or an election.
+func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
 	if id == "" {
 		id = newLeaseID()
 	}
 	g := l.grant
 	l.sequencer = s.sequencer(name, g.Token)
-	l.id, l.name, l.owner, l.ttl = id, name, owner, ttl
+	l.id, l.name, l.owner, l.ttl, l.limit = id, name, owner, ttl, limit
 	l.expires = s.clock.Now().Add(ttl)
 	l.renewed, l.stop = make(chan struct{}, 1), make(chan struct{})
 	s.mu.Lock()
@@ -205,7 +223,9 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	s.byName[leaseKey(l.kind, name)] = l
+	if limit == 0 {
+		s.byName[leaseKey(l.kind, name)] = l
+	}
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	go s.watch(l)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/seqd/seqd/zklock"
 )
 
 // The wire types of the HTTP API, all in one place. Every body is JSON.
@@ -18,6 +20,10 @@ import (
 //	POST /v1/elections/{name}/proclaim  ProclaimRequest → 200 Lease
 //	GET  /v1/elections/{name}[?index=I&wait=D]          → 200 ElectionStatus
 //	GET  /v1/locks                                → 200 LeaseList
+//	POST /v1/semaphores/{name}/acquire  SemaphoreAcquireRequest → 200 Lease
+//	POST /v1/semaphores/{name}/renew    LeaseRequest   → 200 Lease
+//	POST /v1/semaphores/{name}/release  LeaseRequest   → 200 ReleaseResponse
+//	GET  /v1/semaphores/{name}                    → 200 SemaphoreStatus
 //	POST /v1/check                 CheckRequest   → 200 or 409 CheckResponse
 //	GET  /healthz, /readyz                        → 200 ProbeResponse
 //
@@ -40,6 +46,8 @@ const (
 	MaxTTL = time.Hour
 	// MaxWait bounds how long an acquire may wait; 0 tries once.
 	MaxWait = 10 * time.Minute
+	// MaxLockDelay bounds an acquire's lock_delay.
+	MaxLockDelay = zklock.MaxLockDelay
 )
 
 // DefaultBlockingWait is how long a blocking read waits when it names no
@@ -76,6 +84,36 @@ type AcquireRequest struct {
 	// Wait ("wait", a Duration) is how long to wait for the lock before a
 	// 409 held: 0..MaxWait; absent or "0s" tries once.
 	Wait *Duration `json:"wait,omitempty"`
+	// LockDelay ("lock_delay", a Duration, optional) is how long, after
+	// this lease ends uncleanly (its TTL passed, the daemon lost its
+	// ZooKeeper session, its node was deleted by someone else), nobody is
+	// granted the lock, on any daemon: 0..MaxLockDelay; absent takes the
+	// daemon's --lock-delay. A release hands over at once.
+	LockDelay *Duration `json:"lock_delay,omitempty"`
+}
+
+// SemaphoreAcquireRequest is the body of POST
+// /v1/semaphores/{name}/acquire. Renew and release take a LeaseRequest, as
+// for locks.
+type SemaphoreAcquireRequest struct {
+	// Owner ("owner", required), LeaseID ("lease_id"), TTL ("ttl") and
+	// Wait ("wait") are as for a lock.
+	Owner   string    `json:"owner"`
+	LeaseID string    `json:"lease_id,omitempty"`
+	TTL     *Duration `json:"ttl,omitempty"`
+	Wait    *Duration `json:"wait,omitempty"`
+	// Limit ("limit", required, 1..MaxSemaphoreLimit) is how many holders
+	// the semaphore admits at once; every holder must name the same.
+	Limit int `json:"limit"`
+}
+
+// SemaphoreStatus is the answer of GET /v1/semaphores/{name}.
+type SemaphoreStatus struct {
+	// Name ("name") is the semaphore's name.
+	Name string `json:"name"`
+	// Holders ("holders") counts its lease nodes in ZooKeeper, on every
+	// daemon (and other clients), a waiter's included while it counts.
+	Holders int `json:"holders"`
 }
 
 // CampaignRequest is the body of POST /v1/elections/{name}/campaign.
@@ -157,6 +195,9 @@ type Lease struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// Term ("term", elections only) is the leadership's term: the token.
 	Term uint64 `json:"term,omitempty"`
+	// Limit ("limit") is the semaphore's limit for a semaphore's lease,
+	// absent for a lock's.
+	Limit int `json:"limit,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/locks: the live leases held through

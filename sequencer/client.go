@@ -69,6 +69,10 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 		opt(&o)
 	}
 	req := AcquireRequest{Owner: owner, LeaseID: o.leaseID}
+	if o.lockDelay != nil {
+		d := Duration(*o.lockDelay)
+		req.LockDelay = &d
+	}
 	if ttl != 0 {
 		d := Duration(ttl)
 		req.TTL = &d
@@ -127,6 +131,55 @@ func (c *Client) Leases(ctx context.Context) ([]Lease, error) {
 	var res LeaseList
 	err := c.do(ctx, http.MethodGet, "/v1/locks", nil, &res)
 	return res.Locks, err
+}
+
+// AcquireSemaphore asks for one of limit slots of name for owner; ttl and
+// wait as for Acquire.
+func (c *Client) AcquireSemaphore(ctx context.Context, name, owner string, limit int, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	req := SemaphoreAcquireRequest{Owner: owner, LeaseID: o.leaseID, Limit: limit}
+	if ttl != 0 {
+		d := Duration(ttl)
+		req.TTL = &d
+	}
+	if wait != 0 {
+		d := Duration(wait)
+		req.Wait = &d
+	}
+	var l Lease
+	err := c.do(ctx, http.MethodPost, semaphorePath(name)+"/acquire", req, &l)
+	return l, err
+}
+
+// RenewSemaphore renews a semaphore lease (ttl 0 keeps its TTL).
+func (c *Client) RenewSemaphore(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
+	req := LeaseRequest{LeaseID: leaseID, Token: token}
+	if ttl != 0 {
+		d := Duration(ttl)
+		req.TTL = &d
+	}
+	var l Lease
+	err := c.do(ctx, http.MethodPost, semaphorePath(name)+"/renew", req, &l)
+	return l, err
+}
+
+// ReleaseSemaphore releases a semaphore lease.
+func (c *Client) ReleaseSemaphore(ctx context.Context, name, leaseID string, token uint64) error {
+	return c.do(ctx, http.MethodPost, semaphorePath(name)+"/release", LeaseRequest{LeaseID: leaseID, Token: token}, nil)
+}
+
+// SemaphoreStatus counts a semaphore's holders.
+func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreStatus, error) {
+	var st SemaphoreStatus
+	err := c.do(ctx, http.MethodGet, semaphorePath(name), nil, &st)
+	return st, err
+}
+
+func semaphorePath(name string) string {
+	return "/v1/semaphores/" + strings.TrimPrefix(lockPath(name), "/v1/locks/")
 }
 
 func lockPath(name string) string {

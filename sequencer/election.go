@@ -57,7 +57,7 @@ func (s *Service) Campaign(ctx context.Context, name, owner, value string, ttl, 
 		return Lease{}, err
 	}
 	if o.leaseID != "" {
-		if out, ok, err := s.extendOwn(electionLease, name, owner, o.leaseID, ttl); ok || err != nil {
+		if out, ok, err := s.extendOwn(electionLease, name, owner, o.leaseID, ttl, 0); ok || err != nil {
 			return out, err
 		}
 	}
@@ -76,7 +76,7 @@ func (s *Service) Campaign(ctx context.Context, name, owner, value string, ttl, 
 	if err != nil {
 		return Lease{}, s.campaignError(ctx, sess, e, name, err)
 	}
-	return s.admit(ctx, &lease{kind: electionLease, grant: lead.Grant, lead: lead}, name, owner, o.leaseID, ttl)
+	return s.admit(ctx, &lease{kind: electionLease, grant: lead.Grant, lead: lead}, name, owner, o.leaseID, ttl, 0)
 }
 
 // campaignError maps a failed campaign like acquireError: not elected

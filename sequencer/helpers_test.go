@@ -59,6 +59,7 @@ type daemonOpts struct {
 	identity  string
 	zkAuth    *zklock.DigestAuth
 	zkTLS     *tls.Config
+	delay     time.Duration // the daemon's lock-delay
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -89,6 +90,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Identity:       o.identity,
 		ZKAuth:         o.zkAuth,
 		ZKTLS:          o.zkTLS,
+		LockDelay:      o.delay,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -120,6 +120,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		h.elections(w, r, rest)
 		return
 	}
+	if rest, ok := strings.CutPrefix(p, "/v1/semaphores/"); ok {
+		h.semaphores(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/locks/")
 	if !ok {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)
@@ -198,6 +202,9 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	ttl, wait, opts := acquireArgs(req.TTL, req.Wait, req.LeaseID)
+	if req.LockDelay != nil {
+		opts = append(opts, WithLockDelay(time.Duration(*req.LockDelay)))
+	}
 	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
 	if err != nil {
 		h.fail(w, r, err)

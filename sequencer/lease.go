@@ -60,6 +60,7 @@ type lease struct {
 	// at grant, since every answer about the lease carries it.
 	sequencer string
 	state     leaseState
+	limit     int           // a semaphore's limit; 0 for a lock
 	renewed   chan struct{} // poked when expires moves
 	stop      chan struct{} // closed when released
 }
@@ -83,6 +84,7 @@ func (l *lease) view() Lease {
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
 		Term:      l.term(),
+		Limit:     l.limit,
 	}
 }
 
@@ -151,7 +153,12 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	if state == released {
 		close(l.stop)
 	}
-	err := l.grant.Release(ctx)
+	release := l.grant.Release
+	if state == expired {
+		// Not a clean release: a lock-delay applies before the next grant.
+		release = l.grant.Abandon
+	}
+	err := release(ctx)
 	if l.kind == electionLease {
 		s.watches.touch(watchKey{election: true, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
@@ -190,6 +197,9 @@ func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID strin
 	s.mu.Unlock()
 	if l != nil && l.kind != k {
 		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
+	}
+	if l != nil && l.limit != 0 {
+		return nil, fmt.Errorf("%w: lease %s is for semaphore %q, not lock %q", ErrBadRequest, leaseID, l.name, name)
 	}
 	if l != nil && l.name != name {
 		return nil, fmt.Errorf("%w: lease %s is for %s %q, not %q", ErrBadRequest, leaseID, k, l.name, name)
@@ -250,6 +260,14 @@ func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, 
 	if err != nil {
 		return Lease{}, err
 	}
+	return s.renewLease(ctx, k, l, leaseID, token, ttl, true)
+}
+
+// renewLease extends the live lease l (ttl 0 keeps its TTL). With verify,
+// it first checks that l's contender is still the lowest (a lock's or an
+// election's; a semaphore's holders are not ordered that way).
+func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID string, token uint64, ttl time.Duration, verify bool) (Lease, error) {
+	name := l.name
 	sess, err := s.session()
 	if err != nil {
 		return Lease{}, err
@@ -259,21 +277,23 @@ func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, 
 	}
 	// Still the lowest contender? One planted below it has taken the lock,
 	// and check would already name another holder.
-	if err := l.grant.Verify(ctx); err != nil {
-		switch {
-		case l.grant.Err() == nil: // ZooKeeper did not answer
-			if ctx.Err() != nil {
-				return Lease{}, ctx.Err()
+	if verify {
+		if err := l.grant.Verify(ctx); err != nil {
+			switch {
+			case l.grant.Err() == nil: // ZooKeeper did not answer
+				if ctx.Err() != nil {
+					return Lease{}, ctx.Err()
+				}
+				return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			case errors.Is(err, zklock.ErrLockLost):
+				s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
+				// Answer as for any ended lease: stale when the lock moved on.
+				if _, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew); err != nil {
+					return Lease{}, err
+				}
 			}
-			return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		case errors.Is(err, zklock.ErrLockLost):
-			s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
-			// Answer as for any ended lease: stale when the lock moved on.
-			if _, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew); err != nil {
-				return Lease{}, err
-			}
+			return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
 		}
-		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
 	}
 	s.mu.Lock()
 	// Not past its TTL (the expiry goroutine may not have run yet) and its

@@ -106,6 +106,9 @@ type Config struct {
 	ZKAuth *zklock.DigestAuth
 	ZKACL  zklock.ACLPolicy
 	ZKTLS  *tls.Config
+	// LockDelay is the lock-delay of acquires that name none: how long
+	// after a lease ends uncleanly nobody is granted its lock. Default 0.
+	LockDelay time.Duration
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

@@ -269,7 +269,10 @@ func contenderDeleted() *loss {
 // returns its loss error (the holder learns it had lost); releasing twice
 // returns nil. If ZooKeeper cannot be reached before ctx ends, the session's
 // janitor deletes the node later and Release returns the error.
-func (g *Grant) Release(ctx context.Context) error {
+func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, true) }
+
+// release ends the grant; clean says whether a lock-delay is waived.
+func (g *Grant) release(ctx context.Context, clean bool) error {
 	s := g.m.s
 	g.stopOnce.Do(func() { close(g.stop) })
 	<-g.ended
@@ -279,7 +282,7 @@ func (g *Grant) Release(ctx context.Context) error {
 		}
 		return err
 	}
-	err := s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+	err := g.deleteOwn(ctx, clean)
 	if errors.Is(err, zk.ErrNoNode) {
 		err = nil
 	}

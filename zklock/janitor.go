@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -94,7 +95,8 @@ func (s *Session) deleteGUID(parent, guid string) error {
 		return err
 	}
 	for _, ch := range children {
-		if c, ok := parseContender(ch); ok && c.guid == guid {
+		// A protected name, of a lock's contender or a semaphore's lease.
+		if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
 			err := s.call(func() error { return s.conn.Delete(parent+"/"+ch, -1) })
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err

@@ -48,15 +48,16 @@ func WithData(data []byte) MutexOption { return func(m *Mutex) { m.data = data }
 // Mutex is one contender for one lock. It holds at most one grant at a
 // time. NewMutex does no I/O.
 type Mutex struct {
-	s    *Session
-	name string
-	root string
-	path string // root + "/" + name
-	mode TokenMode
-	data []byte
+	s     *Session
+	name  string
+	root  string
+	path  string // root + "/" + name
+	mode  TokenMode
+	data  []byte
+	delay time.Duration // lock-delay after an unclean end of our grants
+	quiet bool          // an election's or a semaphore's inner mutex: its waits and grants are no lock events
 
 	tokenOf tokenSource // the mode's, unless a test or an election replaced it
-	quiet   bool        // waits and grants are not lock events (elections)
 
 	mu    sync.Mutex
 	grant *Grant
@@ -79,6 +80,9 @@ func NewMutex(s *Session, name string, opts ...MutexOption) (*Mutex, error) {
 	}
 	if m.tokenOf == nil {
 		return nil, fmt.Errorf("zklock: unknown token mode %v", m.mode)
+	}
+	if m.delay < 0 || m.delay > MaxLockDelay {
+		return nil, fmt.Errorf("zklock: lock-delay %v is out of range: it must be between 0s and %v", m.delay, MaxLockDelay)
 	}
 	m.path = strings.TrimSuffix(m.root, "/") + "/" + name
 	return m, nil
@@ -145,6 +149,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	if err != nil {
 		return nil, err
 	}
+	created := s.clock.Now()
 	// Set the watch on our own node (it also gives its czxid and
 	// ephemeralOwner) while waitForTurn reads the children: two requests in
 	// flight on one connection, one round trip.
@@ -161,6 +166,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	}
 	if stat.EphemeralOwner != s.ID() {
 		return nil, fmt.Errorf("zklock: contender %s is owned by session 0x%x, not ours (0x%x)", own, stat.EphemeralOwner, s.ID())
+	}
+	if err := m.awaitLockDelay(ctx, ownNode{own, stat, created, watch}, wait); err != nil {
+		return nil, err
+	}
+	if err := m.markHeld(ctx, own); err != nil {
+		return nil, err
 	}
 	token, err := m.takeToken(ctx, own, stat)
 	if err != nil {

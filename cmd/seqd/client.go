@@ -129,6 +129,7 @@ func acquireCommand() *cli.Command {
 			&cli.StringFlag{Name: "lease-id", Usage: "retry an acquire: with the lease_id of your live lease you get it back (same token); a new 32-hex-digit id of your choosing makes the first try retryable", EnvVars: []string{"SEQD_LEASE_ID"}},
 			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
+			lockDelayFlag("after the lease ends uncleanly (expired, session lost), nobody gets the lock for this long (up to 1m; default: the daemon's --lock-delay)"),
 		),
 		Action: func(c *cli.Context) error {
 			name, err := oneName(c)
@@ -150,6 +151,13 @@ func acquireCommand() *cli.Command {
 			var opts []sequencer.AcquireOption
 			if id := c.String("lease-id"); id != "" {
 				opts = append(opts, sequencer.WithLeaseID(id))
+			}
+			if c.IsSet("lock-delay") {
+				d, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, sequencer.WithLockDelay(d))
 			}
 			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait, opts...)
 			if err != nil {

@@ -57,6 +57,11 @@ func tokenMode(c *cli.Context) (zklock.TokenMode, error) {
 // durationFlag reads the duration flag name and checks that it lies in
 // lo..hi (hi 0: no upper bound). Every command validates its durations
 // here, so that a bad one reads the same everywhere: exit 64 and a sentence.
+// lockDelayFlag is --lock-delay, with the command's own usage.
+func lockDelayFlag(usage string) cli.Flag {
+	return &cli.DurationFlag{Name: "lock-delay", Usage: usage, EnvVars: []string{"SEQD_LOCK_DELAY"}}
+}
+
 func durationFlag(c *cli.Context, name string, lo, hi time.Duration) (time.Duration, error) {
 	d := c.Duration(name)
 	var rng string

@@ -60,7 +60,11 @@ after --kill-grace, and seqd exits 76.
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
 ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
 CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
-		Flags: runnerFlags(rootFlag()),
+		Flags: runnerFlags(rootFlag(),
+			&cli.IntFlag{Name: "n", EnvVars: []string{"SEQD_N"},
+				Usage: "a semaphore: run CMD while at most `N` holders (seqd lock -n, Curator's InterProcessSemaphoreV2) hold NAME"},
+			lockDelayFlag("if seqd loses the lock uncleanly (killed, session lost), nobody gets it for this long (up to 1m); exiting releases it at once"),
+		),
 		Action: func(c *cli.Context) error {
 			cfg, err := parseLockConfig(c)
 			if err != nil {
@@ -148,6 +152,8 @@ type lockConfig struct {
 	sessionTimeout time.Duration
 	mode           zklock.TokenMode
 	wait           time.Duration
+	lockDelay      time.Duration
+	limit          int // -n: a semaphore of this many holders; 0 for a lock
 	killSignal     syscall.Signal
 	killGrace      time.Duration
 	verbose        bool
@@ -192,6 +198,12 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
 		return cfg, err
 	}
+	if cfg.lockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
+		return cfg, err
+	}
+	if err := lockLimit(c, &cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
 		return cfg, err
 	}
@@ -204,6 +216,26 @@ func parseLockConfig(c *cli.Context) (lockConfig, error) {
 	}
 	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
 	return cfg, err
+}
+
+// lockLimit reads -n: a semaphore lives beside the lock root (where a
+// daemon with the same --root keeps its semaphores), takes zxid tokens only
+// and has no lock-delay.
+func lockLimit(c *cli.Context, cfg *lockConfig) error {
+	if !c.IsSet("n") {
+		return nil
+	}
+	cfg.limit = c.Int("n")
+	switch {
+	case cfg.limit < 1 || cfg.limit > zklock.MaxSemaphoreLimit:
+		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.limit, zklock.MaxSemaphoreLimit)
+	case cfg.mode != zklock.TokenZxid:
+		return usageErrorf("lock: -n takes zxid tokens only, not --token-mode %s", cfg.mode)
+	case cfg.lockDelay != 0:
+		return usageErrorf("lock: -n and --lock-delay do not go together: a semaphore has no lock-delay")
+	}
+	cfg.root = zklock.SemaphoreRoot(cfg.root)
+	return nil
 }
 
 // lockArgs splits `NAME [--] CMD [ARG...]`.
@@ -421,7 +453,7 @@ func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*zkloc
 			return l.Grant, nil
 		}, nil
 	}
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)))
+	m, err := r.newLock(sess)
 	if err != nil {
 		return nil, err
 	}
@@ -469,6 +501,17 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 	default:
 	}
 	return grant, nil
+}
+
+// newLock is the lock to wait for: a mutex, or with -n a semaphore.
+func (r *lockRun) newLock(sess *zklock.Session) (interface {
+	Acquire(context.Context) (*zklock.Grant, error)
+}, error) {
+	cfg := r.cfg
+	if cfg.limit > 0 {
+		return zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root), zklock.WithData(ownerData(cfg.argv)))
+	}
+	return zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
 }
 
 // supervise runs the command under the grant until it exits, killing its

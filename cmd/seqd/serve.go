@@ -24,6 +24,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		signingKeyFlag(),
 		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
 		campaignFlag(),
+		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
@@ -139,6 +140,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	lockDelay, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)
+	if err != nil {
+		return err
+	}
 	listen := c.String("listen")
 	sec, err := serverSecurity(c, listen)
 	if err != nil {
@@ -187,6 +192,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKAuth:         zkSec.auth,
 		ZKACL:          zkSec.acl,
 		ZKTLS:          zkSec.tls,
+		LockDelay:      lockDelay,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)

@@ -1,0 +1,266 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Lock-delay. A holder that asked for a delay D records, before its grant
+// is declared, a marker naming its contender: "held <node> <D in ms>". A
+// clean release is one multi that deletes the contender and rewrites the
+// marker to "released <node>", so that a daemon dying halfway leaves either
+// both or neither. Every contender that reaches the head of the queue reads
+// the marker before it is granted; a marker still saying "held" names a
+// contender that is gone (nothing ahead of us is left), so its end was
+// unclean (lease expired, session lost, node deleted by someone else). The
+// first to see that rewrites it, conditionally, to "lost <node> <D>": the
+// mtime of that write is ZooKeeper's time of the first observation, no
+// earlier than the loss, and nobody is granted until D has passed since it.
+//
+// A contender compares that mtime with its own node's ctime, both stamped
+// by ZooKeeper, and waits on its local clock from the moment its create was
+// answered: ZooKeeper's clock then read at least the ctime, so the wait
+// never ends before ZooKeeper's clock reaches mtime + D (clock rates are
+// assumed equal; across a leader change, the two leaders' clocks must
+// agree to within the error one accepts on D).
+//
+// The markers live outside the lock node (which is a container that
+// ZooKeeper may remove as soon as it is empty, and whose children other
+// recipes read): at <root>.delay/<name>, persistent.
+
+// MaxLockDelay bounds WithLockDelay.
+const MaxLockDelay = time.Minute
+
+// WithLockDelay makes an unclean end of this Mutex's grants (lost session,
+// node deleted by someone else, Abandon) keep the lock from being granted
+// again, to anyone on any daemon, until d has passed; Release hands over at
+// once. d is at most MaxLockDelay; 0 (the default) writes no marker.
+func WithLockDelay(d time.Duration) MutexOption { return func(m *Mutex) { m.delay = d } }
+
+// ErrLockDelay: TryAcquire found the lock free but within the lock-delay of
+// an unclean loss (it wraps ErrHeld).
+var ErrLockDelay = fmt.Errorf("%w: lock-delay after an unclean loss", ErrHeld)
+
+// delayPath is the marker node of the lock.
+func (m *Mutex) delayPath() string {
+	if m.root == "/" {
+		return "/.delay/" + m.name
+	}
+	return m.root + ".delay/" + m.name
+}
+
+// delayMarker is a parsed marker.
+type delayMarker struct {
+	state string // "held", "lost", "released"
+	node  string
+	delay time.Duration
+}
+
+func parseDelayMarker(data []byte) (delayMarker, bool) {
+	f := strings.Fields(string(data))
+	switch {
+	case len(f) == 2 && f[0] == "released":
+		return delayMarker{state: f[0], node: f[1]}, true
+	case len(f) == 3 && (f[0] == "held" || f[0] == "lost"):
+		ms, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || ms < 0 {
+			return delayMarker{}, false
+		}
+		// No holder may ask for more; a larger figure is not ours, and
+		// would overflow a Duration.
+		ms = min(ms, MaxLockDelay.Milliseconds())
+		return delayMarker{state: f[0], node: f[1], delay: time.Duration(ms) * time.Millisecond}, true
+	}
+	return delayMarker{}, false
+}
+
+func (d delayMarker) bytes() []byte {
+	if d.state == "released" {
+		return []byte("released " + d.node)
+	}
+	return []byte(fmt.Sprintf("%s %s %d", d.state, d.node, d.delay.Milliseconds()))
+}
+
+// ownNode is our contender while it waits at the head of the queue: its
+// path, its stat, the local time its create was answered, and the watch
+// set on it.
+type ownNode struct {
+	path    string
+	stat    *zk.Stat
+	created time.Time
+	watch   <-chan zk.Event
+}
+
+// awaitLockDelay returns once no lock-delay keeps the head of the queue,
+// own, from being granted. Without wait it returns ErrLockDelay instead of
+// waiting.
+func (m *Mutex) awaitLockDelay(ctx context.Context, own ownNode, wait bool) error {
+	until, err := m.delayEnd(ctx, own)
+	if err != nil || until.IsZero() {
+		return err
+	}
+	s := m.s
+	if !s.clock.Now().Before(until) {
+		return nil
+	}
+	if !wait {
+		return fmt.Errorf("%w: %s until %s", ErrLockDelay, m.name, until.Format("15:04:05.000"))
+	}
+	s.log.Debug("lock-delay", "lock", m.name, "until", until)
+	tc, t := s.clock.TimerAt(until)
+	defer t.Stop()
+	select {
+	case <-tc:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return s.Err()
+	case <-own.watch:
+		// The watch is spent; the grant could not be monitored.
+		return fmt.Errorf("%w: contender %s changed while waiting out the lock-delay", ErrLockLost, own.path)
+	}
+}
+
+// delayEnd reads the marker and says until when (local clock) a lock-delay
+// holds; zero when none does.
+func (m *Mutex) delayEnd(ctx context.Context, own ownNode) (time.Time, error) {
+	s := m.s
+	p := m.delayPath()
+	for attempt := 0; attempt < 10; attempt++ {
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(p); return err })
+		if errors.Is(err, zk.ErrNoNode) {
+			return time.Time{}, nil
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		mk, ok := parseDelayMarker(data)
+		if !ok || mk.state == "released" || mk.delay == 0 || mk.node == path.Base(own.path) {
+			return time.Time{}, nil
+		}
+		if mk.state == "held" {
+			// Its node is gone: we are at the head of the queue, and the
+			// children were read before this marker. Record when that was
+			// first seen; a conditional write, since another contender that
+			// was at the head before us may have done it already.
+			mk.state = "lost"
+			err := s.callCtx(ctx, func() (err error) { st, err = s.conn.Set(p, mk.bytes(), st.Version); return err })
+			if errors.Is(err, zk.ErrBadVersion) {
+				continue
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			s.log.Info("unclean end of the previous holder: lock-delay", "lock", m.name, "holder", mk.node, "delay", mk.delay)
+		}
+		zkWait := time.Duration(st.Mtime-own.stat.Ctime)*time.Millisecond + mk.delay
+		if zkWait <= 0 {
+			return time.Time{}, nil
+		}
+		return own.created.Add(zkWait), nil
+	}
+	return time.Time{}, fmt.Errorf("zklock: lock-delay marker %s keeps changing", p)
+}
+
+// markHeld records, before the grant of own is declared, that own holds the
+// lock with this Mutex's delay: a multi of check(own) + write(marker), so
+// that a contender already gone cannot claim it.
+func (m *Mutex) markHeld(ctx context.Context, own string) error {
+	if m.delay <= 0 {
+		return nil
+	}
+	s := m.s
+	p := m.delayPath()
+	data := delayMarker{state: "held", node: path.Base(own), delay: m.delay}.bytes()
+	for attempt := 0; attempt < 10; attempt++ {
+		err := s.callCtx(ctx, func() error {
+			_, err := s.conn.Multi(
+				&zk.CheckVersionRequest{Path: own, Version: -1},
+				&zk.SetDataRequest{Path: p, Data: data, Version: -1},
+			)
+			return err
+		})
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		var ok bool
+		err = s.callCtx(ctx, func() (err error) { ok, _, err = s.conn.Exists(own); return err })
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: contender %s vanished before the lock-delay marker was written", ErrLockLost, own)
+		}
+		if err := m.ensurePersistent(ctx, p, data); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("zklock: lock-delay marker %s could not be written", p)
+}
+
+// ensurePersistent creates p and its missing ancestors as persistent nodes,
+// p itself with data.
+func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) error {
+	s := m.s
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	node := ""
+	for i, part := range parts {
+		node += "/" + part
+		var d []byte
+		if i == len(parts)-1 {
+			d = data
+		}
+		n := node
+		err := s.callCtx(ctx, func() error {
+			_, err := s.conn.Create(n, d, 0, zk.WorldACL(zk.PermAll))
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// deleteOwn deletes the grant's contender. A clean release of a grant with
+// a lock-delay is one multi that also marks the marker released, so that
+// the next holder is not delayed; an unclean one leaves the marker saying
+// held, so that it is.
+func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
+	m := g.m
+	s := m.s
+	if !clean || m.delay <= 0 {
+		return s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+	}
+	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
+	err := s.callCtx(ctx, func() error {
+		_, err := s.conn.Multi(
+			&zk.DeleteRequest{Path: g.Path, Version: -1},
+			&zk.SetDataRequest{Path: m.delayPath(), Data: data, Version: -1},
+		)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		// Our node is gone (the grant was lost: its end stays unclean), or
+		// someone removed the marker (then nothing delays anyone).
+		err = s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+	}
+	return err
+}
+
+// Abandon ends the grant as if it had been lost: it deletes the contender
+// without recording a clean release, so that a lock-delay applies before
+// the next grant (a lease whose TTL passed ends this way).
+func (g *Grant) Abandon(ctx context.Context) error { return g.release(ctx, false) }

@@ -56,6 +56,9 @@ type Mutex struct {
 	data  []byte
 	delay time.Duration // lock-delay after an unclean end of our grants
 	quiet bool          // a recipe's inner mutex: not reported to the observer
+	// shared: the grants are a ReadLock's, which need not be the lowest
+	// contender, so they do not go in the session's granted set.
+	shared bool
 
 	tokenOf tokenSource // the mode's, unless a test replaced it
 
@@ -279,7 +282,9 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	m.mu.Lock()
 	m.grant = g
 	m.mu.Unlock()
-	s.granted.add(own)
+	if !m.shared {
+		s.granted.add(own)
+	}
 	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(watch) }) {

@@ -28,7 +28,7 @@ const (
 
 // contender is a parsed child of a lock node.
 type contender struct {
-	node string // child name
+	node   string // child name
 	seq    int64
 	guid   string // the _c_ GUID, when the name is protected
 	reader bool   // a shared holder: it excludes writers only

@@ -34,8 +34,15 @@ func validateName(name string) error {
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
+	shared    bool
 	leaseID   string
 	lockDelay *time.Duration // nil: the daemon's Config.LockDelay
+}
+
+// WithShared makes the lease shared (a reader): it holds the lock together
+// with other shared leases and excludes exclusive ones.
+func WithShared() AcquireOption {
+	return func(o *acquireOptions) { o.shared = true }
 }
 
 // WithLockDelay sets the lease's lock-delay (0..MaxLockDelay): after it ends
@@ -73,7 +80,13 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
 	}
 	delay := s.cfg.LockDelay
+	if o.shared {
+		delay = 0 // readers have none
+	}
 	if o.lockDelay != nil {
+		if o.shared && *o.lockDelay != 0 {
+			return Lease{}, fmt.Errorf("%w: a shared lease has no lock_delay", ErrBadRequest)
+		}
 		delay = *o.lockDelay
 	}
 	if delay < 0 || delay > MaxLockDelay {
@@ -92,11 +105,11 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 			return out, err
 		}
 	}
-	g, err := s.contend(ctx, sess, name, owner, wait, delay)
+	g, err := s.contend(ctx, sess, name, owner, wait, delay, o.shared)
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, g, name, owner, o.leaseID, ttl, 0)
+	return s.admit(ctx, g, name, owner, o.leaseID, ttl, 0, o.shared)
 }
 
 func validLeaseID(id string) bool {
@@ -154,19 +167,32 @@ func (s *Service) extendOwn(name, owner, id string, ttl time.Duration, limit int
 }
 
 // contend puts a contender for name on sess and waits up to wait for the
-// grant (0 tries once); delay is the grant's lock-delay.
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration) (*zklock.Grant, error) {
+// grant (0 tries once); delay is the grant's lock-delay; shared makes it a
+// reader.
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration, shared bool) (*zklock.Grant, error) {
 	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
 	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
+	var lk interface {
+		Acquire(context.Context) (*zklock.Grant, error)
+		TryAcquire(context.Context) (*zklock.Grant, error)
+	} = mu
+	if shared {
+		if s.cfg.TokenMode != zklock.TokenZxid {
+			return nil, fmt.Errorf("%w: shared leases need token mode zxid, not %s", ErrBadRequest, s.cfg.TokenMode)
+		}
+		if lk, err = zklock.NewReadLock(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithData(data)); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
 	var g *zklock.Grant
 	if wait == 0 {
-		g, err = mu.TryAcquire(ctx)
+		g, err = lk.TryAcquire(ctx)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		g, err = mu.Acquire(wctx)
+		g, err = lk.Acquire(wctx)
 		cancel()
 	}
 	if err != nil {
@@ -197,8 +223,8 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 
 // admit makes grant g a lease of owner for ttl and starts its watch; a
 // Service that is closing releases g instead. limit is a semaphore's, 0 for
-// a lock.
-func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
+// a lock; shared marks a lock's reader.
+func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id string, ttl time.Duration, limit int, shared bool) (Lease, error) {
 	if id == "" {
 		id = newLeaseID()
 	}
@@ -211,6 +237,7 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		expires:   s.clock.Now().Add(ttl),
 		grant:     g,
 		limit:     limit,
+		shared:    shared,
 		renewed:   make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 	}
@@ -228,7 +255,7 @@ func (s *Service) admit(ctx context.Context, g *zklock.Grant, name, owner, id st
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	if limit == 0 {
+	if limit == 0 && !shared {
 		s.byName[name] = l
 	}
 	out := l.view()

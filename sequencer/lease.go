@@ -36,6 +36,7 @@ type lease struct {
 	sequencer string
 	state     leaseState
 	limit     int           // a semaphore's limit; 0 for a lock
+	shared    bool          // a lock's shared lease (a reader)
 	renewed   chan struct{} // poked when expires moves
 	stop      chan struct{} // closed when released
 }
@@ -57,7 +58,16 @@ func (l *lease) view() Lease {
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
 		Limit:     l.limit,
+		Mode:      l.mode(),
 	}
+}
+
+// mode is the lease's mode on the wire: "shared", or "" for exclusive.
+func (l *lease) mode() string {
+	if l.shared {
+		return ModeShared
+	}
+	return ""
 }
 
 // watch ends the lease when its TTL passes or its grant is lost.

@@ -73,7 +73,7 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name, owner string, limi
 	if err != nil {
 		return Lease{}, s.semaphoreError(ctx, sess, name, err)
 	}
-	return s.admit(ctx, g, name, owner, o.leaseID, ttl, limit)
+	return s.admit(ctx, g, name, owner, o.leaseID, ttl, limit, false)
 }
 
 // semaphoreError maps a failed acquire of a semaphore: full when the wait

@@ -34,8 +34,15 @@ func validateName(name string) error {
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
+	shared    bool
 	leaseID   string
 	lockDelay *time.Duration // nil: the daemon's Config.LockDelay
+}
+
+// WithShared makes the lease shared (a reader): it holds the lock together
+// with other shared leases and excludes exclusive ones.
+func WithShared() AcquireOption {
+	return func(o *acquireOptions) { o.shared = true }
 }
 
 // WithLockDelay sets the lease's lock-delay (0..MaxLockDelay): after it ends
@@ -73,7 +80,13 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
 	}
 	delay := s.cfg.LockDelay
+	if o.shared {
+		delay = 0 // readers have none
+	}
 	if o.lockDelay != nil {
+		if o.shared && *o.lockDelay != 0 {
+			return Lease{}, fmt.Errorf("%w: a shared lease has no lock_delay", ErrBadRequest)
+		}
 		delay = *o.lockDelay
 	}
 	if delay < 0 || delay > MaxLockDelay {
@@ -92,11 +105,11 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 			return out, err
 		}
 	}
-	g, err := s.contend(ctx, sess, name, owner, wait, delay)
+	g, err := s.contend(ctx, sess, name, owner, wait, delay, o.shared)
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, &lease{kind: lockLease, grant: g}, name, owner, o.leaseID, ttl, 0)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared}, name, owner, o.leaseID, ttl, 0)
 }
 
 func validLeaseID(id string) bool {
@@ -156,19 +169,32 @@ func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Durati
 }
 
 // contend puts a contender for name on sess and waits up to wait for the
-// grant (0 tries once); delay is the grant's lock-delay.
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration) (*zklock.Grant, error) {
+// grant (0 tries once); delay is the grant's lock-delay; shared makes it a
+// reader.
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration, shared bool) (*zklock.Grant, error) {
 	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
 	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
+	var lk interface {
+		Acquire(context.Context) (*zklock.Grant, error)
+		TryAcquire(context.Context) (*zklock.Grant, error)
+	} = mu
+	if shared {
+		if s.cfg.TokenMode != zklock.TokenZxid {
+			return nil, fmt.Errorf("%w: shared leases need token mode zxid, not %s", ErrBadRequest, s.cfg.TokenMode)
+		}
+		if lk, err = zklock.NewReadLock(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithData(data)); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	}
 	var g *zklock.Grant
 	if wait == 0 {
-		g, err = mu.TryAcquire(ctx)
+		g, err = lk.TryAcquire(ctx)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		g, err = mu.Acquire(wctx)
+		g, err = lk.Acquire(wctx)
 		cancel()
 	}
 	if err != nil {
@@ -223,7 +249,7 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
 	}
 	s.leases[l.id] = l
-	if limit == 0 {
+	if limit == 0 && !l.shared {
 		s.byName[leaseKey(l.kind, name)] = l
 	}
 	out := l.view()

@@ -90,7 +90,20 @@ type AcquireRequest struct {
 	// granted the lock, on any daemon: 0..MaxLockDelay; absent takes the
 	// daemon's --lock-delay. A release hands over at once.
 	LockDelay *Duration `json:"lock_delay,omitempty"`
+	// Mode ("mode", optional) is "exclusive" (the default) or "shared": a
+	// shared lease (a reader) holds the lock together with other shared
+	// ones and excludes exclusive ones, FIFO between them. A shared lease's
+	// token is above every exclusive token granted before it and below
+	// every one granted after it; a resource fences with it as with any
+	// token. A shared lease has no lock_delay.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Lock modes of an acquire.
+const (
+	ModeExclusive = "exclusive"
+	ModeShared    = "shared"
+)
 
 // SemaphoreAcquireRequest is the body of POST
 // /v1/semaphores/{name}/acquire. Renew and release take a LeaseRequest, as
@@ -198,6 +211,9 @@ type Lease struct {
 	// Limit ("limit") is the semaphore's limit for a semaphore's lease,
 	// absent for a lock's.
 	Limit int `json:"limit,omitempty"`
+	// Mode ("mode") is "shared" for a shared lease, absent for an
+	// exclusive one.
+	Mode string `json:"mode,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/locks: the live leases held through

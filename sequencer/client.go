@@ -69,6 +69,9 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 		opt(&o)
 	}
 	req := AcquireRequest{Owner: owner, LeaseID: o.leaseID}
+	if o.shared {
+		req.Mode = ModeShared
+	}
 	if o.lockDelay != nil {
 		d := Duration(*o.lockDelay)
 		req.LockDelay = &d

@@ -205,6 +205,14 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	if req.LockDelay != nil {
 		opts = append(opts, WithLockDelay(time.Duration(*req.LockDelay)))
 	}
+	switch req.Mode {
+	case "", ModeExclusive:
+	case ModeShared:
+		opts = append(opts, WithShared())
+	default:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("mode %.40q: want exclusive or shared", req.Mode), nil)
+		return
+	}
 	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
 	if err != nil {
 		h.fail(w, r, err)

@@ -61,6 +61,7 @@ type lease struct {
 	sequencer string
 	state     leaseState
 	limit     int           // a semaphore's limit; 0 for a lock
+	shared    bool          // a lock's shared lease (a reader)
 	renewed   chan struct{} // poked when expires moves
 	stop      chan struct{} // closed when released
 }
@@ -85,6 +86,7 @@ func (l *lease) view() Lease {
 		ExpiresAt: l.expires.UTC(),
 		Term:      l.term(),
 		Limit:     l.limit,
+		Mode:      l.mode(),
 	}
 }
 
@@ -94,6 +96,14 @@ func (l *lease) term() uint64 {
 		return l.grant.Token
 	}
 	return 0
+}
+
+// mode is the lease's mode on the wire: "shared", or "" for exclusive.
+func (l *lease) mode() string {
+	if l.shared {
+		return ModeShared
+	}
+	return ""
 }
 
 // watch ends the lease when its TTL passes or its grant is lost.

@@ -11,20 +11,27 @@ import (
 // Contender node names. seqd's own are Curator's protected
 // InterProcessMutex names, _c_<uuid>-lock-<10 digits>; Curator's and
 // go-zookeeper's zk.Lock end in "-lock-" + 10 digits as well, kazoo's in
-// "__lock__" + 10 digits. All children of one parent share one sequence
+// "__lock__" + 10 digits, the write side of Curator's
+// InterProcessReadWriteLock in "__WRIT__". Readers (shared holders) end in
+// "__READ__" (Curator's read lock, and seqd's ReadLock) or "__rlock__"
+// (kazoo's ReadLock). All children of one parent share one sequence
 // counter, so the suffixes of different recipes order them correctly.
 const (
 	protectedPrefix = "_c_"
 	lockMarker      = "-lock-"
 	kazooMarker     = "__lock__"
+	curatorWriter   = "__WRIT__"
+	readMarker      = "__READ__"
+	kazooReader     = "__rlock__"
 	seqDigits       = 10
 )
 
 // contender is a parsed child of a lock node.
 type contender struct {
-	node string // child name
-	seq  int64
-	guid string // the _c_ GUID, when the name is protected
+	node   string // child name
+	seq    int64
+	guid   string // the _c_ GUID, when the name is protected
+	reader bool   // a shared holder: it excludes writers only
 }
 
 // parseContender recognises a contender child name; ok is false for anything
@@ -34,7 +41,8 @@ func parseContender(name string) (c contender, ok bool) {
 		return contender{}, false
 	}
 	head, digits := name[:len(name)-seqDigits], name[len(name)-seqDigits:]
-	if !strings.HasSuffix(head, lockMarker) && !strings.HasSuffix(head, kazooMarker) {
+	reader := strings.HasSuffix(head, readMarker) || strings.HasSuffix(head, kazooReader)
+	if !reader && !strings.HasSuffix(head, lockMarker) && !strings.HasSuffix(head, kazooMarker) && !strings.HasSuffix(head, curatorWriter) {
 		return contender{}, false
 	}
 	for i := 0; i < len(digits); i++ {
@@ -46,7 +54,7 @@ func parseContender(name string) (c contender, ok bool) {
 	if err != nil {
 		return contender{}, false
 	}
-	c = contender{node: name, seq: seq}
+	c = contender{node: name, seq: seq, reader: reader}
 	if rest, ok := strings.CutPrefix(head, protectedPrefix); ok {
 		if guid, ok := strings.CutSuffix(rest, lockMarker); ok {
 			c.guid = guid

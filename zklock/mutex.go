@@ -56,6 +56,9 @@ type Mutex struct {
 	data  []byte
 	delay time.Duration // lock-delay after an unclean end of our grants
 	quiet bool          // an election's or a semaphore's inner mutex: its waits and grants are no lock events
+	// shared: the grants are a ReadLock's, which need not be the lowest
+	// contender, so they do not go in the session's granted set.
+	shared bool
 
 	tokenOf tokenSource // the mode's, unless a test or an election replaced it
 
@@ -295,8 +298,12 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	m.mu.Lock()
 	m.grant = g
 	m.mu.Unlock()
-	s.granted.add(own)
-	s.grants.add(g)
+	if !m.shared {
+		// A reader need not be the lowest contender: neither the
+		// hand-over shortcut nor the check for a lower one applies.
+		s.granted.add(own)
+		s.grants.add(g)
+	}
 	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
 	if !s.spawn(func() { g.monitor(watch) }) {

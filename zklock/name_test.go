@@ -3,6 +3,7 @@ package zklock
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -36,16 +37,19 @@ func TestParseContender(t *testing.T) {
 	}{
 		{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-lock-0000000007", true, 7, "1b4e28ba-2fa1-41d2-883f-0016d3cca427"},
 		{"_c_0123456789abcdef0123456789abcdef-lock-0000000012", true, 12, "0123456789abcdef0123456789abcdef"}, // zk.Lock
-		{"x-lock-0000000003", true, 3, ""},            // Curator unprotected
-		{"5d7a3c2e9f__lock__0000000004", true, 4, ""}, // kazoo
-		{"5d7a3c2e9f__rlock__0000000004", false, 0, ""},
+		{"x-lock-0000000003", true, 3, ""},                                           // Curator unprotected
+		{"5d7a3c2e9f__lock__0000000004", true, 4, ""},                                // kazoo
+		{"5d7a3c2e9f__rlock__0000000004", true, 4, ""},                               // kazoo ReadLock: a reader
+		{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-__READ__0000000009", true, 9, ""},  // Curator's and seqd's reader
+		{"_c_1b4e28ba-2fa1-41d2-883f-0016d3cca427-__WRIT__0000000010", true, 10, ""}, // Curator's writer
 		{"lock-0000000001", false, 0, ""},
 		{"_c_abc-lock-00000001", false, 0, ""},
 		{"_c_abc-lock-000000000x", false, 0, ""},
 		{"leader", false, 0, ""},
 	} {
 		c, ok := parseContender(tc.name)
-		if ok != tc.ok || c.seq != tc.seq || c.guid != tc.guid {
+		reader := strings.Contains(tc.name, "__READ__") || strings.Contains(tc.name, "__rlock__")
+		if ok != tc.ok || c.seq != tc.seq || c.guid != tc.guid || ok && c.reader != reader {
 			t.Errorf("parseContender(%q) = %+v, %v; want seq %d guid %q ok %v", tc.name, c, ok, tc.seq, tc.guid, tc.ok)
 		}
 	}

@@ -130,6 +130,7 @@ func acquireCommand() *cli.Command {
 			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 			lockDelayFlag("after the lease ends uncleanly (expired, session lost), nobody gets the lock for this long (up to 1m; default: the daemon's --lock-delay)"),
+			&cli.StringFlag{Name: "mode", Value: sequencer.ModeExclusive, Usage: "exclusive, or shared: hold the lock together with other shared leases (readers)", EnvVars: []string{"SEQD_MODE"}},
 		),
 		Action: func(c *cli.Context) error {
 			name, err := oneName(c)
@@ -151,6 +152,13 @@ func acquireCommand() *cli.Command {
 			var opts []sequencer.AcquireOption
 			if id := c.String("lease-id"); id != "" {
 				opts = append(opts, sequencer.WithLeaseID(id))
+			}
+			switch mode := c.String("mode"); mode {
+			case sequencer.ModeExclusive:
+			case sequencer.ModeShared:
+				opts = append(opts, sequencer.WithShared())
+			default:
+				return usageErrorf("acquire: --mode %q: want exclusive or shared", mode)
 			}
 			if c.IsSet("lock-delay") {
 				d, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)

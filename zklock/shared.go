@@ -1,0 +1,218 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ReadLock is a shared holder of a lock: readers hold it together, a writer
+// (a Mutex, or another recipe's exclusive contender) alone, in FIFO order
+// between them: a reader waits for every writer queued before it, so that a
+// stream of readers cannot starve a writer. Its contender is named as
+// Curator's InterProcessReadWriteLock names its readers,
+// _c_<uuid>-__READ__<10 digits>; kazoo's ReadLock readers (__rlock__) are
+// readers too.
+//
+// A reader's token is its node's czxid: above the token of every writer
+// granted before it, and below that of every writer granted after it.
+// Readers granted at the same time are not ordered among themselves (they
+// do not exclude each other): a resource fences a reader's reads with it as
+// it would a writer's, and refuses writes under it.
+type ReadLock struct {
+	m *Mutex
+}
+
+// NewReadLock names a lock to share on s. It takes WithRoot and WithData;
+// the token mode must be zxid, and a lock-delay is refused.
+func NewReadLock(s *Session, name string, opts ...MutexOption) (*ReadLock, error) {
+	m, err := NewMutex(s, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if m.mode != TokenZxid || m.delay != 0 {
+		return nil, errors.New("zklock: a read lock takes only zxid tokens and no lock-delay")
+	}
+	m.shared = true
+	return &ReadLock{m: m}, nil
+}
+
+// Path is the lock node's path.
+func (r *ReadLock) Path() string { return r.m.path }
+
+// Acquire waits until no writer is ahead, ctx ends or the session ends.
+// Each call returns a grant of its own.
+func (r *ReadLock) Acquire(ctx context.Context) (*Grant, error) { return r.acquire(ctx, true) }
+
+// TryAcquire returns ErrHeld if a writer holds the lock or is queued.
+func (r *ReadLock) TryAcquire(ctx context.Context) (*Grant, error) { return r.acquire(ctx, false) }
+
+func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
+	m := r.m
+	s := m.s
+	start := s.clock.Now()
+	if wait {
+		m.observer().Waiting(m.name, 1)
+		defer m.observer().Waiting(m.name, -1)
+	}
+	guid := newGUID()
+	defer func() {
+		if err != nil {
+			m.withdraw(ctx, guid)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				err = fmt.Errorf("zklock: %s not acquired for reading: %w", m.name, err)
+			}
+		}
+	}()
+	own, err := r.create(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	ownW, err := m.watchOwn(own)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		w, err := r.writerAhead(ctx, own)
+		if err != nil {
+			return nil, err
+		}
+		if w == "" {
+			break
+		}
+		if !wait {
+			return nil, fmt.Errorf("%w: %s has a writer", ErrHeld, m.name)
+		}
+		if _, err := m.awaitGone(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	stat, watch, err := ownW.result(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if stat.EphemeralOwner != s.ID() {
+		return nil, fmt.Errorf("zklock: contender %s is owned by session 0x%x, not ours (0x%x)", own, stat.EphemeralOwner, s.ID())
+	}
+	token := uint64(stat.Czxid)
+	// Readers are granted in any order among themselves: the guard checks
+	// the token against the writers' only (a writer issues, a reader does
+	// not).
+	if last := s.guard.Last(m.path); token <= last {
+		s.obs.TokenRegression(m.name)
+		return nil, &RegressionError{Name: m.path, Token: token, Last: last}
+	}
+	if !s.Live() {
+		if err := s.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
+	}
+	return m.newGrant(own, guid, token, s.clock.Now().Sub(start), watch)
+}
+
+// writerAhead returns the path of the nearest writer queued before own, or
+// "" when there is none.
+func (r *ReadLock) writerAhead(ctx context.Context, own string) (string, error) {
+	m := r.m
+	s := m.s
+	var children []string
+	if err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err }); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			err = fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+		}
+		return "", err
+	}
+	writer, found := "", false
+	for _, c := range sortContenders(children) {
+		if c.node == path.Base(own) {
+			found = true
+			break
+		}
+		if !c.reader {
+			writer = m.path + "/" + c.node
+		}
+	}
+	if !found {
+		return "", fmt.Errorf("%w: contender %s vanished while acquiring", ErrLockLost, own)
+	}
+	return writer, nil
+}
+
+// create makes our reader node, creating the lock node when missing; a
+// create whose reply is lost is recovered by finding our GUID.
+func (r *ReadLock) create(ctx context.Context, guid string) (string, error) {
+	m := r.m
+	s := m.s
+	prefix := m.path + "/" + protectedPrefix + guid + "-" + readMarker
+	for attempt := 0; ; attempt++ {
+		var own string
+		err := s.call(func() (err error) {
+			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			return err
+		})
+		if err == nil && ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		switch {
+		case err == nil:
+			return own, nil
+		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
+			if err := m.ensureLockNode(ctx); err != nil {
+				return "", err
+			}
+			continue
+		case errors.Is(err, ErrUnavailable) && attempt < 10:
+			found, ferr := r.findOwn(ctx, guid)
+			if ferr != nil {
+				return "", ferr
+			}
+			if found != "" {
+				return found, nil
+			}
+			continue
+		}
+		return "", err
+	}
+}
+
+func (r *ReadLock) findOwn(ctx context.Context, guid string) (string, error) {
+	m := r.m
+	s := m.s
+	for {
+		var children []string
+		err := s.callCtx(ctx, func() (err error) {
+			if _, err := s.conn.Sync(m.path); err != nil {
+				return err
+			}
+			children, _, err = s.conn.Children(m.path)
+			return err
+		})
+		switch {
+		case err == nil:
+			for _, ch := range children {
+				if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
+					return m.path + "/" + ch, nil
+				}
+			}
+			return "", nil
+		case errors.Is(err, zk.ErrNoNode):
+			return "", nil
+		case errors.Is(err, ErrUnavailable) && s.Live():
+			tc, t := s.clock.NewTimer(100 * time.Millisecond)
+			select {
+			case <-tc:
+			case <-ctx.Done():
+				t.Stop()
+				return "", ctx.Err()
+			}
+		default:
+			return "", err
+		}
+	}
+}

@@ -224,7 +224,7 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 		}
 		n := node
 		err := s.callCtx(ctx, func() error {
-			_, err := s.conn.Create(n, d, 0, zk.WorldACL(zk.PermAll))
+			_, err := s.conn.Create(n, d, 0, s.acl)
 			return err
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {

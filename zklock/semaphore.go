@@ -212,7 +212,7 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (string, error) {
 	for attempt := 0; ; attempt++ {
 		var own string
 		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, sem.data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			own, err = s.conn.Create(prefix, sem.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 			return err
 		})
 		if err == nil && ctx.Err() != nil {
@@ -225,7 +225,7 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (string, error) {
 			// The mutex created the semaphore's node; leases is a container
 			// beside it.
 			err := s.callCtx(ctx, func() error {
-				_, err := s.conn.CreateContainer(sem.leases.path, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+				_, err := s.conn.CreateContainer(sem.leases.path, nil, zk.FlagContainer, s.acl)
 				return err
 			})
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {

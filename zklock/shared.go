@@ -153,7 +153,7 @@ func (r *ReadLock) create(ctx context.Context, guid string) (string, error) {
 	for attempt := 0; ; attempt++ {
 		var own string
 		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 			return err
 		})
 		if err == nil && ctx.Err() != nil {

@@ -174,12 +174,17 @@ func zkConn(t testing.TB, servers []string) *zk.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	for e := range ev {
-		if e.State == zk.StateHasSession {
-			break
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				return conn
+			}
+		case <-deadline:
+			t.Fatalf("no ZooKeeper session with %v within 30s", servers)
 		}
 	}
-	return conn
 }
 
 // zkChildren lists a node's children with a plain go-zookeeper connection.

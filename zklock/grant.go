@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"slices"
 	"sync"
 	"time"
 
@@ -230,10 +228,8 @@ func (g *Grant) watchChildren() (<-chan zk.Event, string) {
 	if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err }); err != nil {
 		return nil, ""
 	}
-	cs := sortContenders(children)
-	own := path.Base(g.Path)
-	if len(cs) > 0 && cs[0].node != own && slices.ContainsFunc(cs, func(c contender) bool { return c.node == own }) {
-		return nil, cs[0].node
+	if lower, ok := g.below(sortContenders(children)); ok && lower != "" {
+		return nil, lower
 	}
 	return ch, ""
 }

@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"path"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -114,14 +113,8 @@ func (m *Mutex) overtakeOwn(ctx context.Context, cs []contender) {
 	if g == nil {
 		return
 	}
-	own := path.Base(g.Path)
-	for i, c := range cs {
-		if c.node == own {
-			if i > 0 {
-				g.overtaken(ctx, cs[0].node)
-			}
-			return
-		}
+	if lower, ok := g.below(cs); ok && lower != "" {
+		g.overtaken(ctx, lower)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -67,15 +66,32 @@ func (g *Grant) Verify(ctx context.Context) error {
 		return err
 	}
 	cs := sortContenders(children)
-	switch {
-	case len(cs) > 0 && cs[0].node == path.Base(g.Path):
+	switch lower, ok := g.below(cs); {
+	case ok && lower == "":
 		return nil
-	case slices.ContainsFunc(cs, func(c contender) bool { return c.node == path.Base(g.Path) }):
-		g.overtaken(ctx, cs[0].node)
+	case ok:
+		g.overtaken(ctx, lower)
 	default:
 		g.lose(contenderDeleted())
 	}
 	return g.Err()
+}
+
+// below looks for the grant's contender in cs (sorted) and returns, with ok,
+// the first contender below it that it must not have: any, for an
+// exclusive grant; a writer, for a reader's (readers hold side by side).
+// ok is false when the contender is not there.
+func (g *Grant) below(cs []contender) (lower string, ok bool) {
+	own := path.Base(g.Path)
+	for _, c := range cs {
+		if c.node == own {
+			return lower, true
+		}
+		if lower == "" && (!g.m.shared || !c.reader) {
+			lower = c.node
+		}
+	}
+	return "", false
 }
 
 // overtaken ends the grant because node sorts below its contender, and

@@ -14,15 +14,27 @@ import (
 // (and its parents) when missing. A create whose reply is lost is recovered
 // by finding our GUID among the children before trying again.
 func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
-	s := m.s
-	prefix := m.path + "/" + contenderPrefix(guid)
+	return m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode)
+}
+
+// findOwn looks for our GUID among the lock's children.
+func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
+	return m.s.findGUID(ctx, m.path, guid)
+}
+
+// createProtected creates an ephemeral-sequential node named prefix<seq>
+// under parent, where prefix carries our GUID; ensure creates what is
+// missing above it. A create whose reply was lost is recovered by finding
+// the GUID among parent's children before trying again, so that no twin is
+// left behind.
+func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error) (string, error) {
 	for attempt := 0; ; attempt++ {
 		var own string
 		// Not abandoned when ctx ends (call, not callCtx): a create still in
 		// flight could commit after the withdrawal looked for it, and leave
 		// an orphan. go-zookeeper answers or fails every request in time.
 		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+			own, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 			return err
 		})
 		if err == nil && ctx.Err() != nil {
@@ -32,14 +44,14 @@ func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
 		case err == nil:
 			return own, nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
-			if err := m.ensureLockNode(ctx); err != nil {
+			if err := ensure(ctx); err != nil {
 				return "", err
 			}
 			continue
 		case errors.Is(err, ErrUnavailable) && attempt < 10:
 			// The create may have happened. Look for it before creating
 			// again, or we would leave a twin behind.
-			found, ferr := m.findOwn(ctx, guid)
+			found, ferr := s.findGUID(ctx, parent, guid)
 			if ferr != nil {
 				return "", ferr
 			}
@@ -52,36 +64,32 @@ func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
 	}
 }
 
-// findOwn looks for our GUID among the lock's children, retrying while
+// findGUID looks for a child of parent named with our GUID, retrying while
 // ZooKeeper is unreachable and ctx allows.
-func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
-	s := m.s
+func (s *Session) findGUID(ctx context.Context, parent, guid string) (string, error) {
 	for {
 		var children []string
 		err := s.callCtx(ctx, func() (err error) {
 			// Sync first: on another server than the one that took the
 			// lost create, the read must not run ahead of its commit, or we
 			// would create a twin.
-			if _, err := s.conn.Sync(m.path); err != nil {
+			if _, err := s.conn.Sync(parent); err != nil {
 				return err
 			}
-			children, _, err = s.conn.Children(m.path)
+			children, _, err = s.conn.Children(parent)
 			return err
 		})
 		switch {
 		case err == nil:
 			for _, ch := range children {
-				if c, ok := parseContender(ch); ok && c.guid == guid {
-					return m.path + "/" + ch, nil
+				if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
+					return parent + "/" + ch, nil
 				}
 			}
 			return "", nil
 		case errors.Is(err, zk.ErrNoNode):
 			return "", nil
-		case errors.Is(err, ErrUnavailable):
-			if !s.Live() {
-				return "", err // past the deadline: the janitor finds the node if it exists
-			}
+		case errors.Is(err, ErrUnavailable) && s.Live():
 			tc, t := s.clock.NewTimer(100 * time.Millisecond)
 			select {
 			case <-tc:
@@ -90,7 +98,7 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 				return "", ctx.Err()
 			}
 		default:
-			return "", err
+			return "", err // past the deadline: the janitor finds the node if it exists
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -208,80 +207,18 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, own string, wait bool) erro
 // is recovered by finding our GUID among the children.
 func (sem *Semaphore) create(ctx context.Context, guid string) (string, error) {
 	s := sem.s
-	prefix := sem.leases.path + "/" + protectedPrefix + guid + "-lease-"
-	for attempt := 0; ; attempt++ {
-		var own string
-		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, sem.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+	return s.createProtected(ctx, sem.leases.path, sem.leases.path+"/"+protectedPrefix+guid+"-lease-", guid, sem.data, func(ctx context.Context) error {
+		// The mutex created the semaphore's node; leases is a container
+		// beside it.
+		err := s.callCtx(ctx, func() error {
+			_, err := s.conn.CreateContainer(sem.leases.path, nil, zk.FlagContainer, s.acl)
 			return err
 		})
-		if err == nil && ctx.Err() != nil {
-			return "", ctx.Err()
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %s: %w", sem.leases.path, err)
 		}
-		switch {
-		case err == nil:
-			return own, nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
-			// The mutex created the semaphore's node; leases is a container
-			// beside it.
-			err := s.callCtx(ctx, func() error {
-				_, err := s.conn.CreateContainer(sem.leases.path, nil, zk.FlagContainer, s.acl)
-				return err
-			})
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return "", fmt.Errorf("zklock: create %s: %w", sem.leases.path, err)
-			}
-			continue
-		case errors.Is(err, ErrUnavailable) && attempt < 10:
-			found, ferr := sem.findOwn(ctx, guid)
-			if ferr != nil {
-				return "", ferr
-			}
-			if found != "" {
-				return found, nil
-			}
-			continue
-		}
-		return "", err
-	}
-}
-
-// findOwn looks for our GUID among the lease nodes, retrying while
-// ZooKeeper is unreachable and ctx allows.
-func (sem *Semaphore) findOwn(ctx context.Context, guid string) (string, error) {
-	s := sem.s
-	p := sem.leases.path
-	for {
-		var children []string
-		err := s.callCtx(ctx, func() (err error) {
-			if _, err := s.conn.Sync(p); err != nil {
-				return err
-			}
-			children, _, err = s.conn.Children(p)
-			return err
-		})
-		switch {
-		case err == nil:
-			for _, ch := range children {
-				if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
-					return p + "/" + ch, nil
-				}
-			}
-			return "", nil
-		case errors.Is(err, zk.ErrNoNode):
-			return "", nil
-		case errors.Is(err, ErrUnavailable) && s.Live():
-			tc, t := s.clock.NewTimer(100 * time.Millisecond)
-			select {
-			case <-tc:
-			case <-ctx.Done():
-				t.Stop()
-				return "", ctx.Err()
-			}
-		default:
-			return "", err
-		}
-	}
+		return nil
+	})
 }
 
 // Holders counts the semaphore's lease nodes now (Curator counts every

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -148,71 +146,5 @@ func (r *ReadLock) writerAhead(ctx context.Context, own string) (string, error) 
 // create whose reply is lost is recovered by finding our GUID.
 func (r *ReadLock) create(ctx context.Context, guid string) (string, error) {
 	m := r.m
-	s := m.s
-	prefix := m.path + "/" + protectedPrefix + guid + "-" + readMarker
-	for attempt := 0; ; attempt++ {
-		var own string
-		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, m.data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
-			return err
-		})
-		if err == nil && ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		switch {
-		case err == nil:
-			return own, nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
-			if err := m.ensureLockNode(ctx); err != nil {
-				return "", err
-			}
-			continue
-		case errors.Is(err, ErrUnavailable) && attempt < 10:
-			found, ferr := r.findOwn(ctx, guid)
-			if ferr != nil {
-				return "", ferr
-			}
-			if found != "" {
-				return found, nil
-			}
-			continue
-		}
-		return "", err
-	}
-}
-
-func (r *ReadLock) findOwn(ctx context.Context, guid string) (string, error) {
-	m := r.m
-	s := m.s
-	for {
-		var children []string
-		err := s.callCtx(ctx, func() (err error) {
-			if _, err := s.conn.Sync(m.path); err != nil {
-				return err
-			}
-			children, _, err = s.conn.Children(m.path)
-			return err
-		})
-		switch {
-		case err == nil:
-			for _, ch := range children {
-				if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
-					return m.path + "/" + ch, nil
-				}
-			}
-			return "", nil
-		case errors.Is(err, zk.ErrNoNode):
-			return "", nil
-		case errors.Is(err, ErrUnavailable) && s.Live():
-			tc, t := s.clock.NewTimer(100 * time.Millisecond)
-			select {
-			case <-tc:
-			case <-ctx.Done():
-				t.Stop()
-				return "", ctx.Err()
-			}
-		default:
-			return "", err
-		}
-	}
+	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode)
 }

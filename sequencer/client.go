@@ -76,14 +76,7 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 		d := Duration(*o.lockDelay)
 		req.LockDelay = &d
 	}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
-	if wait != 0 {
-		d := Duration(wait)
-		req.Wait = &d
-	}
+	req.TTL, req.Wait = durationPtr(ttl), durationPtr(wait)
 	var l Lease
 	err := c.do(ctx, http.MethodPost, lockPath(name)+"/acquire", req, &l)
 	return l, err
@@ -91,14 +84,24 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 
 // Renew renews a lease (ttl 0 keeps its TTL).
 func (c *Client) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	req := LeaseRequest{LeaseID: leaseID, Token: token}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
+	return c.renew(ctx, lockPath(name), leaseID, token, ttl)
+}
+
+// renew renews the lease of the lock, semaphore or election at path.
+func (c *Client) renew(ctx context.Context, path, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
 	var l Lease
-	err := c.do(ctx, http.MethodPost, lockPath(name)+"/renew", req, &l)
+	err := c.do(ctx, http.MethodPost, path+"/renew", LeaseRequest{LeaseID: leaseID, Token: token, TTL: durationPtr(ttl)}, &l)
 	return l, err
+}
+
+// durationPtr is d for an optional duration field: nil (the daemon's
+// default) for 0.
+func durationPtr(d time.Duration) *Duration {
+	if d == 0 {
+		return nil
+	}
+	x := Duration(d)
+	return &x
 }
 
 // Release releases a lease.
@@ -144,14 +147,7 @@ func (c *Client) AcquireSemaphore(ctx context.Context, name, owner string, limit
 		opt(&o)
 	}
 	req := SemaphoreAcquireRequest{Owner: owner, LeaseID: o.leaseID, Limit: limit}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
-	if wait != 0 {
-		d := Duration(wait)
-		req.Wait = &d
-	}
+	req.TTL, req.Wait = durationPtr(ttl), durationPtr(wait)
 	var l Lease
 	err := c.do(ctx, http.MethodPost, semaphorePath(name)+"/acquire", req, &l)
 	return l, err
@@ -159,14 +155,7 @@ func (c *Client) AcquireSemaphore(ctx context.Context, name, owner string, limit
 
 // RenewSemaphore renews a semaphore lease (ttl 0 keeps its TTL).
 func (c *Client) RenewSemaphore(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	req := LeaseRequest{LeaseID: leaseID, Token: token}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
-	var l Lease
-	err := c.do(ctx, http.MethodPost, semaphorePath(name)+"/renew", req, &l)
-	return l, err
+	return c.renew(ctx, semaphorePath(name), leaseID, token, ttl)
 }
 
 // ReleaseSemaphore releases a semaphore lease.

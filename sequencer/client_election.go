@@ -13,14 +13,7 @@ import (
 // wait of 0 take the daemon's defaults (15s, try once).
 func (c *Client) Campaign(ctx context.Context, name, owner, value string, ttl, wait time.Duration) (Lease, error) {
 	req := CampaignRequest{Owner: owner, Value: value}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
-	if wait != 0 {
-		d := Duration(wait)
-		req.Wait = &d
-	}
+	req.TTL, req.Wait = durationPtr(ttl), durationPtr(wait)
 	var l Lease
 	err := c.do(ctx, http.MethodPost, electionPath(name)+"/campaign", req, &l)
 	return l, err
@@ -28,14 +21,7 @@ func (c *Client) Campaign(ctx context.Context, name, owner, value string, ttl, w
 
 // RenewElection renews a leadership lease (ttl 0 keeps its TTL).
 func (c *Client) RenewElection(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	req := LeaseRequest{LeaseID: leaseID, Token: token}
-	if ttl != 0 {
-		d := Duration(ttl)
-		req.TTL = &d
-	}
-	var l Lease
-	err := c.do(ctx, http.MethodPost, electionPath(name)+"/renew", req, &l)
-	return l, err
+	return c.renew(ctx, electionPath(name), leaseID, token, ttl)
 }
 
 // Resign ends a leadership lease.

@@ -55,8 +55,10 @@ func startLockSocket(grant *zklock.Grant, sequencer string) (*lockSocket, error)
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
 			return
 		}
-		safe := grant.SafeFor()
-		st := lockState{Held: safe > 0, Token: grant.Token, Sequencer: sequencer, SafeForMS: safe.Milliseconds()}
+		// Held and safe_for_ms agree: under a millisecond left counts as
+		// no longer safe.
+		ms := grant.SafeFor().Milliseconds()
+		st := lockState{Held: ms > 0, Token: grant.Token, Sequencer: sequencer, SafeForMS: ms}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)
 	})}

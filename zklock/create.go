@@ -11,10 +11,22 @@ import (
 )
 
 // create makes our ephemeral-sequential contender, creating the lock node
-// (and its parents) when missing. A create whose reply is lost is recovered
-// by finding our GUID among the children before trying again.
-func (m *Mutex) create(ctx context.Context, guid string) (string, error) {
-	return m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode)
+// (and its parents) when missing, and reads the lock's children and the
+// lock-delay marker right behind it. A create whose reply is lost is
+// recovered by finding our GUID among the children before trying again.
+func (m *Mutex) create(ctx context.Context, guid string) (created, error) {
+	proof := m.markerAbsence(ctx)
+	marker := m.delayPath()
+	if proof != nil {
+		marker = "" // no marker can exist: not read
+	}
+	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode, marker)
+	if err == nil && proof != nil && c.children != nil && proof.confirm(m.s) {
+		// Still absent as of the children's answer: what a read behind
+		// them would have found.
+		c.marker = &readResult{err: zk.ErrNoNode}
+	}
+	return c, err
 }
 
 // findOwn looks for our GUID among the lock's children.
@@ -22,30 +34,68 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 	return m.s.findGUID(ctx, m.path, guid)
 }
 
+// created is a node made by createProtected, with what was read right
+// behind its create, in the same round trip.
+type created struct {
+	path string
+	// stat is the node's, from the create's answer; nil when the node was
+	// found again after a lost answer (read it then).
+	stat *zk.Stat
+	at   time.Time // when the create was answered, on the local clock
+	// children are the parent's children, read after the create, with a
+	// watch (kids) set on them; nil when that read failed.
+	children []string
+	kids     <-chan zk.Event
+	// marker is the node read after the children (a lock-delay marker);
+	// nil when not read.
+	marker *readResult
+}
+
+// readResult is one Get.
+type readResult struct {
+	data []byte
+	stat *zk.Stat
+	err  error
+}
+
 // createProtected creates an ephemeral-sequential node named prefix<seq>
 // under parent, where prefix carries our GUID; ensure creates what is
-// missing above it. A create whose reply was lost is recovered by finding
-// the GUID among parent's children before trying again, so that no twin is
-// left behind.
-func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error) (string, error) {
+// missing above it. Right behind the create it reads parent's children
+// (setting a watch on them) and, when marker is not "", marker's data:
+// ZooKeeper answers one session's requests in order, so the reads see the
+// new node and cost no extra round trip. A create whose reply was lost is
+// recovered by finding the GUID among parent's children before trying
+// again, so that no twin is left behind.
+func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker string) (created, error) {
 	for attempt := 0; ; attempt++ {
-		var own string
+		var c created
 		// Not abandoned when ctx ends (call, not callCtx): a create still in
 		// flight could commit after the withdrawal looked for it, and leave
 		// an orphan. go-zookeeper answers or fails every request in time.
 		err := s.call(func() (err error) {
-			own, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+			answer := s.conn.Create2Async(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+			children, _, kids, cerr := s.conn.ChildrenW(parent)
+			var mk *readResult
+			if marker != "" {
+				mk = &readResult{}
+				mk.data, mk.stat, mk.err = s.conn.Get(marker)
+			}
+			c.path, c.stat, err = answer()
+			if err == nil && cerr == nil {
+				c.children, c.kids, c.marker = children, kids, mk
+			}
 			return err
 		})
 		if err == nil && ctx.Err() != nil {
-			return "", ctx.Err() // the caller withdraws the node by its GUID
+			return created{}, ctx.Err() // the caller withdraws the node by its GUID
 		}
 		switch {
 		case err == nil:
-			return own, nil
+			c.at = s.clock.Now()
+			return c, nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
 			if err := ensure(ctx); err != nil {
-				return "", err
+				return created{}, err
 			}
 			continue
 		case errors.Is(err, ErrUnavailable) && attempt < 10:
@@ -53,15 +103,43 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 			// again, or we would leave a twin behind.
 			found, ferr := s.findGUID(ctx, parent, guid)
 			if ferr != nil {
-				return "", ferr
+				return created{}, ferr
 			}
 			if found != "" {
-				return found, nil
+				return created{path: found, at: s.clock.Now()}, nil
 			}
 			continue
 		}
-		return "", err
+		return created{}, err
 	}
+}
+
+// statOf is c's stat: from the create's answer, or read when the node was
+// found again after a lost answer.
+func (s *Session) statOf(ctx context.Context, c created) (*zk.Stat, error) {
+	if c.stat != nil {
+		return c.stat, nil
+	}
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	if err := s.callCtx(ctx, func() (err error) { ok, st, err = s.conn.Exists(c.path); return err }); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: contender %s vanished while acquiring", ErrLockLost, c.path)
+	}
+	return st, nil
+}
+
+// ownedBy refuses a node that another session owns: ours is ephemeral and
+// ours; anything else was planted or is not the node we made.
+func (s *Session) ownedBy(what, node string, st *zk.Stat) error {
+	if st.EphemeralOwner != s.ID() {
+		return fmt.Errorf("zklock: %s %s is owned by session 0x%x, not ours (0x%x)", what, node, st.EphemeralOwner, s.ID())
+	}
+	return nil
 }
 
 // findGUID looks for a child of parent named with our GUID, retrying while
@@ -153,43 +231,5 @@ func (m *Mutex) withdraw(ctx context.Context, guid string) {
 	}
 	if m.s.Err() == nil {
 		m.s.deleteLater(m.path, guid)
-	}
-}
-
-// ownWatch is the watch being set on our own contender while acquiring.
-type ownWatch struct {
-	done  chan struct{}
-	stat  *zk.Stat
-	watch <-chan zk.Event
-	err   error
-}
-
-// watchOwn starts setting a watch on own; result waits for it.
-func (m *Mutex) watchOwn(own string) (*ownWatch, error) {
-	s := m.s
-	w := &ownWatch{done: make(chan struct{})}
-	if !s.spawn(func() {
-		defer close(w.done)
-		w.err = s.call(func() (err error) {
-			var ok bool
-			ok, w.stat, w.watch, err = s.conn.ExistsW(own)
-			if err == nil && !ok {
-				err = fmt.Errorf("%w: contender %s vanished while acquiring", ErrLockLost, own)
-			}
-			return err
-		})
-	}) {
-		return nil, ErrClosed
-	}
-	return w, nil
-}
-
-// result is own's stat and watch, once set.
-func (w *ownWatch) result(ctx context.Context) (*zk.Stat, <-chan zk.Event, error) {
-	select {
-	case <-w.done:
-		return w.stat, w.watch, w.err
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
 	}
 }

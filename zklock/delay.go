@@ -89,20 +89,19 @@ func (d delayMarker) bytes() []byte {
 }
 
 // ownNode is our contender while it waits at the head of the queue: its
-// path, its stat, the local time its create was answered, and the watch
-// set on it.
+// path, its stat and the local time its create was answered.
 type ownNode struct {
 	path    string
 	stat    *zk.Stat
 	created time.Time
-	watch   <-chan zk.Event
 }
 
 // awaitLockDelay returns once no lock-delay keeps the head of the queue,
-// own, from being granted. Without wait it returns ErrLockDelay instead of
-// waiting.
-func (m *Mutex) awaitLockDelay(ctx context.Context, own ownNode, wait bool) error {
-	until, err := m.delayEnd(ctx, own)
+// own, from being granted. marker, when not nil, is the marker as read
+// after the children that showed own at the head. Without wait it returns
+// ErrLockDelay instead of waiting.
+func (m *Mutex) awaitLockDelay(ctx context.Context, own ownNode, marker *readResult, wait bool) error {
+	until, err := m.delayEnd(ctx, own, marker)
 	if err != nil || until.IsZero() {
 		return err
 	}
@@ -123,23 +122,26 @@ func (m *Mutex) awaitLockDelay(ctx context.Context, own ownNode, wait bool) erro
 		return ctx.Err()
 	case <-s.done:
 		return s.Err()
-	case <-own.watch:
-		// The watch is spent; the grant could not be monitored.
-		return fmt.Errorf("%w: contender %s changed while waiting out the lock-delay", ErrLockLost, own.path)
 	}
 }
 
-// delayEnd reads the marker and says until when (local clock) a lock-delay
-// holds; zero when none does.
-func (m *Mutex) delayEnd(ctx context.Context, own ownNode) (time.Time, error) {
+// delayEnd reads the marker (or takes read, the first time) and says until
+// when (local clock) a lock-delay holds; zero when none does.
+func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (time.Time, error) {
 	s := m.s
 	p := m.delayPath()
 	for attempt := 0; attempt < 10; attempt++ {
 		var (
 			data []byte
 			st   *zk.Stat
+			err  error
 		)
-		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(p); return err })
+		if read != nil {
+			data, st, err = read.data, read.stat, read.err
+			read = nil
+		} else {
+			err = s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(p); return err })
+		}
 		if errors.Is(err, zk.ErrNoNode) {
 			return time.Time{}, nil
 		}

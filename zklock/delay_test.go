@@ -274,3 +274,37 @@ func TestDelayMarkerParse(t *testing.T) {
 		}
 	}
 }
+
+// A session that learned a root had no lock-delay markers (and so stopped
+// reading them) must still honour the first marker another session writes
+// there: the watch on the marker directory ends what it knew.
+func TestLockDelayFirstMarkerUnderAQuietRoot(t *testing.T) {
+	c := shared.Get(t)
+	const delay = 1500 * time.Millisecond
+	root := "/quiet-" + newGUID() + "/locks"
+	holderS := dial(t, c.Servers(), Options{})
+	otherS := dial(t, c.Servers(), Options{})
+	other := mutex(t, otherS, "first-marker", WithRoot(root))
+	// other learns that no marker exists under root.
+	og, err := other.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := og.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if other.markerAbsence(ctxT(t, 10*time.Second)) == nil {
+		t.Fatal("the session does not know the root has no markers: the test would test nothing")
+	}
+	holder := mutex(t, holderS, "first-marker", WithRoot(root), WithLockDelay(delay))
+	g, err := holder.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Abandon(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrLockDelay) {
+		t.Fatalf("TryAcquire right after an unclean end under a delay: %v, want ErrLockDelay", err)
+	}
+}

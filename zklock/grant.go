@@ -65,16 +65,21 @@ func (g *Grant) Err() error {
 
 // end records why the grant ended; the first reason wins. It reports
 // whether this call ended it.
-func (g *Grant) end(err error) bool {
+// Whoever waits on Lost finds the end already reported to the observer
+// (with what report adds).
+func (g *Grant) end(err error, report ...func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {
 		return false
 	}
 	g.err = err
-	close(g.lost)
 	g.m.s.grants.remove(g)
 	g.m.observer().GrantEnded(g.Name, err)
+	for _, r := range report {
+		r()
+	}
+	close(g.lost)
 	return true
 }
 
@@ -86,12 +91,13 @@ type loss struct {
 }
 
 // monitor watches the grant until it is released or lost, and ends it when
-// it is lost.
-func (g *Grant) monitor(own <-chan zk.Event) {
+// it is lost. ch is a watch set while acquiring (nil if none): on the
+// lock's children, or the semaphore's leases.
+func (g *Grant) monitor(ch <-chan zk.Event) {
 	defer close(g.ended)
-	l := g.watch(own)
+	l := g.watch(ch)
 	if l == nil || !g.end(l.err) {
-		return // released
+		return // released, or ended (and reported) by overtaken
 	}
 	s := g.m.s
 	s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", l.reason)
@@ -103,12 +109,13 @@ func (g *Grant) monitor(own <-chan zk.Event) {
 }
 
 // watch waits until the grant is lost, and says why, or released (nil).
-// own is the watch on our contender; nil while it must be set again.
-func (g *Grant) watch(own <-chan zk.Event) *loss {
+// A lock's grant watches the lock's children: our contender deleted, or
+// one appearing below it, ends the grant at once (and a change costs one
+// read). A semaphore's lease, whose neighbours do not matter, watches its
+// own node. ch is the watch being waited on; nil while it must be set
+// again.
+func (g *Grant) watch(ch <-chan zk.Event) *loss {
 	s := g.m.s
-	// kids watches the lock's children, so that a contender that appears
-	// below ours ends the grant at once; nil while it must be set again.
-	var kids <-chan zk.Event
 	for {
 		if s.overdue(s.clock.Now()) {
 			return &loss{
@@ -118,57 +125,45 @@ func (g *Grant) watch(own <-chan zk.Event) *loss {
 				orphan: true,
 			}
 		}
-		if own == nil {
+		if ch == nil {
 			// Until the watch is set again, the deadline and the session
 			// decide.
-			ch, l := g.rewatch()
-			if l != nil {
-				return l
+			var l *loss
+			if ch, l = g.arm(); l != nil || g.Err() != nil {
+				return l // lost; nil when ended by overtaken
 			}
-			if own = ch; own == nil {
+			if ch == nil {
 				if l, done := g.pause(); done {
 					return l
 				}
+				continue
 			}
-			continue
 		}
-		if kids == nil {
-			ch, lower := g.watchChildren()
-			if lower != "" {
-				g.overtaken(context.Background(), lower)
-				return nil // ended, and reported, by overtaken
-			}
-			kids = ch // nil if ZooKeeper did not answer: set again at the next wake-up
-		}
-		ev, l, done := g.next(own, kids)
+		ev, l, done := g.next(ch)
 		if done {
 			return l
 		}
 		switch {
 		case ev == nil: // the deadline or a heartbeat interval passed
-		case ev.Type == zk.EventNodeChildrenChanged:
-			kids = nil // read the contenders again
 		case ev.Type == zk.EventNotWatching && s.Err() != nil:
 			// go-zookeeper ends the watches right after it reports the
 			// expiry: say the real reason.
 			return g.sessionLoss()
-		case ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated:
-			own = nil // not a loss (nobody writes our node, so this is rare): watch again
 		case ev.Type == zk.EventNotWatching:
 			reason := fmt.Sprintf("watch ended: %v", ev.Err)
 			return &loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason}
 		default:
-			return contenderDeleted()
+			ch = nil // something changed: look again
 		}
 	}
 }
 
 // next waits for the deadline (or at least a heartbeat interval: the timer
 // runs on the monotonic clock, which a suspended machine does not advance,
-// and overdue also reads the wall clock), an event on own, a release or the
+// and overdue also reads the wall clock), an event on ch, a release or the
 // end of the session. ev is nil when the time passed; done means the watch
 // is over, with l nil on release.
-func (g *Grant) next(own, kids <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
+func (g *Grant) next(ch <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 	s := g.m.s
 	wake := s.Deadline()
 	if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
@@ -185,53 +180,49 @@ func (g *Grant) next(own, kids <-chan zk.Event) (ev *zk.Event, l *loss, done boo
 		return nil, g.sessionLoss(), true
 	case <-tc:
 		return nil, nil, false
-	case e := <-own:
+	case e := <-ch:
 		return &e, nil, false
-	case <-kids:
-		return &zk.Event{Type: zk.EventNodeChildrenChanged}, nil, false
 	}
 }
 
-// rewatch sets the watch on our contender again, bounded by the session
-// deadline so that watch keeps checking it. It returns the new watch, a
-// loss if the contender is gone, or neither if ZooKeeper did not answer.
-func (g *Grant) rewatch() (<-chan zk.Event, *loss) {
+// arm sets the grant's watch again and looks at what it watches, bounded by
+// the session deadline so that watch keeps checking it. It returns the new
+// watch; or a loss if the contender is gone; or, when a contender below
+// ours took the lock, neither with the grant ended; or neither if
+// ZooKeeper did not answer.
+func (g *Grant) arm() (<-chan zk.Event, *loss) {
 	s := g.m.s
 	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
 	defer cancel()
-	var (
-		ok bool
-		ch <-chan zk.Event
-	)
-	err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+	var ch <-chan zk.Event
+	if g.m.leaseSet {
+		var ok bool
+		err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+		switch {
+		case err == nil && ok:
+			return ch, nil
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+			return nil, contenderDeleted()
+		}
+		return nil, nil
+	}
+	var children []string
+	err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err })
 	switch {
-	case err == nil && ok:
-		return ch, nil
-	case err == nil || errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zk.ErrNoNode):
 		return nil, contenderDeleted()
+	case err != nil:
+		return nil, nil
 	}
-	return nil, nil
-}
-
-// watchChildren sets a watch on the lock's children and returns it, or the
-// contender that sorts below ours if there is one. Both are empty when
-// ZooKeeper did not answer before the session's deadline; our own contender
-// missing is left to the watch on it.
-func (g *Grant) watchChildren() (<-chan zk.Event, string) {
-	s := g.m.s
-	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
-	defer cancel()
-	var (
-		children []string
-		ch       <-chan zk.Event
-	)
-	if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err }); err != nil {
-		return nil, ""
+	lower, ok := g.below(sortContenders(children))
+	switch {
+	case !ok:
+		return nil, contenderDeleted()
+	case lower != "":
+		g.overtaken(context.Background(), lower)
+		return nil, nil
 	}
-	if lower, ok := g.below(sortContenders(children)); ok && lower != "" {
-		return nil, lower
-	}
-	return ch, ""
+	return ch, nil
 }
 
 // pause waits a moment before the watch is set again; done means the watch

@@ -59,6 +59,9 @@ type Mutex struct {
 	// shared: the grants are a ReadLock's, which need not be the lowest
 	// contender, so they do not go in the session's granted set.
 	shared bool
+	// leaseSet: the grants are a semaphore's leases, unordered among
+	// themselves: each watches its own node only.
+	leaseSet bool
 
 	tokenOf tokenSource // the mode's, unless a test or an election replaced it
 
@@ -148,39 +151,78 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 			}
 		}
 	}()
-	own, err := m.create(ctx, guid)
+	c, err := m.create(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	created := s.clock.Now()
-	// Set the watch on our own node (it also gives its czxid and
-	// ephemeralOwner) while waitForTurn reads the children: two requests in
-	// flight on one connection, one round trip.
-	ownW, err := m.watchOwn(own)
+	stat, err := s.statOf(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.waitForTurn(ctx, own, guid, wait); err != nil {
+	if err := s.ownedBy("contender", c.path, stat); err != nil {
 		return nil, err
 	}
-	stat, watch, err := ownW.result(ctx)
+	kids, err := m.awaitGrant(ctx, c, stat, guid, wait)
 	if err != nil {
 		return nil, err
 	}
-	if stat.EphemeralOwner != s.ID() {
-		return nil, fmt.Errorf("zklock: contender %s is owned by session 0x%x, not ours (0x%x)", own, stat.EphemeralOwner, s.ID())
-	}
-	if err := m.awaitLockDelay(ctx, ownNode{own, stat, created, watch}, wait); err != nil {
+	if err := m.markHeld(ctx, c.path); err != nil {
 		return nil, err
 	}
-	if err := m.markHeld(ctx, own); err != nil {
-		return nil, err
-	}
-	token, err := m.takeToken(ctx, own, stat)
+	token, err := m.takeToken(ctx, c.path, stat)
 	if err != nil {
 		return nil, err
 	}
-	return m.newGrant(own, guid, token, s.clock.Now().Sub(start), watch)
+	return m.newGrant(c.path, guid, token, s.clock.Now().Sub(start), kids)
+}
+
+// awaitGrant returns once our contender c is the lowest and no lock-delay
+// holds it back, with a watch on the lock's children that has not fired
+// since that was last seen: the grant's monitor goes on from it. The
+// children read right behind the create (and the marker read behind them)
+// serve the first look.
+func (m *Mutex) awaitGrant(ctx context.Context, c created, stat *zk.Stat, guid string, wait bool) (<-chan zk.Event, error) {
+	children, kids, marker := c.children, c.kids, c.marker
+	for {
+		if err := m.waitForTurn(ctx, c.path, guid, wait, children); err != nil {
+			return nil, err
+		}
+		if children == nil || !m.wasLowest(c.path, children) {
+			marker = nil // read behind a look that did not show us at the head
+		}
+		if err := m.awaitLockDelay(ctx, ownNode{c.path, stat, c.at}, marker, wait); err != nil {
+			return nil, err
+		}
+		if kids != nil && !fired(kids) {
+			return kids, nil
+		}
+		// The children changed since they were read (or were not read
+		// with a watch): read them again, watching, before the grant.
+		var err error
+		if children, kids, err = m.readChildren(ctx, true); err != nil {
+			return nil, err
+		}
+		if m.wasLowest(c.path, children) {
+			return kids, nil
+		}
+		marker = nil
+	}
+}
+
+// fired reports whether the watch ch has fired.
+func fired(ch <-chan zk.Event) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// wasLowest reports whether own was the lowest of children.
+func (m *Mutex) wasLowest(own string, children []string) bool {
+	cs := sortContenders(children)
+	return len(cs) > 0 && cs[0].node == path.Base(own)
 }
 
 // forgetEndedGrant refuses while the Mutex holds a live grant, and forgets
@@ -198,10 +240,12 @@ func (m *Mutex) forgetEndedGrant() error {
 // waitForTurn returns once our contender own is the lowest. It watches only
 // the immediate predecessor, so that nobody else wakes when it goes (no
 // herd), and serves waiters in FIFO order. Without wait it looks once and
-// returns ErrHeld if anyone is ahead.
-func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool) error {
+// returns ErrHeld if anyone is ahead. children, when not nil, are the
+// lock's children just read.
+func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool, children []string) error {
 	for {
-		pred, err := m.predecessor(ctx, own, guid)
+		pred, err := m.predecessor(ctx, own, guid, children)
+		children = nil // read again after a wait
 		if err != nil || pred == "" {
 			return err
 		}
@@ -215,18 +259,18 @@ func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool) er
 	}
 }
 
-// predecessor reads the lock's children and returns the path of the
-// contender just ahead of own, or "" when own is the lowest. A twin of ours
+// predecessor returns the path of the contender just ahead of own among
+// the lock's children (read now unless given), or "" when own is the
+// lowest. A twin of ours
 // (our GUID, from a create that committed after all) would block us
 // forever: it is deleted.
-func (m *Mutex) predecessor(ctx context.Context, own, guid string) (string, error) {
+func (m *Mutex) predecessor(ctx context.Context, own, guid string, children []string) (string, error) {
 	s := m.s
-	var children []string
-	if err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err }); err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			err = fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+	if children == nil {
+		var err error
+		if children, _, err = m.readChildren(ctx, false); err != nil {
+			return "", err
 		}
-		return "", err
 	}
 	cs := sortContenders(children)
 	ownNode, idx := path.Base(own), -1
@@ -248,6 +292,27 @@ func (m *Mutex) predecessor(ctx context.Context, own, guid string) (string, erro
 		return "", nil
 	}
 	return m.path + "/" + cs[idx-1].node, nil
+}
+
+// readChildren reads the lock's children, with a watch on them if watch.
+func (m *Mutex) readChildren(ctx context.Context, watch bool) ([]string, <-chan zk.Event, error) {
+	s := m.s
+	var (
+		children []string
+		ch       <-chan zk.Event
+	)
+	err := s.callCtx(ctx, func() (err error) {
+		if watch {
+			children, _, ch, err = s.conn.ChildrenW(m.path)
+		} else {
+			children, _, err = s.conn.Children(m.path)
+		}
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		err = fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+	}
+	return children, ch, err
 }
 
 // awaitGone waits until the contender pred is gone, and reports whether we
@@ -281,9 +346,10 @@ func (m *Mutex) awaitGone(ctx context.Context, pred string) (lowest bool, err er
 	}
 }
 
-// newGrant declares the grant of own and starts its loss monitor on watch,
-// the watch set on own while acquiring.
-func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, watch <-chan zk.Event) (*Grant, error) {
+// newGrant declares the grant of own and starts its loss monitor on kids,
+// the watch set on the lock's children (or the semaphore's leases) while
+// acquiring, if any.
+func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, kids <-chan zk.Event) (*Grant, error) {
 	s := m.s
 	g := &Grant{
 		Name:  m.name,
@@ -306,7 +372,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, w
 	}
 	m.observer().Granted(m.name, waited)
 	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
-	if !s.spawn(func() { g.monitor(watch) }) {
+	if !s.spawn(func() { g.monitor(kids) }) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
 		close(g.ended)
 		return nil, ErrClosed

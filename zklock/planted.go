@@ -104,17 +104,17 @@ func (g *Grant) overtaken(ctx context.Context, node string) {
 		owner = st.EphemeralOwner
 	}
 	reason := fmt.Sprintf("lower contender %s/%s (owner session 0x%x) appeared", g.m.path, node, owner)
-	if g.lose(&loss{err: fmt.Errorf("%w: %w: %s", ErrLockLost, ErrOvertaken, reason), reason: reason, orphan: true}) {
-		s.obs.Overtaken(g.Name)
+	if g.lose(&loss{err: fmt.Errorf("%w: %w: %s", ErrLockLost, ErrOvertaken, reason), reason: reason, orphan: true}, func() { s.obs.Overtaken(g.Name) }) {
 		s.log.Error("a lower contender appeared under a held lock: grant lost", "lock", g.Name, "token", g.Token,
 			"node", g.m.path+"/"+node, "owner_session", fmt.Sprintf("0x%x", owner))
 	}
 }
 
 // lose ends the grant with l from outside its monitor (which then stops),
-// and deletes the contender when l says it may remain.
-func (g *Grant) lose(l *loss) bool {
-	if !g.end(l.err) {
+// and deletes the contender when l says it may remain; report runs before
+// Lost closes.
+func (g *Grant) lose(l *loss, report ...func()) bool {
+	if !g.end(l.err, report...) {
 		return false
 	}
 	s := g.m.s

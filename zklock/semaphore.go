@@ -84,6 +84,7 @@ func NewSemaphore(s *Session, name string, limit int, opts ...MutexOption) (*Sem
 	lock.quiet = true // its grants are not the semaphore's
 	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, lock: lock, leases: leases, data: leases.data}
 	leases.path = sem.path + "/leases"
+	leases.leaseSet = true
 	return sem, nil
 }
 
@@ -127,29 +128,26 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 			}
 		}
 	}()
-	own, err := sem.create(ctx, guid)
+	c, err := sem.create(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	ownW, err := sem.leases.watchOwn(own)
+	stat, err := s.statOf(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	if err := sem.awaitSlot(ctx, own, wait); err != nil {
+	if err := s.ownedBy("lease", c.path, stat); err != nil {
 		return nil, err
 	}
-	stat, watch, err := ownW.result(ctx)
+	kids, err := sem.awaitSlot(ctx, c, wait)
 	if err != nil {
 		return nil, err
 	}
-	if stat.EphemeralOwner != s.ID() {
-		return nil, fmt.Errorf("zklock: lease %s is owned by session 0x%x, not ours (0x%x)", own, stat.EphemeralOwner, s.ID())
-	}
-	token, err := sem.leases.takeToken(ctx, own, stat)
+	token, err := sem.leases.takeToken(ctx, c.path, stat)
 	if err != nil {
 		return nil, err
 	}
-	return sem.leases.newGrant(own, guid, token, s.clock.Now().Sub(start), watch)
+	return sem.leases.newGrant(c.path, guid, token, s.clock.Now().Sub(start), kids)
 }
 
 // takeLock takes the mutex that orders acquirers. Without wait it tries
@@ -168,17 +166,18 @@ func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
 }
 
 // awaitSlot returns once at most limit children are under leases, own
-// among them. Without wait it looks once.
-func (sem *Semaphore) awaitSlot(ctx context.Context, own string, wait bool) error {
+// among them, with the watch set on them by the last look. The children
+// read right behind the create serve the first look. Without wait it looks
+// once.
+func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-chan zk.Event, error) {
 	s := sem.s
-	node := own[strings.LastIndexByte(own, '/')+1:]
+	node := c.path[strings.LastIndexByte(c.path, '/')+1:]
+	children, ch := c.children, c.kids
 	for {
-		var (
-			children []string
-			ch       <-chan zk.Event
-		)
-		if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(sem.leases.path); return err }); err != nil {
-			return err
+		if children == nil {
+			if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(sem.leases.path); return err }); err != nil {
+				return nil, err
+			}
 		}
 		found := false
 		for _, c := range children {
@@ -186,18 +185,19 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, own string, wait bool) erro
 		}
 		switch {
 		case !found:
-			return fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, own)
+			return nil, fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, c.path)
 		case len(children) <= sem.limit:
-			return nil
+			return ch, nil
 		case !wait:
-			return fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
+			return nil, fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
 		}
 		select {
 		case <-ch:
+			children = nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-s.done:
-			return s.Err()
+			return nil, s.Err()
 		}
 	}
 }
@@ -205,7 +205,7 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, own string, wait bool) erro
 // create makes our ephemeral-sequential lease node, creating the
 // semaphore's nodes (containers) when missing; a create whose reply is lost
 // is recovered by finding our GUID among the children.
-func (sem *Semaphore) create(ctx context.Context, guid string) (string, error) {
+func (sem *Semaphore) create(ctx context.Context, guid string) (created, error) {
 	s := sem.s
 	return s.createProtected(ctx, sem.leases.path, sem.leases.path+"/"+protectedPrefix+guid+"-lease-", guid, sem.data, func(ctx context.Context) error {
 		// The mutex created the semaphore's node; leases is a container
@@ -218,7 +218,7 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (string, error) {
 			return fmt.Errorf("zklock: create %s: %w", sem.leases.path, err)
 		}
 		return nil
-	})
+	}, "")
 }
 
 // Holders counts the semaphore's lease nodes now (Curator counts every

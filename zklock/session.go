@@ -85,19 +85,23 @@ type Session struct {
 	base      time.Time
 	lastHeard atomic.Int64
 	connected atomic.Bool
-	id        atomic.Int64
+	// conns counts connection changes (up or down), so that what a
+	// watch proved on one connection is not trusted on the next.
+	conns atomic.Uint64
+	id    atomic.Int64
 
 	done       chan struct{}
 	doneOnce   sync.Once
 	doneErr    error
 	connClosed chan struct{} // closed once the ZooKeeper session is closed
 
-	workers workers
-	granted grantedSet
-	modes   claimedModes
-	grants  liveGrants
-	blocked grantedSet // blocking nodes already reported
-	janitor janitor
+	workers   workers
+	granted   grantedSet
+	modes     claimedModes
+	delayDirs delayDirs
+	grants    liveGrants
+	blocked   grantedSet // blocking nodes already reported
+	janitor   janitor
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -217,6 +221,7 @@ func (s *Session) authenticate(ctx context.Context, auth DigestAuth) error {
 
 // onState runs on go-zookeeper's event goroutine: it must not block.
 func (s *Session) onState(st zk.State) {
+	s.conns.Add(1)
 	switch st {
 	case zk.StateHasSession:
 		s.connected.Store(true)

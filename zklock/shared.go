@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // ReadLock is a shared holder of a lock: readers hold it together, a writer
@@ -53,6 +51,11 @@ func (r *ReadLock) TryAcquire(ctx context.Context) (*Grant, error) { return r.ac
 func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	m := r.m
 	s := m.s
+	// Readers' tokens are czxids: a root whose locks count versions
+	// refuses them.
+	if err := s.ClaimTokenMode(ctx, m.root, m.mode); err != nil {
+		return nil, err
+	}
 	start := s.clock.Now()
 	if wait {
 		m.observer().Waiting(m.name, 1)
@@ -67,16 +70,20 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error)
 			}
 		}
 	}()
-	own, err := r.create(ctx, guid)
+	c, err := r.create(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	ownW, err := m.watchOwn(own)
+	stat, err := s.statOf(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.ownedBy("contender", c.path, stat); err != nil {
+		return nil, err
+	}
+	children := c.children
 	for {
-		w, err := r.writerAhead(ctx, own)
+		w, err := r.writerAhead(ctx, c.path, children)
 		if err != nil {
 			return nil, err
 		}
@@ -89,13 +96,7 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error)
 		if _, err := m.awaitGone(ctx, w); err != nil {
 			return nil, err
 		}
-	}
-	stat, watch, err := ownW.result(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if stat.EphemeralOwner != s.ID() {
-		return nil, fmt.Errorf("zklock: contender %s is owned by session 0x%x, not ours (0x%x)", own, stat.EphemeralOwner, s.ID())
+		children = nil
 	}
 	token := uint64(stat.Czxid)
 	// Readers are granted in any order among themselves: the guard checks
@@ -111,20 +112,22 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error)
 		}
 		return nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 	}
-	return m.newGrant(own, guid, token, s.clock.Now().Sub(start), watch)
+	// The watch set right behind the create goes to the grant: if the
+	// children changed while a writer was waited for, the grant's monitor
+	// looks at them again at once.
+	return m.newGrant(c.path, guid, token, s.clock.Now().Sub(start), c.kids)
 }
 
-// writerAhead returns the path of the nearest writer queued before own, or
-// "" when there is none.
-func (r *ReadLock) writerAhead(ctx context.Context, own string) (string, error) {
+// writerAhead returns the path of the nearest writer queued before own
+// among the lock's children (read now unless given), or "" when there is
+// none.
+func (r *ReadLock) writerAhead(ctx context.Context, own string, children []string) (string, error) {
 	m := r.m
-	s := m.s
-	var children []string
-	if err := s.callCtx(ctx, func() (err error) { children, _, err = s.conn.Children(m.path); return err }); err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			err = fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+	if children == nil {
+		var err error
+		if children, _, err = m.readChildren(ctx, false); err != nil {
+			return "", err
 		}
-		return "", err
 	}
 	writer, found := "", false
 	for _, c := range sortContenders(children) {
@@ -144,7 +147,7 @@ func (r *ReadLock) writerAhead(ctx context.Context, own string) (string, error) 
 
 // create makes our reader node, creating the lock node when missing; a
 // create whose reply is lost is recovered by finding our GUID.
-func (r *ReadLock) create(ctx context.Context, guid string) (string, error) {
+func (r *ReadLock) create(ctx context.Context, guid string) (created, error) {
 	m := r.m
-	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode)
+	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode, "")
 }

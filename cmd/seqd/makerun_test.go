@@ -268,7 +268,11 @@ func TestDevStopsWithStatusZero(t *testing.T) {
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(100 * time.Millisecond) // inside the first 0.3s: ZooKeeper is not serving yet
+				// As soon as seqd has started ZooKeeper's process, which is
+				// not serving yet (a fixed sleep lost the race on a loaded
+				// machine: the signal came before main had installed its
+				// handler, and killed the process).
+				waitChildProcess(t, cmd.Process.Pid)
 				cmd.Process.Signal(tc.sig)
 				err := cmd.Wait()
 				if err != nil {
@@ -315,4 +319,28 @@ func waitReady(ctx context.Context, addr string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// waitChildProcess waits until process pid has a child process (one whose
+// parent, in /proc/<child>/stat, is pid).
+func waitChildProcess(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, f := range stats {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			// pid (comm) state ppid ...: comm may hold spaces, so split
+			// after its closing parenthesis.
+			rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+			if fields := strings.Fields(rest); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("process %d started no child process within 30s", pid)
 }

@@ -1,0 +1,94 @@
+package zklock
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/testenv"
+)
+
+// TestUncontendedCycleRequests counts, with ZooKeeper's cons four-letter
+// word, the requests one session sends per uncontended acquire and
+// release: the create (create2: its answer carries the token and the
+// owner), the children read queued right behind it (its watch becomes the
+// grant's) and the release's delete. The lock-delay marker is not read
+// while no lock under the root has one; the control: once one does, every
+// grant reads it, and the count shows that fourth request.
+func TestUncontendedCycleRequests(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second})
+	root := "/reqcount-" + newGUID() + "/locks"
+	m := mutex(t, s, "plain", WithRoot(root))
+	cycle := func() {
+		t.Helper()
+		g, err := m.Acquire(ctxT(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 200
+	perCycle := func() float64 {
+		cycle() // the root, the lock node and what the session knows of them
+		before := received(t, c, s.ID())
+		for range n {
+			cycle()
+		}
+		// Heartbeats are rare at a 30s session timeout; the cons request
+		// is not counted (another connection).
+		return float64(received(t, c, s.ID())-before) / n
+	}
+	got := perCycle()
+	t.Logf("requests per uncontended cycle: %.2f", got)
+	if got > 3.05 {
+		t.Errorf("%.2f requests per uncontended cycle, want 3 (create, children, delete)", got)
+	}
+
+	// The control: a lock under the same root that asks for a lock-delay
+	// writes a marker, and from then on every grant reads its own.
+	d := mutex(t, s, "delayed", WithRoot(root), WithLockDelay(time.Second))
+	g, err := d.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got = perCycle()
+	t.Logf("requests per uncontended cycle once markers exist: %.2f", got)
+	if got < 3.95 || got > 4.05 {
+		t.Errorf("%.2f requests per cycle with a marker directory, want 4 (the marker read): the count does not see what it should", got)
+	}
+}
+
+var recvedRE = regexp.MustCompile(`recved=(\d+)`)
+
+// received is how many packets the server has received on the connection
+// of session id, from the cons four-letter word.
+func received(t *testing.T, c *testenv.Cluster, id int64) int {
+	t.Helper()
+	out, err := testenv.FourLetter(c.Servers()[0], "cons", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := fmt.Sprintf("sid=0x%x", id)
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, sid+",") && !strings.Contains(line, sid+")") {
+			continue
+		}
+		m := recvedRE.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no recved= in %q", line)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	t.Fatalf("session 0x%x not in cons:\n%s", id, out)
+	return 0
+}

@@ -60,6 +60,8 @@ type daemonOpts struct {
 	zkAuth    *zklock.DigestAuth
 	zkTLS     *tls.Config
 	delay     time.Duration // the daemon's lock-delay
+	// oneByOne turns group commit off (seqd serve's default is on).
+	oneByOne bool
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -91,6 +93,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ZKAuth:         o.zkAuth,
 		ZKTLS:          o.zkTLS,
 		LockDelay:      o.delay,
+		GroupCommit:    !o.oneByOne,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -109,6 +109,10 @@ type Config struct {
 	// LockDelay is the lock-delay of acquires that name none: how long
 	// after a lease ends uncleanly nobody is granted its lock. Default 0.
 	LockDelay time.Duration
+	// GroupCommit sends the contender creates (and the release deletes)
+	// of different locks that wait at the same time as one ZooKeeper
+	// transaction (zklock.Options.GroupCommit).
+	GroupCommit bool
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

@@ -38,6 +38,7 @@ func (s *Service) dial(ctx context.Context) error {
 		Auth:           s.cfg.ZKAuth,
 		ACL:            s.cfg.ZKACL,
 		TLS:            s.cfg.ZKTLS,
+		GroupCommit:    s.cfg.GroupCommit,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)

@@ -68,24 +68,10 @@ type readResult struct {
 // again, so that no twin is left behind.
 func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker string) (created, error) {
 	for attempt := 0; ; attempt++ {
-		var c created
-		// Not abandoned when ctx ends (call, not callCtx): a create still in
-		// flight could commit after the withdrawal looked for it, and leave
-		// an orphan. go-zookeeper answers or fails every request in time.
-		err := s.call(func() (err error) {
-			answer := s.conn.Create2Async(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
-			children, _, kids, cerr := s.conn.ChildrenW(parent)
-			var mk *readResult
-			if marker != "" {
-				mk = &readResult{}
-				mk.data, mk.stat, mk.err = s.conn.Get(marker)
-			}
-			c.path, c.stat, err = answer()
-			if err == nil && cerr == nil {
-				c.children, c.kids, c.marker = children, kids, mk
-			}
-			return err
-		})
+		// Not abandoned when ctx ends: a create still in flight could
+		// commit after the withdrawal looked for it, and leave an orphan.
+		// go-zookeeper answers or fails every request in time.
+		c, err := s.createOnce(parent, prefix, data, marker)
 		if err == nil && ctx.Err() != nil {
 			return created{}, ctx.Err() // the caller withdraws the node by its GUID
 		}
@@ -112,6 +98,65 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 		}
 		return created{}, err
 	}
+}
+
+// createOnce makes one attempt at the create, alone with the reads queued
+// right behind it, or in a batch of the session's group commit and then
+// the reads.
+func (s *Session) createOnce(parent, prefix string, data []byte, marker string) (created, error) {
+	if s.groupCommit {
+		req := &zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
+		if q := s.creates.enter(parent, req); q != nil {
+			<-q.done
+			if !q.alone {
+				if q.err != nil {
+					return created{}, q.err
+				}
+				c := created{path: q.node, stat: q.stat}
+				s.readBehind(&c, parent, marker)
+				return c, nil
+			}
+		} else {
+			defer s.creates.leave(s)
+		}
+	}
+	var c created
+	err := s.call(func() (err error) {
+		answer := s.conn.Create2Async(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
+		children, _, kids, cerr := s.conn.ChildrenW(parent)
+		var mk *readResult
+		if marker != "" {
+			mk = &readResult{}
+			mk.data, mk.stat, mk.err = s.conn.Get(marker)
+		}
+		c.path, c.stat, err = answer()
+		if err == nil && cerr == nil {
+			c.children, c.kids, c.marker = children, kids, mk
+		}
+		return err
+	})
+	return c, err
+}
+
+// readBehind reads, after a create made in a batch, what a lone create
+// reads right behind it; c keeps nil for what could not be read.
+func (s *Session) readBehind(c *created, parent, marker string) {
+	s.call(func() error {
+		children, _, kids, err := s.conn.ChildrenW(parent)
+		if err != nil {
+			return err
+		}
+		var mk *readResult
+		if marker != "" {
+			mk = &readResult{}
+			mk.data, mk.stat, mk.err = s.conn.Get(marker)
+			if mk.err != nil && !isServerAnswer(mk.err) {
+				return mk.err
+			}
+		}
+		c.children, c.kids, c.marker = children, kids, mk
+		return nil
+	})
 }
 
 // statOf is c's stat: from the create's answer, or read when the node was

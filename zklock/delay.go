@@ -244,7 +244,7 @@ func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
 	m := g.m
 	s := m.s
 	if !clean || m.delay <= 0 {
-		return s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+		return s.deleteNode(ctx, g.Path)
 	}
 	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
 	err := s.callCtx(ctx, func() error {

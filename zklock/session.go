@@ -61,6 +61,11 @@ type Options struct {
 	ACL ACLPolicy
 	// TLS, if set, connects to ZooKeeper's secure client port with it.
 	TLS *tls.Config
+	// GroupCommit sends the creates of contenders of different locks that
+	// wait at the same time as one multi (one ZooKeeper transaction), and
+	// the deletes of releases alike; a lone request goes at once. Off by
+	// default.
+	GroupCommit bool
 }
 
 // Session owns one go-zookeeper connection and its ZooKeeper session. When
@@ -99,9 +104,14 @@ type Session struct {
 	granted   grantedSet
 	modes     claimedModes
 	delayDirs delayDirs
-	grants    liveGrants
-	blocked   grantedSet // blocking nodes already reported
-	janitor   janitor
+	// groupCommit: creates and deletes go through these batchers
+	// (Options.GroupCommit).
+	groupCommit bool
+	creates     batcher
+	deletes     batcher
+	grants      liveGrants
+	blocked     grantedSet // blocking nodes already reported
+	janitor     janitor
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -130,17 +140,18 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 		return nil, err
 	}
 	s := &Session{
-		log:        opts.Logger.With("component", "zklock"),
-		obs:        opts.Observer,
-		clock:      opts.Clock,
-		guard:      opts.Guard,
-		acl:        acl,
-		margin:     opts.LossMargin,
-		heartbeat:  opts.Heartbeat,
-		done:       make(chan struct{}),
-		connClosed: make(chan struct{}),
-		granted:    grantedSet{paths: map[string]struct{}{}},
-		blocked:    grantedSet{paths: map[string]struct{}{}},
+		log:         opts.Logger.With("component", "zklock"),
+		obs:         opts.Observer,
+		clock:       opts.Clock,
+		guard:       opts.Guard,
+		acl:         acl,
+		margin:      opts.LossMargin,
+		heartbeat:   opts.Heartbeat,
+		groupCommit: opts.GroupCommit,
+		done:        make(chan struct{}),
+		connClosed:  make(chan struct{}),
+		granted:     grantedSet{paths: map[string]struct{}{}},
+		blocked:     grantedSet{paths: map[string]struct{}{}},
 	}
 	s.timeout.init(opts.SessionTimeout)
 	s.janitor.init()

@@ -26,6 +26,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		campaignFlag(),
 		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
+		&cli.BoolFlag{Name: "group-commit", Value: true, Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (--group-commit=false: one by one)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
 	fs = append(fs, zkSecurityFlags()...)
@@ -193,6 +194,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKACL:          zkSec.acl,
 		ZKTLS:          zkSec.tls,
 		LockDelay:      lockDelay,
+		GroupCommit:    c.Bool("group-commit"),
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)

@@ -141,14 +141,14 @@ func benchDaemon(b *testing.B, servers []string, signer ...*fence.Signer) *daemo
 	return benchStart(b, o)
 }
 
-// benchDaemonOneByOne is benchDaemon without group commit.
-func benchDaemonOneByOne(b *testing.B, servers []string) *daemon {
+// benchDaemonGroupCommit is benchDaemon with group commit.
+func benchDaemonGroupCommit(b *testing.B, servers []string) *daemon {
 	b.Helper()
 	return benchStart(b, daemonOpts{
-		servers:  servers,
-		root:     "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_") + "-one-by-one",
-		logger:   slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		oneByOne: true,
+		servers:     servers,
+		root:        "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_") + "-group-commit",
+		logger:      slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		groupCommit: true,
 	})
 }
 
@@ -297,11 +297,11 @@ func BenchmarkCycles16Uncontended(b *testing.B) {
 		benchMkdirs(b, z.shared, rawParent(w))
 	}
 	own := func(w int) string { return fmt.Sprintf("own/%d", w) }
-	one := benchDaemonOneByOne(b, servers)
+	gc := benchDaemonGroupCommit(b, servers)
 	benchCompare(b, servers, []benchVariant{
 		benchLeases("seqd", d.client, own, 0),
 		benchLeases("service", d.svc, own, 0),
-		benchLeases("seqd-one-by-one", one.client, own, 0),
+		benchLeases("seqd-group-commit", gc.client, own, 0),
 		benchRaw("raw-1conn", func(int) *zk.Conn { return z.shared }, rawParent),
 		benchRaw("raw-16conn", func(w int) *zk.Conn { return z.conns[w] }, rawParent),
 		benchZKLock("zkLock-1conn", z.locks1),

@@ -60,8 +60,8 @@ type daemonOpts struct {
 	zkAuth    *zklock.DigestAuth
 	zkTLS     *tls.Config
 	delay     time.Duration // the daemon's lock-delay
-	// oneByOne turns group commit off (seqd serve's default is on).
-	oneByOne bool
+	// groupCommit turns group commit on (seqd serve --group-commit).
+	groupCommit bool
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -93,7 +93,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ZKAuth:         o.zkAuth,
 		ZKTLS:          o.zkTLS,
 		LockDelay:      o.delay,
-		GroupCommit:    !o.oneByOne,
+		GroupCommit:    o.groupCommit,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)

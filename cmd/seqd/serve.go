@@ -26,7 +26,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		campaignFlag(),
 		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
-		&cli.BoolFlag{Name: "group-commit", Value: true, Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (--group-commit=false: one by one)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
+		&cli.BoolFlag{Name: "group-commit", Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (fewer requests for ZooKeeper, one more round trip for a batched grant)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
 	fs = append(fs, zkSecurityFlags()...)

@@ -94,7 +94,7 @@ func (rep *Report) ratios() {
 
 // WriteTable prints the report as a table, one line per case.
 func (rep *Report) WriteTable(w io.Writer) error {
-	rows := [][]string{{"case", "clients", "locks", "cycles/s", "p50", "p99", "p99.9", "vs raw", "vs gozk"}}
+	rows := [][]string{{"case", "clients", "locks", "cycles/s", "p50", "p99", "p999", "vs raw", "vs gozk"}}
 	for _, r := range rep.Results {
 		rows = append(rows, []string{
 			r.Kind, fmt.Sprint(r.Clients), r.Locks, fmt.Sprintf("%.0f", r.PerSecond),

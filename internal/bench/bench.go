@@ -387,25 +387,35 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 
 	caseCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The phases of a case: the warm-up lasts Warmup and until every
+	// client has finished a cycle (the first makes the lock's nodes);
+	// the measurement lasts Duration and until a cycle has been measured,
+	// so that a slow ZooKeeper still yields a latency.
+	const (
+		warming = iota
+		measuring
+		stopping
+	)
 	var (
+		phase   atomic.Int32
+		warmed  atomic.Int64 // clients with a finished cycle
+		count   atomic.Int64 // measured cycles
 		errOnce sync.Once
 		failed  error
-		count   atomic.Int64
 		wg      sync.WaitGroup
 		lat     = make([][]time.Duration, len(cs))
+		from    time.Time // start of the measurement, set before phase is
 	)
-	start := time.Now()
-	from := start.Add(r.cfg.Warmup)
-	end := from.Add(r.cfg.Duration)
 	for w, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for caseCtx.Err() == nil {
-				t0 := time.Now()
-				if !t0.Before(end) {
+			for first := true; caseCtx.Err() == nil; first = false {
+				p := phase.Load()
+				if p == stopping {
 					return
 				}
+				t0 := time.Now()
 				if err := c.cycle(caseCtx); err != nil {
 					if caseCtx.Err() == nil {
 						errOnce.Do(func() { failed = fmt.Errorf("%s: client %d: %w", what, w, err) })
@@ -413,9 +423,12 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 					}
 					return
 				}
-				if !t0.Before(from) {
+				if p == measuring {
 					lat[w] = append(lat[w], time.Since(t0))
 					count.Add(1)
+				}
+				if first {
+					warmed.Add(1)
 				}
 			}
 		}()
@@ -426,9 +439,13 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 	// A client that cannot finish its cycle once the case is over (a
 	// zk.Lock waiting for a predecessor that failed; go-zookeeper calls
 	// take no context) is cut loose by closing the connections.
-	tick := time.NewTicker(250 * time.Millisecond)
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	var grace <-chan time.Time
+	var (
+		grace   <-chan time.Time
+		printed time.Time
+	)
 	for running := true; running; {
 		select {
 		case <-done:
@@ -441,10 +458,24 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 			closeAll()
 			grace = nil
 		case now := <-tick.C:
-			if now.Before(from) {
-				r.progress(what + ": warming up")
-			} else {
-				r.progress(fmt.Sprintf("%s: %.1fs %d cycles", what, now.Sub(from).Seconds(), count.Load()))
+			switch phase.Load() {
+			case warming:
+				if now.Sub(start) >= r.cfg.Warmup && warmed.Load() == int64(len(cs)) {
+					from = now
+					phase.Store(measuring)
+				}
+			case measuring:
+				if now.Sub(from) >= r.cfg.Duration && count.Load() > 0 {
+					phase.Store(stopping)
+				}
+			}
+			if now.Sub(printed) >= 250*time.Millisecond {
+				printed = now
+				if phase.Load() == warming {
+					r.progress(what + ": warming up")
+				} else {
+					r.progress(fmt.Sprintf("%s: %.1fs %d cycles", what, now.Sub(from).Seconds(), count.Load()))
+				}
 			}
 		}
 	}

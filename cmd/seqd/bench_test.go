@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,5 +310,30 @@ func TestBenchDev(t *testing.T) {
 	}
 	if !strings.Contains(errs, "ZooKeeper (throwaway, standalone) on ") {
 		t.Errorf("stderr does not say where ZooKeeper runs:\n%s", errs)
+	}
+}
+
+// `make bench` builds the binary and prints its table; BENCH_FLAGS reach it.
+func TestMakeBench(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make is not installed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "-s", "bench", "BENCH_FLAGS=--duration 50ms --clients 2 --cases raw,http")
+	cmd.Dir = repoRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make bench: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	rows := parseBenchTable(t, string(out))
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.kind+"/"+strconv.Itoa(r.clients)+"/"+r.locks)
+	}
+	if want := []string{"raw/1/own", "http/1/own", "raw/2/own", "http/2/own", "raw/2/hot", "http/2/hot"}; !slices.Equal(got, want) {
+		t.Errorf("make bench printed the cases %q, want %q:\n%s", got, want, out)
 	}
 }

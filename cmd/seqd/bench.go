@@ -84,7 +84,9 @@ func benchCommand() *cli.Command {
 			case errors.Is(err, bench.ErrUnavailable):
 				return withCode(ExitUnavailable, err)
 			}
-			return err
+			// The daemon's refusals (401, 403, 503, unreachable) exit as
+			// they do for the client commands.
+			return clientError(c, err)
 		},
 	}
 }

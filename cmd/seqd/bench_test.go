@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -335,5 +337,28 @@ func TestMakeBench(t *testing.T) {
 	}
 	if want := []string{"raw/1/own", "http/1/own", "raw/2/own", "http/2/own", "raw/2/hot", "http/2/hot"}; !slices.Equal(got, want) {
 		t.Errorf("make bench printed the cases %q, want %q:\n%s", got, want, out)
+	}
+}
+
+// A running daemon that refuses the bench, or is not there, exits as the
+// client commands do: 77 for a 401, 69 when unreachable.
+func TestBenchDaemonRefusesOrIsGone(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startServe(t, "--zk", zkc.ConnectString(), "--root", "/seqd-bench-refuses", "--api-token-file", tokenFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := []string{"bench", "--zk", zkc.ConnectString(), "--cases", "http", "--clients", "1", "--duration", "50ms", "--root", "/seqd-bench-refuses"}
+	if code, _, errs := runCLI(ctx, append(base, "--addr", addr)...); code != ExitAuth || !strings.Contains(errs, "--api-token-file") {
+		t.Errorf("bench without the daemon's token: exit %d, stderr %q; want 77 and a word on --api-token-file", code, errs)
+	}
+	if code, out, errs := runCLI(ctx, append(base, "--addr", addr, "--api-token-file", tokenFile)...); code != 0 || len(parseBenchTable(t, out)) != 1 {
+		t.Errorf("bench with the daemon's token: exit %d, stdout %q, stderr %q; want 0 and one row", code, out, errs)
+	}
+	if code, _, errs := runCLI(ctx, append(base, "--addr", "http://127.0.0.1:1")...); code != ExitUnavailable {
+		t.Errorf("bench against no daemon: exit %d, stderr %q; want 69", code, errs)
 	}
 }

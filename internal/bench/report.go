@@ -134,9 +134,13 @@ func (rep *Report) footnote() string {
 	if rep.Warmup > 0 {
 		warm = " after " + shortDuration(rep.Warmup) + " of warm-up"
 	}
-	return fmt.Sprintf("each case measured for %s%s; ZooKeeper %s; http: %s daemon\n"+
+	daemon := ""
+	if slices.Contains(rep.Kinds, KindHTTP) {
+		daemon = "; http: " + rep.Daemon + " daemon"
+	}
+	return fmt.Sprintf("each case measured for %s%s; ZooKeeper %s%s\n"+
 		"vs raw, vs gozk: cycles/s over those of raw create+delete and of go-zookeeper's zk.Lock with the same clients and locks\n",
-		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), rep.Daemon)
+		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), daemon)
 }
 
 func ratio(v float64) string {

@@ -127,6 +127,16 @@ func TestRatiosAndTable(t *testing.T) {
 	if r := rep.Results[2]; r.VsRaw != 0 {
 		t.Errorf("zklock 4 hot: vs raw %v, want none (raw ran with 1 client only)", r.VsRaw)
 	}
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{ratio(0.5), "0.50"}, {ratio(0.0042), "0.0042"}, {ratio(0), "-"},
+		{rate(1234.4), "1234"}, {rate(3.14159), "3.1"}, {rate(0.25), "0.25"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
 	var b bytes.Buffer
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	rows := [][]string{{"case", "clients", "locks", "cycles/s", "p50", "p99", "p999", "vs raw", "vs gozk"}}
 	for _, r := range rep.Results {
 		rows = append(rows, []string{
-			r.Kind, fmt.Sprint(r.Clients), r.Locks, fmt.Sprintf("%.0f", r.PerSecond),
+			r.Kind, fmt.Sprint(r.Clients), r.Locks, rate(r.PerSecond),
 			FormatLatency(r.P50), FormatLatency(r.P99), FormatLatency(r.P999),
 			ratio(r.VsRaw), ratio(r.VsGoZK),
 		})
@@ -143,11 +143,25 @@ func (rep *Report) footnote() string {
 		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), daemon)
 }
 
+// ratio prints a ratio with two decimals, or two significant digits
+// below 0.01 (never a 0.00 for a case that ran); "-" for none.
 func ratio(v float64) string {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return "-"
+	case v < 0.01:
+		return fmt.Sprintf("%.2g", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// rate prints cycles per second, whole from 10 up, with two significant
+// digits below (a case that ran never shows 0).
+func rate(v float64) string {
+	if v >= 10 || v == 0 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
 }
 
 // FormatLatency prints d with three significant digits or so: 850µs,

@@ -36,6 +36,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			leaderCommand(),
 			storeCommand(),
 			keygenCommand(),
+			benchCommand(),
 			versionCommand(info),
 		},
 	}

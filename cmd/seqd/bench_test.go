@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
+)
+
+// benchRow is one line of the bench's table.
+type benchRow struct {
+	kind, locks    string
+	clients        int
+	perSecond      float64
+	p50, p99, p999 time.Duration
+	vsRaw, vsGoZK  string
+}
+
+// parseBenchTable reads the table seqd bench prints: a header, one row per
+// case, then notes (lines that do not have the row's nine fields).
+func parseBenchTable(t *testing.T, out string) []benchRow {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if want := []string{"case", "clients", "locks", "cycles/s", "p50", "p99", "p999", "vs", "raw", "vs", "gozk"}; !slices.Equal(strings.Fields(lines[0]), want) {
+		t.Fatalf("table header %q, want the fields %q; output:\n%s", lines[0], want, out)
+	}
+	var rows []benchRow
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if len(f) != 9 {
+			break
+		}
+		var r benchRow
+		var err error
+		r.kind, r.locks, r.vsRaw, r.vsGoZK = f[0], f[2], f[7], f[8]
+		if r.clients, err = strconv.Atoi(f[1]); err != nil {
+			t.Fatalf("row %q: clients: %v", line, err)
+		}
+		if r.perSecond, err = strconv.ParseFloat(f[3], 64); err != nil {
+			t.Fatalf("row %q: cycles/s: %v", line, err)
+		}
+		for i, d := range []*time.Duration{&r.p50, &r.p99, &r.p999} {
+			if *d, err = time.ParseDuration(f[4+i]); err != nil {
+				t.Fatalf("row %q: latency %q: %v", line, f[4+i], err)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// benchNodes lists what the bench may leave behind: /seqd-bench and its
+// children.
+func benchNodes(t *testing.T, conn *zk.Conn) []string {
+	t.Helper()
+	ch, _, err := conn.Children("/seqd-bench")
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children of /seqd-bench: %v", err)
+	}
+	return append([]string{"/seqd-bench"}, ch...)
+}
+
+// A short run against a real ZooKeeper: the table has every case with
+// cycles and ordered percentiles, the baselines' ratios are measured in the
+// same run, the JSON form says the same, and the run removes its nodes.
+func TestBenchTableAndJSON(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	conn := zkConn(t, zkc)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := []string{"bench", "--zk", zkc.ConnectString(), "--duration", "300ms", "--clients", "2"}
+
+	code, out, errs := runCLI(ctx, args...)
+	if code != 0 {
+		t.Fatalf("seqd bench: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rows := parseBenchTable(t, out)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.kind+"/"+strconv.Itoa(r.clients)+"/"+r.locks)
+		if r.perSecond <= 0 {
+			t.Errorf("%s: %v cycles/s, want some", got[len(got)-1], r.perSecond)
+		}
+		if !(0 < r.p50 && r.p50 <= r.p99 && r.p99 <= r.p999) {
+			t.Errorf("%s: p50 %v, p99 %v, p999 %v: want 0 < p50 ≤ p99 ≤ p999", got[len(got)-1], r.p50, r.p99, r.p999)
+		}
+		if r.kind == "raw" && r.vsRaw != "1.00" || r.kind == "gozk" && r.vsGoZK != "1.00" {
+			t.Errorf("%s: vs raw %s, vs gozk %s: a baseline is 1.00 against itself", got[len(got)-1], r.vsRaw, r.vsGoZK)
+		}
+		for _, v := range []string{r.vsRaw, r.vsGoZK} {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
+				t.Errorf("%s: ratio %q, want a positive number", got[len(got)-1], v)
+			}
+		}
+	}
+	want := []string{
+		"raw/1/own", "gozk/1/own", "zklock/1/own", "http/1/own",
+		"raw/2/own", "gozk/2/own", "zklock/2/own", "http/2/own",
+		"raw/2/hot", "gozk/2/hot", "zklock/2/hot", "http/2/hot",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("cases %q, want %q; output:\n%s", got, want, out)
+	}
+	for _, w := range []string{"zklock, 2 clients, own locks: ", "http, 1 client, own lock: ", "raw, 2 clients, one hot lock: "} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr has no progress line %q:\n%s", w, errs)
+		}
+	}
+	if left := benchNodes(t, conn); left != nil {
+		t.Errorf("the run left %q in ZooKeeper", left)
+	}
+
+	code, out, errs = runCLI(ctx, append(args, "--json", "--cases", "zklock,raw")...)
+	if code != 0 {
+		t.Fatalf("seqd bench --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		Started  time.Time `json:"started"`
+		Warmup   float64   `json:"warmup_s"`
+		ZK       []string  `json:"zk"`
+		Daemon   string    `json:"daemon"`
+		Root     string    `json:"root"`
+		Duration float64   `json:"duration_s"`
+		Clients  int       `json:"clients"`
+		Cases    []string  `json:"cases"`
+		Results  []struct {
+			Case       string   `json:"case"`
+			Clients    int      `json:"clients"`
+			Locks      string   `json:"locks"`
+			Cycles     int64    `json:"cycles"`
+			Seconds    float64  `json:"seconds"`
+			CyclesPerS float64  `json:"cycles_per_s"`
+			P50        float64  `json:"p50_ms"`
+			P99        float64  `json:"p99_ms"`
+			P999       float64  `json:"p999_ms"`
+			VsRaw      *float64 `json:"vs_raw"`
+			VsGoZK     *float64 `json:"vs_gozk"`
+		} `json:"results"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out, err)
+	}
+	if rep.Clients != 2 || rep.Duration != 0.3 || rep.Started.IsZero() || rep.Warmup < 0 || !slices.Equal(rep.Cases, []string{"raw", "zklock"}) || !strings.HasPrefix(rep.Root, "/seqd-bench/") || len(rep.ZK) != 1 {
+		t.Errorf("report header %+v: want 2 clients, 0.3s, cases raw and zklock, a root under /seqd-bench, one server", rep)
+	}
+	got = nil
+	for _, r := range rep.Results {
+		what := r.Case + "/" + strconv.Itoa(r.Clients) + "/" + r.Locks
+		got = append(got, what)
+		if r.Cycles <= 0 || r.CyclesPerS <= 0 || r.Seconds <= 0 {
+			t.Errorf("%s: %d cycles in %vs, %v/s: want some", what, r.Cycles, r.Seconds, r.CyclesPerS)
+		}
+		if !(0 < r.P50 && r.P50 <= r.P99 && r.P99 <= r.P999) {
+			t.Errorf("%s: p50 %vms, p99 %vms, p999 %vms: want 0 < p50 ≤ p99 ≤ p999", what, r.P50, r.P99, r.P999)
+		}
+		if r.VsRaw == nil || *r.VsRaw <= 0 || r.VsGoZK != nil {
+			t.Errorf("%s: vs_raw %v, vs_gozk %v: want a ratio against raw and none against gozk, which did not run", what, r.VsRaw, r.VsGoZK)
+		}
+	}
+	if want := []string{"raw/1/own", "zklock/1/own", "raw/2/own", "zklock/2/own", "raw/2/hot", "zklock/2/hot"}; !slices.Equal(got, want) {
+		t.Errorf("JSON cases %q, want %q", got, want)
+	}
+	if left := benchNodes(t, conn); left != nil {
+		t.Errorf("the JSON run left %q in ZooKeeper", left)
+	}
+}
+
+// Bad input is a usage error (64) with a sentence, and ZooKeeper is not
+// touched.
+func TestBenchBadInput(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	conn := zkConn(t, zkc)
+	before, _, err := conn.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--clients", "0"}, "--clients 0 is out of range"},
+		{[]string{"--clients", "-3"}, "--clients -3 is out of range"},
+		{[]string{"--clients", "many"}, `--clients "many" is not valid: want a whole number`},
+		{[]string{"--duration", "-1s"}, "--duration -1s is negative"},
+		{[]string{"--duration", "0"}, "--duration must be more than zero"},
+		{[]string{"--duration", "soon"}, `--duration "soon" is not valid`},
+		{[]string{"--cases", "raw,paxos"}, `unknown case "paxos"`},
+		{[]string{"--cases", ","}, `unknown case ""`},
+		{[]string{"--addr", "127.0.0.1:7070"}, "is not the daemon's base URL"},
+		{[]string{"--zk-acl", "creator"}, "--zk-acl creator needs --zk-auth-file"},
+		{[]string{"extra"}, "bench takes no arguments"},
+	} {
+		args := append([]string{"bench", "--zk", zkc.ConnectString(), "--duration", "100ms"}, tc.args...)
+		code, out, errs := runCLI(ctx, args...)
+		if code != ExitUsage || out != "" || !strings.Contains(errs, tc.msg) {
+			t.Errorf("seqd %s: exit %d, stdout %q, stderr %q; want 64, nothing on stdout and %q", strings.Join(args, " "), code, out, errs, tc.msg)
+		}
+	}
+	after, _, err := conn.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(before)
+	slices.Sort(after)
+	if !slices.Equal(before, after) {
+		t.Errorf("ZooKeeper's top nodes went from %q to %q: bad input must change nothing", before, after)
+	}
+}
+
+// Ctrl-C in the middle of a case: exit 130, the cases measured so far
+// printed, and the run's nodes removed.
+func TestBenchInterrupted(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	conn := zkConn(t, zkc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		code      int
+		out, errs string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runCLI(ctx, "bench", "--zk", zkc.ConnectString(), "--duration", "2s", "--clients", "2", "--cases", "raw,zklock")
+		done <- result{code, out, errs}
+	}()
+	// Interrupt once the first case's nodes are there: the run is under way.
+	zktest.Eventually(t, time.Minute, "the bench's nodes in ZooKeeper", func() bool { return benchNodes(t, conn) != nil })
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("seqd bench did not stop within a minute of its interruption")
+	}
+	if r.code != ExitInterrupted || !strings.Contains(r.errs, "bench interrupted") {
+		t.Fatalf("interrupted bench: exit %d, stderr %q; want 130 and a sentence", r.code, r.errs)
+	}
+	if left := benchNodes(t, conn); left != nil {
+		t.Errorf("the interrupted run left %q in ZooKeeper", left)
+	}
+}
+
+// --addr: the http cases go through a running daemon, whose lock nodes the
+// run removes from under --root afterwards.
+func TestBenchRunningDaemon(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	conn := zkConn(t, zkc)
+	const root = "/seqd-bench-daemon"
+	addr, _ := startServe(t, "--zk", zkc.ConnectString(), "--root", root)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, out, errs := runCLI(ctx, "bench", "--zk", zkc.ConnectString(), "--addr", addr, "--root", root,
+		"--cases", "http", "--duration", "300ms", "--clients", "2")
+	if code != 0 {
+		t.Fatalf("seqd bench --addr: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rows := parseBenchTable(t, out)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want the 3 http cases:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		if r.kind != "http" || r.perSecond <= 0 || r.vsRaw != "-" || r.vsGoZK != "-" {
+			t.Errorf("row %+v: want http cycles and no ratios (their baselines did not run)", r)
+		}
+	}
+	if !strings.Contains(out, "http: "+addr+" daemon") {
+		t.Errorf("the table does not name the daemon %s:\n%s", addr, out)
+	}
+	ch, _, err := conn.Children(root)
+	if err != nil {
+		t.Fatalf("children of the daemon's root: %v", err)
+	}
+	if slices.Contains(ch, "seqd-bench") {
+		t.Errorf("the run left its lock nodes under %s: %q", root, ch)
+	}
+	if left := benchNodes(t, conn); left != nil {
+		t.Errorf("the run left %q in ZooKeeper", left)
+	}
+}
+
+// --dev starts its own ZooKeeper and runs on it.
+func TestBenchDev(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--cases", "raw,http", "--clients", "1", "--duration", "100ms")
+	if code != 0 {
+		t.Fatalf("seqd bench --dev: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rows := parseBenchTable(t, out)
+	if len(rows) != 2 || rows[0].kind != "raw" || rows[1].kind != "http" || rows[1].clients != 1 {
+		t.Fatalf("rows %+v, want raw and http with one client", rows)
+	}
+	if !strings.Contains(errs, "ZooKeeper (throwaway, standalone) on ") {
+		t.Errorf("stderr does not say where ZooKeeper runs:\n%s", errs)
+	}
+}
+
+// `make bench` builds the binary and prints its table; BENCH_FLAGS reach it.
+func TestMakeBench(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make is not installed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "-s", "bench", "BENCH_FLAGS=--duration 50ms --clients 2 --cases raw,http")
+	cmd.Dir = repoRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make bench: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	rows := parseBenchTable(t, string(out))
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.kind+"/"+strconv.Itoa(r.clients)+"/"+r.locks)
+	}
+	if want := []string{"raw/1/own", "http/1/own", "raw/2/own", "http/2/own", "raw/2/hot", "http/2/hot"}; !slices.Equal(got, want) {
+		t.Errorf("make bench printed the cases %q, want %q:\n%s", got, want, out)
+	}
+}
+
+// A running daemon that refuses the bench, or is not there, exits as the
+// client commands do: 77 for a 401, 69 when unreachable.
+func TestBenchDaemonRefusesOrIsGone(t *testing.T) {
+	zkc := zktest.StartT(t, testenv.Options{})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startServe(t, "--zk", zkc.ConnectString(), "--root", "/seqd-bench-refuses", "--api-token-file", tokenFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := []string{"bench", "--zk", zkc.ConnectString(), "--cases", "http", "--clients", "1", "--duration", "50ms", "--root", "/seqd-bench-refuses"}
+	if code, _, errs := runCLI(ctx, append(base, "--addr", addr)...); code != ExitAuth || !strings.Contains(errs, "--api-token-file") {
+		t.Errorf("bench without the daemon's token: exit %d, stderr %q; want 77 and a word on --api-token-file", code, errs)
+	}
+	if code, out, errs := runCLI(ctx, append(base, "--addr", addr, "--api-token-file", tokenFile)...); code != 0 || len(parseBenchTable(t, out)) != 1 {
+		t.Errorf("bench with the daemon's token: exit %d, stdout %q, stderr %q; want 0 and one row", code, out, errs)
+	}
+	if code, _, errs := runCLI(ctx, append(base, "--addr", "http://127.0.0.1:1")...); code != ExitUnavailable {
+		t.Errorf("bench against no daemon: exit %d, stderr %q; want 69", code, errs)
+	}
+}

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqd/seqd/internal/httpserve"
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/zklock"
+)
+
+// cycler is one client of a case: cycle takes its lock and lets it go.
+type cycler interface {
+	cycle(ctx context.Context) error
+}
+
+// releaseTimeout bounds a release, which runs on even when the case's
+// context has ended so that no lock is left held.
+const releaseTimeout = 10 * time.Second
+
+// lockName is client w's lock name in group g.
+func lockName(g Group, w int) string {
+	if g.Locks == LocksHot {
+		return "hot"
+	}
+	return "own-" + strconv.Itoa(w)
+}
+
+// setup connects g.Clients clients of kind; closeAll disconnects them (it
+// may be called more than once, and while they run).
+func (r *runner) setup(ctx context.Context, kind string, g Group) (cs []cycler, closeAll func(), err error) {
+	cs = make([]cycler, g.Clients)
+	closers := make([]func(), g.Clients)
+	var once sync.Once
+	closeAll = func() {
+		once.Do(func() {
+			for _, c := range closers {
+				if c != nil {
+					c()
+				}
+			}
+		})
+	}
+	if kind == KindRaw {
+		// The parents exist before the clients start, as a lock node
+		// would: the floor is the contender's create and delete.
+		for w := range g.Clients {
+			if err := mkdirs(r.admin, r.root+"/raw/"+lockName(g, w), r.acl); err != nil {
+				return nil, closeAll, err
+			}
+		}
+	}
+	// The clients connect side by side: sixteen sessions one after the
+	// other would take as long as a short case.
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for w := range g.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, closer, err := r.client(ctx, kind, g, w)
+			mu.Lock()
+			defer mu.Unlock()
+			cs[w], closers[w] = c, closer
+			if err != nil && first == nil {
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		closeAll()
+		return nil, closeAll, first
+	}
+	return cs, closeAll, nil
+}
+
+// client connects client w of kind.
+func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycler, func(), error) {
+	name := lockName(g, w)
+	switch kind {
+	case KindRaw:
+		conn, err := r.connect(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &rawCycler{conn: conn, prefix: r.root + "/raw/" + name + "/c-", acl: r.acl}, conn.Close, nil
+	case KindGoZK:
+		conn, err := r.connect(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return gozkCycler{zk.NewLock(conn, r.root+"/gozk/"+name, r.acl)}, conn.Close, nil
+	case KindZklock:
+		dctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+		defer cancel()
+		s, err := zklock.Dial(dctx, r.cfg.Servers, zklock.Options{
+			SessionTimeout: r.cfg.SessionTimeout,
+			Auth:           r.cfg.Auth,
+			ACL:            r.cfg.ACL,
+			TLS:            r.cfg.TLS,
+		})
+		if err != nil {
+			return nil, nil, unavailable{err}
+		}
+		m, err := zklock.NewMutex(s, name, zklock.WithRoot(r.root+"/zklock"))
+		if err != nil {
+			s.Close()
+			return nil, nil, err
+		}
+		return zklockCycler{m}, func() { s.Close() }, nil
+	case KindHTTP:
+		wait := time.Duration(0) // own locks are free: try once
+		if g.Locks == LocksHot {
+			wait = sequencer.MaxWait
+		}
+		return &httpCycler{c: r.daemon, name: r.daemonNames + name, owner: "seqd-bench-" + strconv.Itoa(w), wait: wait}, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("unknown case %q", kind)
+}
+
+// rawCycler creates an ephemeral-sequential node and deletes it: no
+// exclusion, no token, the least a ZooKeeper lock costs.
+type rawCycler struct {
+	conn   *zk.Conn
+	prefix string
+	acl    []zk.ACL
+}
+
+func (c *rawCycler) cycle(context.Context) error {
+	p, err := c.conn.Create(c.prefix, nil, zk.FlagEphemeral|zk.FlagSequence, c.acl)
+	if err != nil {
+		return err
+	}
+	return c.conn.Delete(p, -1)
+}
+
+// gozkCycler locks and unlocks go-zookeeper's zk.Lock.
+type gozkCycler struct{ l *zk.Lock }
+
+func (c gozkCycler) cycle(context.Context) error {
+	if err := c.l.Lock(); err != nil {
+		return err
+	}
+	return c.l.Unlock()
+}
+
+// zklockCycler acquires a zklock.Mutex and releases the grant.
+type zklockCycler struct{ m *zklock.Mutex }
+
+func (c zklockCycler) cycle(ctx context.Context) error {
+	g, err := c.m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return g.Release(rctx)
+}
+
+// httpCycler acquires a lease through the daemon's API and releases it.
+type httpCycler struct {
+	c     *sequencer.Client
+	name  string
+	owner string
+	wait  time.Duration
+}
+
+func (c *httpCycler) cycle(ctx context.Context) error {
+	l, err := c.c.Acquire(ctx, c.name, c.owner, sequencer.DefaultTTL, c.wait)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return c.c.Release(rctx, c.name, l.LeaseID, l.Token)
+}
+
+// startDaemon runs the daemon in process, as `seqd serve` wires it (metrics,
+// a logger at Info whose lines are formatted and thrown away, the capped
+// HTTP server), on a loopback port, with its lock root under the run's.
+func (r *runner) startDaemon(ctx context.Context) (addr string, stop func(), err error) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	reg := prometheus.NewRegistry()
+	svc := sequencer.New(sequencer.Config{
+		Servers:        r.cfg.Servers,
+		Root:           r.root + "/http",
+		ElectionRoot:   r.root + "/elections",
+		SessionTimeout: r.cfg.SessionTimeout,
+		DialTimeout:    r.cfg.ConnectTimeout,
+		Logger:         logger,
+		Metrics:        metrics.New(reg, metrics.Options{}),
+		ZKAuth:         r.cfg.Auth,
+		ZKACL:          r.cfg.ACL,
+		ZKTLS:          r.cfg.TLS,
+	})
+	if err := svc.Start(ctx); err != nil {
+		return "", nil, unavailablef("start the daemon: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		svc.Close(context.Background())
+		return "", nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := httpserve.New(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}),
+		httpserve.Options{WriteTimeout: sequencer.MaxWait + 30*time.Second})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	return ln.Addr().String(), func() {
+		_ = srv.Close()
+		<-served
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		svc.Close(cctx)
+	}, nil
+}

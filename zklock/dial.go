@@ -1,0 +1,196 @@
+package zklock
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// DefaultSessionTimeout is the session timeout asked of ZooKeeper.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Options configures Dial. The zero value is usable.
+type Options struct {
+	// SessionTimeout asked of ZooKeeper (it may negotiate another within its
+	// min/max; the negotiated one is what counts). Default 10s.
+	SessionTimeout time.Duration
+	// LossMargin: a grant is declared lost once ZooKeeper has not answered
+	// for SessionTimeout-LossMargin, so that it is lost before ZooKeeper can
+	// expire the session and grant the lock to someone else. Default 1/4 of
+	// the session timeout.
+	LossMargin time.Duration
+	// Heartbeat is how often the session proves ZooKeeper is still there
+	// when nothing else is talking to it. Default 1/6 of the session
+	// timeout.
+	Heartbeat time.Duration
+	// Logger receives the session's events; default discards.
+	Logger *slog.Logger
+	// Observer is told of grants, waits, losses, token regressions,
+	// connectivity and expiry; nil tells nobody.
+	Observer Observer
+	// Clock drives loss deadlines; default the wall clock.
+	Clock Clock
+	// Guard is the token regression guard; share one across the sessions of
+	// a process so that it outlives a session. Default a new one.
+	Guard *Guard
+	// Auth, if set, authenticates the session with the digest scheme before
+	// it makes any other request (and again after every reconnect).
+	Auth *DigestAuth
+	// ACL is the ACL policy of the nodes the session creates. Default
+	// ACLCreator with Auth, ACLOpen without.
+	ACL ACLPolicy
+	// TLS, if set, connects to ZooKeeper's secure client port with it.
+	TLS *tls.Config
+	// GroupCommit sends the creates of contenders of different locks that
+	// wait at the same time as one multi (one ZooKeeper transaction), and
+	// the deletes of releases alike; a request goes at once while few are
+	// in flight. It halves the requests ZooKeeper handles per grant but
+	// adds a round trip to a batched one. Off by default.
+	GroupCommit bool
+}
+
+// Dial connects to ZooKeeper (servers are host:port) and waits until a
+// session is established or ctx ends.
+func Dial(ctx context.Context, servers []string, opts Options) (*Session, error) {
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers given", ErrUnavailable)
+	}
+	opts = opts.withDefaults()
+	s, err := newSession(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.connect(ctx, servers, opts); err != nil {
+		return nil, err
+	}
+	if !s.timeout.await(time.Second) {
+		s.log.Warn("could not read the negotiated session timeout; assuming the requested one", "timeout", opts.SessionTimeout)
+	}
+	s.id.Store(s.conn.SessionID())
+	s.log.Info("session established", "session", fmt.Sprintf("0x%x", s.conn.SessionID()), "timeout", s.Timeout())
+	s.spawn(s.run)
+	return s, nil
+}
+
+// withDefaults fills in what o leaves zero.
+func (opts Options) withDefaults() Options {
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = WallClock()
+	}
+	if opts.Guard == nil {
+		opts.Guard = NewGuard()
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	return opts
+}
+
+// newSession makes the Session opts describe, not connected yet.
+func newSession(opts Options) (*Session, error) {
+	acl, err := aclFor(opts.ACL, opts.Auth)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		log:         opts.Logger.With("component", "zklock"),
+		obs:         opts.Observer,
+		clock:       opts.Clock,
+		guard:       opts.Guard,
+		acl:         acl,
+		margin:      opts.LossMargin,
+		heartbeat:   opts.Heartbeat,
+		groupCommit: opts.GroupCommit,
+		done:        make(chan struct{}),
+		connClosed:  make(chan struct{}),
+		granted:     grantedSet{paths: map[string]struct{}{}},
+		blocked:     grantedSet{paths: map[string]struct{}{}},
+	}
+	s.timeout.init(opts.SessionTimeout)
+	s.janitor.init()
+	// The session cannot be older than this moment: a safe first "heard".
+	s.base = s.clock.Now()
+	return s, nil
+}
+
+// connect opens the connection and waits for its ZooKeeper session (and
+// its authentication), or for ctx to end.
+func (s *Session) connect(ctx context.Context, servers []string, opts Options) error {
+	established := make(chan struct{})
+	var estOnce sync.Once
+	dialer := zk.Dialer(net.DialTimeout)
+	if opts.TLS != nil {
+		dialer = tlsDialer(opts.TLS)
+	}
+	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
+		zk.WithLogger(zkLogger{s}),
+		zk.WithDialer(dialer),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type != zk.EventSession {
+				return
+			}
+			s.onState(ev.State)
+			if ev.State == zk.StateHasSession {
+				estOnce.Do(func() { close(established) })
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	s.conn = conn
+	select {
+	case <-established:
+	case <-ctx.Done():
+		conn.Close()
+		return fmt.Errorf("%w: no session with %s: %v", ErrUnavailable, strings.Join(servers, ","), ctx.Err())
+	}
+	if opts.Auth != nil {
+		// Before anything else uses the connection: every request, and
+		// every node created, must carry the identity.
+		if err := s.authenticate(ctx, *opts.Auth); err != nil {
+			conn.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// tlsDialer dials ZooKeeper's secure client port: TCP, then a TLS handshake
+// within the same timeout.
+func tlsDialer(cfg *tls.Config) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// authenticate adds the digest identity to the connection; go-zookeeper
+// sends it again after every reconnect, before any queued request.
+func (s *Session) authenticate(ctx context.Context, auth DigestAuth) error {
+	res := make(chan error, 1)
+	go func() { res <- s.conn.AddAuth("digest", []byte(auth.User+":"+auth.Password)) }() // answered or failed by go-zookeeper's own deadline
+	select {
+	case err := <-res:
+		if err != nil {
+			return fmt.Errorf("%w: digest auth as %q: %v", ErrUnavailable, auth.User, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: digest auth as %q: %v", ErrUnavailable, auth.User, ctx.Err())
+	}
+}

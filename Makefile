@@ -49,6 +49,10 @@ chaos: deps
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAcquire$$' -fuzztime 30s ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime 30s ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeLease$$' -fuzztime 30s ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeErrorBody$$' -fuzztime 15s ./sequencer/
 
 # bench: `seqd bench --dev` (about a minute and a half): lock cycles/s and
 # latency of raw create+delete, go-zookeeper's zk.Lock, zklock and the

@@ -16,9 +16,18 @@ import (
 // sentences.
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	bp := getBuf()
+	body, ok := readBody(w, r, (*bp)[:0])
+	defer putBuf(bp, body)
+	return ok && decodeBytes(w, body, v)
+}
+
+// readBody reads the request body, appending it to buf, or answers 400
+// itself and reports false.
+func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
 	// The content type is not checked: `curl -d` sends a form type, and the
 	// body is JSON whatever it says.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), buf)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -26,8 +35,31 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		} else {
 			writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body: "+err.Error(), nil)
 		}
-		return false
+		return body, false
 	}
+	return body, true
+}
+
+// readAll is io.ReadAll appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+	}
+}
+
+// decodeBytes decodes a body read whole into v strictly, or answers 400
+// itself and reports false.
+func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}

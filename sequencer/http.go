@@ -198,7 +198,7 @@ func acquireArgs(ttlIn, waitIn *Duration, leaseID string) (ttl, wait time.Durati
 
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	var req AcquireRequest
-	if !decode(w, r, &req) {
+	if !decodeAcquire(w, r, &req) {
 		return
 	}
 	ttl, wait, opts := acquireArgs(req.TTL, req.Wait, req.LeaseID)
@@ -218,12 +218,12 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeLease(w, http.StatusOK, &l)
 }
 
 func (h *handler) renew(w http.ResponseWriter, r *http.Request, name string) {
 	var req LeaseRequest
-	if !decode(w, r, &req) {
+	if !decodeLease(w, r, &req) {
 		return
 	}
 	var ttl time.Duration
@@ -235,12 +235,12 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request, name string) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeLease(w, http.StatusOK, &l)
 }
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request, name string) {
 	var req LeaseRequest
-	if !decode(w, r, &req) {
+	if !decodeLease(w, r, &req) {
 		return
 	}
 	if req.TTL != nil {
@@ -251,7 +251,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request, name string) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ReleaseResponse{Released: true})
+	writeReleased(w)
 }
 
 func (h *handler) check(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +349,15 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string, current *uint64) {
-	writeJSON(w, status, ErrorBody{Error: msg, Code: code, CurrentToken: current})
+	e := ErrorBody{Error: msg, Code: code, CurrentToken: current}
+	if strictJSONOnly.Load() {
+		writeJSON(w, status, e)
+		return
+	}
+	bp := getBuf()
+	b := appendErrorBody((*bp)[:0], &e)
+	writeBytes(w, status, b)
+	putBuf(bp, b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,258 @@
+package sequencer
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// The hand-written JSON path of fastjson.go against encoding/json and the
+// strict decoder: for any body, the same acceptance, the same 400 and its
+// sentence, and the same value; for any reply, the same bytes.
+
+// requestBodies start the fuzzers of the request decoders: the shapes
+// clients send and the ways a body can go wrong.
+var requestBodies = []string{
+	``,
+	` `,
+	"\v",
+	`{}`,
+	` { } `,
+	`{"owner":"host:42"}`,
+	`{"owner":"host:42","ttl":"15s"}`,
+	`{"owner":"bench-3","ttl":"15s","wait":"1m"}`,
+	`{"owner":"a","lease_id":"0123456789abcdef0123456789abcdef","ttl":"30s","wait":"0s","lock_delay":"2s","mode":"shared"}`,
+	`{"owner":"a","mode":"exclusive"}` + "\n",
+	`{"owner":"a","mode":"bogus"}`,
+	"{\n\t\"owner\" : \"a\" ,\r\n \"ttl\":\"1h0m0s\"\n}\n",
+	`{"owner":"a","owner":"b"}`,
+	`{"OWNER":"a"}`,
+	`{"Owner":"a"}`,
+	`{"owner":"a","extra":1}`,
+	`{"owner":"a\"b"}`,
+	`{"owner":"a\u00e9"}`,
+	`{"owner":"héllo"}`,
+	"{\"owner\":\"\xff\"}",
+	"{\"owner\":\"a\x01\"}",
+	`{"owner":null}`,
+	`{"owner":1}`,
+	`{"owner":"a","ttl":null}`,
+	`{"owner":"a","ttl":15}`,
+	`{"owner":"a","ttl":"15"}`,
+	`{"owner":"a","ttl":"-1s"}`,
+	`{"owner":"a","ttl":"1.5s"}`,
+	`{"owner":"a","ttl":"9999999999h"}`,
+	`{"owner":"a"}}`,
+	`{"owner":"a"}]`,
+	`{"owner":"a"} {}`,
+	`{"owner":"a"} x`,
+	`{"owner":"a",}`,
+	`{"owner":"a"`,
+	`{"owner"`,
+	`{`,
+	`[]`,
+	`null`,
+	`"owner"`,
+	`{"lease_id":"0123456789abcdef0123456789abcdef","token":42}`,
+	`{"lease_id":"x","token":42,"ttl":"20s"}`,
+	`{"lease_id":"x","token":0}`,
+	`{"lease_id":"x","token":-1}`,
+	`{"lease_id":"x","token":01}`,
+	`{"lease_id":"x","token":1.0}`,
+	`{"lease_id":"x","token":1e3}`,
+	`{"lease_id":"x","token":18446744073709551615}`,
+	`{"lease_id":"x","token":18446744073709551616}`,
+	`{"lease_id":"x","token":99999999999999999999}`,
+	`{"lease_id":"x","token":"42"}`,
+	`{"lease_id":"x","token":42x}`,
+	`{"lease_id":"x","token":4 2}`,
+	`{"lease_id":"x","token":42,"token":43}`,
+	`{"lease_id":"x","Token":42}`,
+	`{"lease_id":"x","token":true}`,
+}
+
+// decodeBoth decodes body with the strict decoder and through fast, and
+// fails t if they differ in acceptance, in the answer or in the value.
+func decodeBoth[T any](t *testing.T, body []byte, fast func(http.ResponseWriter, *http.Request, *T) bool) {
+	t.Helper()
+	run := func(dec func(http.ResponseWriter, *http.Request, *T) bool) (bool, T, int, string) {
+		var v T
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/locks/x/acquire", bytes.NewReader(body))
+		ok := dec(w, r, &v)
+		return ok, v, w.Code, w.Body.String()
+	}
+	strictOK, strictV, strictCode, strictBody := run(func(w http.ResponseWriter, r *http.Request, v *T) bool { return decode(w, r, v) })
+	fastOK, fastV, fastCode, fastBody := run(fast)
+	if strictOK != fastOK || strictCode != fastCode || strictBody != fastBody {
+		t.Fatalf("body %q: strict %v %d %q, fast path %v %d %q", body, strictOK, strictCode, strictBody, fastOK, fastCode, fastBody)
+	}
+	if strictOK && !reflect.DeepEqual(strictV, fastV) {
+		t.Fatalf("body %q: strict %+v, fast path %+v", body, strictV, fastV)
+	}
+}
+
+func FuzzDecodeAcquire(f *testing.F) {
+	for _, b := range requestBodies {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		decodeBoth(t, body, decodeAcquire)
+		// What the hand-written decoder takes, encoding/json takes alike.
+		var v AcquireRequest
+		if fastAcquire(body, &v) {
+			var want AcquireRequest
+			if err := json.Unmarshal(body, &want); err != nil || !reflect.DeepEqual(v, want) {
+				t.Fatalf("body %q: fast path %+v, json %+v (%v)", body, v, want, err)
+			}
+		}
+	})
+}
+
+func FuzzDecodeLease(f *testing.F) {
+	for _, b := range requestBodies {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		decodeBoth(t, body, decodeLease)
+		var v LeaseRequest
+		if fastLease(body, &v) {
+			var want LeaseRequest
+			if err := json.Unmarshal(body, &want); err != nil || !reflect.DeepEqual(v, want) {
+				t.Fatalf("body %q: fast path %+v, json %+v (%v)", body, v, want, err)
+			}
+		}
+	})
+}
+
+// The hand-written decoders do take the bodies the Client sends: the fast
+// path is the one taken.
+func TestFastDecodeTakesClientBodies(t *testing.T) {
+	for _, in := range []any{
+		AcquireRequest{Owner: "bench-1", TTL: durationPtr(15 * time.Second)},
+		AcquireRequest{Owner: "h:1", LeaseID: newLeaseID(), TTL: durationPtr(time.Minute), Wait: durationPtr(time.Second), LockDelay: durationPtr(0), Mode: ModeShared},
+		LeaseRequest{LeaseID: newLeaseID(), Token: 1 << 40},
+		LeaseRequest{LeaseID: newLeaseID(), Token: 7, TTL: durationPtr(90 * time.Second)},
+	} {
+		body, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok bool
+		switch in.(type) {
+		case AcquireRequest:
+			ok = fastAcquire(body, new(AcquireRequest))
+		case LeaseRequest:
+			ok = fastLease(body, new(LeaseRequest))
+		}
+		if !ok {
+			t.Errorf("the fast path gives up on %s", body)
+		}
+	}
+}
+
+// A body over MaxBodyBytes is the same 400 on either path.
+func TestFastDecodeOversize(t *testing.T) {
+	big := []byte(`{"owner":"` + strings.Repeat("a", MaxBodyBytes) + `"}`)
+	decodeBoth(t, big, decodeAcquire)
+	decodeBoth(t, big, decodeLease)
+	decodeBoth(t, big[:MaxBodyBytes], decodeAcquire)
+}
+
+// encodeBoth fails t unless appendLease writes json.Encoder's bytes, or
+// gives up where json.Encoder fails.
+func encodeLeaseBoth(t *testing.T, l Lease) {
+	t.Helper()
+	var want bytes.Buffer
+	err := json.NewEncoder(&want).Encode(l)
+	got, ok := appendLease(nil, &l)
+	if !ok {
+		if err == nil {
+			t.Fatalf("%+v: the fast path gives up, json writes %s", l, want.Bytes())
+		}
+		return
+	}
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("%+v:\nfast path %s\njson      %s (%v)", l, got, want.Bytes(), err)
+	}
+	var back Lease
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	// RFC 3339 has no seconds in a zone offset: only whole minutes come back.
+	if _, off := l.ExpiresAt.Zone(); off%60 == 0 && !back.ExpiresAt.Equal(l.ExpiresAt) {
+		t.Fatalf("%s: expires_at %v, want %v", got, back.ExpiresAt, l.ExpiresAt)
+	}
+	back.ExpiresAt = l.ExpiresAt
+	if valid := utf8.ValidString(l.Name + l.Sequencer + l.LeaseID + l.Owner + l.Mode); valid && !reflect.DeepEqual(back, l) {
+		t.Fatalf("%s decodes to %+v, want %+v", got, back, l)
+	}
+}
+
+func FuzzEncodeLease(f *testing.F) {
+	f.Add("own/3", uint64(42), "own/3@42", "0123456789abcdef0123456789abcdef", "bench-3", int64(15*time.Second), int64(1_800_000_000_123_456_789), 0, uint64(0), 0, "")
+	f.Add("a/b", uint64(1), "a/b@1.sig", "", "<h&s>", int64(90*time.Second), int64(0), 3600, uint64(1), 3, "shared")
+	f.Add("x", uint64(math.MaxUint64), "\u2028\u2029", "\"\\", "\x00\x1f\b\f\n\r\t\x7f", int64(time.Hour), int64(-1), -19800, uint64(7), -1, "\xff\xfe")
+	f.Add("é", uint64(0), "", "", "", int64(1500*time.Millisecond), int64(math.MaxInt64), 86399, uint64(0), 0, "")
+	f.Add("", uint64(0), "", "", "", int64(-3*time.Second), int64(math.MinInt64), -86400, uint64(0), 0, "")
+	f.Add("", uint64(0), "", "", "", int64(0), int64(253402300799_999_999_999/1000), 90061, uint64(0), 0, "")
+	f.Add("", uint64(0), "", "", "", int64(100*time.Hour+time.Second), int64(0), 5, uint64(0), 0, "")
+	f.Fuzz(func(t *testing.T, name string, token uint64, seq, leaseID, owner string, ttl, unixNano int64, zone int, term uint64, limit int, mode string) {
+		at := time.Unix(0, unixNano).In(time.FixedZone("z", zone))
+		if zone == 0 {
+			at = at.UTC()
+		}
+		encodeLeaseBoth(t, Lease{Name: name, Token: token, Sequencer: seq, LeaseID: leaseID, Owner: owner, TTL: Duration(ttl), ExpiresAt: at, Term: term, Limit: limit, Mode: mode})
+		// Years beyond 9999 and before 0, which MarshalJSON refuses.
+		encodeLeaseBoth(t, Lease{Name: name, ExpiresAt: time.Date(int(unixNano%30000), 1, 1, 0, 0, 0, 0, time.FixedZone("z", zone))})
+	})
+}
+
+func FuzzEncodeErrorBody(f *testing.F) {
+	f.Add("lock own/1 is held", "held", uint64(3), true)
+	f.Add("bad <name> & \"more\"\n\u2028\xff", "bad_request", uint64(0), false)
+	f.Fuzz(func(t *testing.T, msg, code string, cur uint64, hasCur bool) {
+		e := ErrorBody{Error: msg, Code: code}
+		if hasCur {
+			e.CurrentToken = &cur
+		}
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(e); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendErrorBody(nil, &e); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%+v:\nfast path %s\njson      %s", e, got, want.Bytes())
+		}
+	})
+}
+
+// The replies of the handler are byte for byte those of encoding/json, on
+// either path, status and headers included.
+func TestFastRepliesAsStrict(t *testing.T) {
+	l := Lease{Name: "a", Token: 9, Sequencer: "a@9", LeaseID: newLeaseID(), Owner: "o", TTL: Duration(15 * time.Second), ExpiresAt: time.Now().UTC()}
+	cur := uint64(8)
+	replies := map[string]func(w http.ResponseWriter){
+		"lease":    func(w http.ResponseWriter) { writeLease(w, http.StatusOK, &l) },
+		"released": writeReleased,
+		"error":    func(w http.ResponseWriter) { writeError(w, http.StatusConflict, CodeHeld, "held <by> someone", &cur) },
+	}
+	for name, reply := range replies {
+		var got [2]*httptest.ResponseRecorder
+		for i, strict := range []bool{false, true} {
+			strictJSONOnly.Store(strict)
+			got[i] = httptest.NewRecorder()
+			reply(got[i])
+		}
+		strictJSONOnly.Store(false)
+		if got[0].Code != got[1].Code || got[0].Body.String() != got[1].Body.String() || !reflect.DeepEqual(got[0].Header(), got[1].Header()) {
+			t.Errorf("%s: fast path %d %v %q, strict %d %v %q", name, got[0].Code, got[0].Header(), got[0].Body, got[1].Code, got[1].Header(), got[1].Body)
+		}
+	}
+}

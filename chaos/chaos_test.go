@@ -95,7 +95,7 @@ func startEnvWith(t *testing.T, proxied bool) *env {
 		// seqd serve flags (kept on one line so that a rename is easy to apply).
 		p := &proc{name: "seqd-" + name, log: filepath.Join(e.dir, "daemon-"+name+".log"), args: []string{e.bin, "serve",
 			"--zk", zk, "--listen", "127.0.0.1:0", "--root", "/chaos",
-			"--session-timeout", chaosSessionTimeout.String()}}
+			"--session-timeout", chaosSessionTimeout.String(), "--log-level", "debug"}} // debug: the checker reads the grant lines
 		e.track(p)
 		if err := p.start(); err != nil {
 			t.Fatal(err)
@@ -290,7 +290,9 @@ func (r *run) finish(t *testing.T, until time.Time, seed uint64) Report {
 	logged := map[string]map[string][]uint64{}
 	for _, lock := range locks {
 		logged[lock] = map[string][]uint64{}
-		re := regexp.MustCompile(`msg=granted .*?lock=` + regexp.QuoteMeta(lock) + ` token=(\d+)`)
+		// The Service's line, not zklock's "granted" of the same grant
+		// (both at debug).
+		re := regexp.MustCompile(`msg=granted component=sequencer .*?lock=` + regexp.QuoteMeta(lock) + ` token=(\d+)`)
 		for i, d := range r.e.daemons {
 			b, err := os.ReadFile(d.log)
 			if err != nil {

@@ -262,7 +262,7 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 		s.log.Info("elected", "election", name, "term", g.Token, "owner", owner, "ttl", ttl)
 		return out, nil
 	}
-	s.log.Info("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
+	s.log.Debug("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
 	return out, nil
 }
 

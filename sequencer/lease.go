@@ -181,7 +181,7 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	case lost:
 		s.log.Warn("lease lost", "lock", l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
 	default:
-		s.log.Info("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
+		s.log.Debug("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
 	}
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		s.log.Warn("release: contender left for the janitor", "lock", l.name, "err", err)

@@ -119,15 +119,31 @@ func splitServers(s string) ([]string, error) {
 	return out, nil
 }
 
-// newLogger makes the process logger on w.
-func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+// newLogger makes the process logger on w, logging level and above.
+func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
 	switch format {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
+// logLevel parses --log-level.
+func logLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
 }
 
 // isLoopback reports whether a listen address binds only to loopback.

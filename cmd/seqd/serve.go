@@ -20,6 +20,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
 		logFormatFlag(),
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least level logged: debug (also every grant and release), info, warn or error", EnvVars: []string{"SEQD_LOG_LEVEL"}},
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
 		signingKeyFlag(),
 		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
@@ -125,7 +126,11 @@ func devZKPort(c *cli.Context) (int, error) {
 // finishes in-flight requests and returns nil.
 func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	ctx := c.Context
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"))
+	level, err := logLevel(c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), level)
 	if err != nil {
 		return err
 	}

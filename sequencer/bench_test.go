@@ -122,8 +122,8 @@ func benchMkdirs(b *testing.B, conn *zk.Conn, p string) {
 	}
 }
 
-// benchDaemon is the daemon as it runs in production, logging at Info (one
-// line per grant and release, formatted and thrown away), its API served
+// benchDaemon is the daemon as it runs in production, logging at Info, its
+// default (grant and release lines are at Debug: not formatted), its API served
 // over loopback HTTP, and an HTTP client that keeps one connection per
 // worker alive: http.DefaultTransport keeps only 2 idle connections per
 // host, and 16 workers on it would measure TCP handshakes, not seqd.

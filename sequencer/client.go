@@ -78,7 +78,7 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl, wait time
 	}
 	req.TTL, req.Wait = durationPtr(ttl), durationPtr(wait)
 	var l Lease
-	err := c.do(ctx, http.MethodPost, lockPath(name)+"/acquire", req, &l)
+	err := c.send(ctx, http.MethodPost, lockPath(name)+"/acquire", encodeAcquire(&req), &l)
 	return l, err
 }
 
@@ -89,8 +89,9 @@ func (c *Client) Renew(ctx context.Context, name, leaseID string, token uint64, 
 
 // renew renews the lease of the lock, semaphore or election at path.
 func (c *Client) renew(ctx context.Context, path, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
+	req := LeaseRequest{LeaseID: leaseID, Token: token, TTL: durationPtr(ttl)}
 	var l Lease
-	err := c.do(ctx, http.MethodPost, path+"/renew", LeaseRequest{LeaseID: leaseID, Token: token, TTL: durationPtr(ttl)}, &l)
+	err := c.send(ctx, http.MethodPost, path+"/renew", encodeLease(&req), &l)
 	return l, err
 }
 
@@ -106,7 +107,13 @@ func durationPtr(d time.Duration) *Duration {
 
 // Release releases a lease.
 func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	return c.do(ctx, http.MethodPost, lockPath(name)+"/release", LeaseRequest{LeaseID: leaseID, Token: token}, nil)
+	return c.release(ctx, lockPath(name), leaseID, token)
+}
+
+// release releases the lease of the lock or semaphore at path.
+func (c *Client) release(ctx context.Context, path, leaseID string, token uint64) error {
+	req := LeaseRequest{LeaseID: leaseID, Token: token}
+	return c.send(ctx, http.MethodPost, path+"/release", encodeLease(&req), nil)
 }
 
 // Check checks a token against the lock's current holder. A stale token is
@@ -160,7 +167,7 @@ func (c *Client) RenewSemaphore(ctx context.Context, name, leaseID string, token
 
 // ReleaseSemaphore releases a semaphore lease.
 func (c *Client) ReleaseSemaphore(ctx context.Context, name, leaseID string, token uint64) error {
-	return c.do(ctx, http.MethodPost, semaphorePath(name)+"/release", LeaseRequest{LeaseID: leaseID, Token: token}, nil)
+	return c.release(ctx, semaphorePath(name), leaseID, token)
 }
 
 // SemaphoreStatus counts a semaphore's holders.
@@ -175,6 +182,9 @@ func semaphorePath(name string) string {
 }
 
 func lockPath(name string) string {
+	if plainName(name) {
+		return "/v1/locks/" + name
+	}
 	segs := strings.Split(name, "/")
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
@@ -182,14 +192,54 @@ func lockPath(name string) string {
 	return "/v1/locks/" + strings.Join(segs, "/")
 }
 
+// encodeAcquire is json.Marshal(req), by hand unless strictJSONOnly. The
+// buffer is not pooled: the Transport may read a body after Do returns.
+func encodeAcquire(req *AcquireRequest) []byte {
+	if strictJSONOnly.Load() {
+		b, _ := json.Marshal(req) // cannot fail: strings and durations
+		return b
+	}
+	return appendAcquireRequest(make([]byte, 0, 128), req)
+}
+
+// encodeLease is json.Marshal(req), by hand unless strictJSONOnly.
+func encodeLease(req *LeaseRequest) []byte {
+	if strictJSONOnly.Load() {
+		b, _ := json.Marshal(req)
+		return b
+	}
+	return appendLeaseRequest(make([]byte, 0, 96), req)
+}
+
+// plainName reports whether url.PathEscape leaves each of name's segments
+// as it is: they are made of [A-Za-z0-9._-], as every valid lock name.
+func plainName(name string) bool {
+	for i := range len(name) {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+	}
+	return c.send(ctx, method, path, body, out)
+}
+
+// send sends body (none if nil) and decodes a 2xx answer into out.
+func (c *Client) send(ctx context.Context, method, path string, in []byte, out any) error {
+	var body io.Reader
+	if in != nil {
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.Addr, "/")+path, body)
 	if err != nil {
@@ -207,7 +257,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%w: %v", ErrDaemonUnreachable, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	bp := getBuf()
+	raw, err := readAll(io.LimitReader(resp.Body, 1<<20), (*bp)[:0])
+	defer putBuf(bp, raw)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrDaemonUnreachable, err)
 	}
@@ -225,6 +277,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken}
 	}
 	if out == nil {
+		return nil
+	}
+	if l, ok := out.(*Lease); ok && !strictJSONOnly.Load() && fastLeaseReply(raw, l) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {

@@ -27,7 +27,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
 	// The content type is not checked: `curl -d` sends a form type, and the
 	// body is JSON whatever it says.
-	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), buf)
+	rd := r.Body
+	if r.ContentLength < 0 || r.ContentLength > MaxBodyBytes {
+		// A body of a declared length within the limit cannot go past it:
+		// the server reads no more than the length (and fails a shorter
+		// body alike either way).
+		rd = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	}
+	body, err := readAll(rd, buf)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

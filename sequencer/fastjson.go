@@ -161,18 +161,26 @@ func (s *fastScan) uint() (uint64, bool) {
 	return v, true
 }
 
-// duration reads a Duration's string.
+// duration reads a Duration's string for a *Duration field.
 func (s *fastScan) duration() (*Duration, bool) {
-	v, ok := s.str()
+	d, ok := s.durationValue()
 	if !ok {
 		return nil, false
 	}
+	return &d, true
+}
+
+// durationValue reads a Duration's string.
+func (s *fastScan) durationValue() (Duration, bool) {
+	v, ok := s.str()
+	if !ok {
+		return 0, false
+	}
 	d, err := time.ParseDuration(string(v))
 	if err != nil {
-		return nil, false
+		return 0, false
 	}
-	x := Duration(d)
-	return &x, true
+	return Duration(d), true
 }
 
 // object reads an object of the plain shape, calling field for each key
@@ -313,8 +321,13 @@ func writeReleased(w http.ResponseWriter) {
 	writeBytes(w, http.StatusOK, releasedBody)
 }
 
+// jsonContentType is the Content-Type header's value, shared by every
+// reply rather than allocated for each: net/http and the handlers replace
+// a header's values (Set, Add) but never write into them.
+var jsonContentType = []string{"application/json"}
+
 func writeBytes(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	w.Write(b)
 }
@@ -468,4 +481,166 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// The Client's side: its acquire, renew and release bodies, written as
+// json.Marshal writes them, and the Lease of a reply, read as
+// json.Unmarshal reads it when it has the shape the daemon writes.
+
+// appendAcquireRequest appends req as json.Marshal writes it.
+func appendAcquireRequest(b []byte, req *AcquireRequest) []byte {
+	b = append(b, `{"owner":`...)
+	b = appendJSONString(b, req.Owner)
+	if req.LeaseID != "" {
+		b = append(b, `,"lease_id":`...)
+		b = appendJSONString(b, req.LeaseID)
+	}
+	if req.TTL != nil {
+		b = append(b, `,"ttl":`...)
+		b = appendDuration(b, time.Duration(*req.TTL))
+	}
+	if req.Wait != nil {
+		b = append(b, `,"wait":`...)
+		b = appendDuration(b, time.Duration(*req.Wait))
+	}
+	if req.LockDelay != nil {
+		b = append(b, `,"lock_delay":`...)
+		b = appendDuration(b, time.Duration(*req.LockDelay))
+	}
+	if req.Mode != "" {
+		b = append(b, `,"mode":`...)
+		b = appendJSONString(b, req.Mode)
+	}
+	return append(b, '}')
+}
+
+// appendLeaseRequest appends req as json.Marshal writes it.
+func appendLeaseRequest(b []byte, req *LeaseRequest) []byte {
+	b = append(b, `{"lease_id":`...)
+	b = appendJSONString(b, req.LeaseID)
+	b = append(b, `,"token":`...)
+	b = strconv.AppendUint(b, req.Token, 10)
+	if req.TTL != nil {
+		b = append(b, `,"ttl":`...)
+		b = appendDuration(b, time.Duration(*req.TTL))
+	}
+	return append(b, '}')
+}
+
+// int reads a JSON number that is an int in 0..MaxInt without sign,
+// fraction or exponent.
+func (s *fastScan) int() (int, bool) {
+	v, ok := s.uint()
+	if !ok || v > uint64(int(^uint(0)>>1)) {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// fastLeaseReply reads a Lease of the shape the daemon writes into l as
+// json.Unmarshal would, or reports false having changed nothing. Unlike a
+// request's, a reply's unknown keys are not errors to json.Unmarshal: the
+// fast path gives up on them too.
+func fastLeaseReply(body []byte, l *Lease) bool {
+	s := fastScan{b: body}
+	var seen uint16
+	var v Lease
+	ok := s.object(func(key []byte) bool {
+		var bit uint16
+		var ok bool
+		var b []byte
+		switch string(key) {
+		case "name":
+			bit = 1
+			if b, ok = s.str(); ok {
+				v.Name = string(b)
+			}
+		case "token":
+			bit = 2
+			v.Token, ok = s.uint()
+		case "sequencer":
+			bit = 4
+			if b, ok = s.str(); ok {
+				v.Sequencer = string(b)
+			}
+		case "lease_id":
+			bit = 8
+			if b, ok = s.str(); ok {
+				v.LeaseID = string(b)
+			}
+		case "owner":
+			bit = 16
+			if b, ok = s.str(); ok {
+				v.Owner = string(b)
+			}
+		case "ttl":
+			bit = 32
+			v.TTL, ok = s.durationValue()
+		case "expires_at":
+			bit = 64
+			start := s.i
+			if _, ok = s.str(); ok {
+				// Time's own UnmarshalJSON, on the quoted string as
+				// json.Unmarshal hands it over.
+				ws := start
+				for jsonWS(s.b[ws]) {
+					ws++
+				}
+				ok = v.ExpiresAt.UnmarshalJSON(s.b[ws:s.i]) == nil
+			}
+		case "term":
+			bit = 128
+			v.Term, ok = s.uint()
+		case "limit":
+			bit = 256
+			v.Limit, ok = s.int()
+		case "mode":
+			bit = 512
+			if b, ok = s.str(); ok {
+				v.Mode = string(b)
+			}
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	if !ok {
+		return false
+	}
+	// As json.Unmarshal into l: the keys present replace l's fields, the
+	// others stay.
+	set := func(bit uint16) bool { return seen&bit != 0 }
+	if set(1) {
+		l.Name = v.Name
+	}
+	if set(2) {
+		l.Token = v.Token
+	}
+	if set(4) {
+		l.Sequencer = v.Sequencer
+	}
+	if set(8) {
+		l.LeaseID = v.LeaseID
+	}
+	if set(16) {
+		l.Owner = v.Owner
+	}
+	if set(32) {
+		l.TTL = v.TTL
+	}
+	if set(64) {
+		l.ExpiresAt = v.ExpiresAt
+	}
+	if set(128) {
+		l.Term = v.Term
+	}
+	if set(256) {
+		l.Limit = v.Limit
+	}
+	if set(512) {
+		l.Mode = v.Mode
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -255,4 +256,73 @@ func TestFastRepliesAsStrict(t *testing.T) {
 			t.Errorf("%s: fast path %d %v %q, strict %d %v %q", name, got[0].Code, got[0].Header(), got[0].Body, got[1].Code, got[1].Header(), got[1].Body)
 		}
 	}
+}
+
+// The Client's bodies are json.Marshal's bytes, and a lock name it does
+// not escape needs no escaping.
+func FuzzEncodeRequests(f *testing.F) {
+	f.Add("bench-3", "", int64(15*time.Second), int64(0), int64(-1), "", uint64(42), "own/3")
+	f.Add("h<&>:1\u2028\xff", "0123456789abcdef0123456789abcdef", int64(1500*time.Millisecond), int64(time.Minute), int64(2*time.Second), "shared", uint64(math.MaxUint64), "a b/c%2F")
+	f.Fuzz(func(t *testing.T, owner, leaseID string, ttl, wait, delay int64, mode string, token uint64, name string) {
+		opt := func(d int64) *Duration {
+			if d == -1 {
+				return nil
+			}
+			x := Duration(d)
+			return &x
+		}
+		acq := AcquireRequest{Owner: owner, LeaseID: leaseID, TTL: opt(ttl), Wait: opt(wait), LockDelay: opt(delay), Mode: mode}
+		want, err := json.Marshal(&acq)
+		if got := appendAcquireRequest(nil, &acq); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\nfast path %s\njson      %s (%v)", acq, got, want, err)
+		}
+		lr := LeaseRequest{LeaseID: leaseID, Token: token, TTL: opt(wait)}
+		want, err = json.Marshal(&lr)
+		if got := appendLeaseRequest(nil, &lr); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\nfast path %s\njson      %s (%v)", lr, got, want, err)
+		}
+		if plainName(name) {
+			for _, seg := range strings.Split(name, "/") {
+				if url.PathEscape(seg) != seg {
+					t.Fatalf("%q: segment %q escapes to %q", name, seg, url.PathEscape(seg))
+				}
+			}
+		}
+	})
+}
+
+// What the Client's reply decoder takes, json.Unmarshal takes alike, into
+// a Lease that already has values.
+func FuzzDecodeLeaseReply(f *testing.F) {
+	for _, l := range []Lease{
+		{Name: "own/3", Token: 42, Sequencer: "own/3@42", LeaseID: "0123456789abcdef0123456789abcdef", Owner: "bench-3", TTL: Duration(15 * time.Second), ExpiresAt: time.Date(2026, 11, 30, 19, 0, 0, 123456789, time.UTC)},
+		{Name: "e", Token: 7, Sequencer: "e@7", Owner: "o", TTL: Duration(time.Minute), ExpiresAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600)), Term: 7, Limit: 3, Mode: "shared"},
+	} {
+		b, err := json.Marshal(l)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range []string{
+		`{}`, `{"name":"a","Name":"b"}`, `{"name":"a","name":"b"}`, `{"extra":1}`, `{"limit":-1}`, `{"limit":1e2}`,
+		`{"expires_at":"2026-13-01T00:00:00Z"}`, `{"expires_at":null}`, `{"expires_at":"2026-01-01T00:00:00.5+01:00"}`,
+		`{"ttl":"15s"} x`, `{"ttl":"15"}`, `{"token":18446744073709551616}`, `{"mode":"\u0041"}`, "{\"owner\":\"\xff\"}",
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		prior := Lease{Name: "prior", Token: 1, Owner: "p", TTL: Duration(time.Second), Limit: 9}
+		got := prior
+		if !fastLeaseReply(body, &got) {
+			if !reflect.DeepEqual(got, prior) {
+				t.Fatalf("body %q: the fast path gave up but changed the lease to %+v", body, got)
+			}
+			return
+		}
+		want := prior
+		if err := json.Unmarshal(body, &want); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("body %q: fast path %+v, json %+v (%v)", body, got, want, err)
+		}
+	})
 }

@@ -55,6 +55,7 @@ chaos: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeErrorBody$$' -fuzztime 15s ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeRequests$$' -fuzztime 15s ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLeaseReply$$' -fuzztime 30s ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshalContender$$' -fuzztime 10s ./sequencer/
 
 # bench: `seqd bench --dev` (about a minute and a half): lock cycles/s and
 # latency of raw create+delete, go-zookeeper's zk.Lock, zklock and the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -172,7 +171,7 @@ func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Durati
 // grant (0 tries once); delay is the grant's lock-delay; shared makes it a
 // reader.
 func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration, shared bool) (*zklock.Grant, error) {
-	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
+	data := marshalContender(contenderData{Owner: owner, Daemon: s.cfg.Identity})
 	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)

@@ -644,3 +644,19 @@ func fastLeaseReply(body []byte, l *Lease) bool {
 	}
 	return true
 }
+
+// marshalContender is json.Marshal(c): a contender node's data, by hand.
+func marshalContender(c contenderData) []byte {
+	b := make([]byte, 0, len(`{"owner":"","daemon":"","command":""}`)+len(c.Owner)+len(c.Daemon)+len(c.Command)+8)
+	b = append(b, `{"owner":`...)
+	b = appendJSONString(b, c.Owner)
+	if c.Daemon != "" {
+		b = append(b, `,"daemon":`...)
+		b = appendJSONString(b, c.Daemon)
+	}
+	if c.Command != "" {
+		b = append(b, `,"command":`...)
+		b = appendJSONString(b, c.Command)
+	}
+	return append(b, '}')
+}

@@ -326,3 +326,17 @@ func FuzzDecodeLeaseReply(f *testing.F) {
 		}
 	})
 }
+
+// A contender node's data is json.Marshal's bytes: other daemons and
+// tools read it.
+func FuzzMarshalContender(f *testing.F) {
+	f.Add("host:1", "", "")
+	f.Add("a<b>&\"c\"\n\xff\u2028", "seqd-1", "sleep 5")
+	f.Fuzz(func(t *testing.T, owner, daemon, command string) {
+		c := contenderData{Owner: owner, Daemon: daemon, Command: command}
+		want, err := json.Marshal(c)
+		if got := marshalContender(c); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\nfast path %s\njson      %s (%v)", c, got, want, err)
+		}
+	})
+}

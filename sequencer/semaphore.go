@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,7 +56,7 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name, owner string, limi
 			return out, err
 		}
 	}
-	data, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity})
+	data := marshalContender(contenderData{Owner: owner, Daemon: s.cfg.Identity})
 	sem, err := zklock.NewSemaphore(sess, name, limit, zklock.WithRoot(s.semaphoreRoot()), zklock.WithData(data))
 	if err != nil {
 		return Lease{}, fmt.Errorf("%w: %v", ErrBadRequest, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/seqd/seqd/fence"
@@ -261,7 +262,7 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 		s.log.Info("elected", "election", name, "term", g.Token, "owner", owner, "ttl", ttl)
 		return out, nil
 	}
-	s.log.Debug("granted", "lock", name, "token", g.Token, "owner", owner, "ttl", ttl)
+	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String("lock", name), slog.Uint64("token", g.Token), slog.String("owner", owner), slog.Duration("ttl", ttl))
 	return out, nil
 }
 

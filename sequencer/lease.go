@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -181,7 +182,7 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	case lost:
 		s.log.Warn("lease lost", "lock", l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
 	default:
-		s.log.Debug("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
+		s.log.LogAttrs(ctx, slog.LevelDebug, "released", slog.String("lock", l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner))
 	}
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		s.log.Warn("release: contender left for the janitor", "lock", l.name, "err", err)

@@ -36,7 +36,9 @@ run: build
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions). Histories and porcupine's
-# visualization of failed runs go to CHAOS_OUT.
+# visualization of failed runs go to CHAOS_OUT. It ends with the fuzzers: the
+# store's recovery, sequencer signatures, and the HTTP API's hand-written JSON
+# against encoding/json and the strict decoder.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m

@@ -93,7 +93,7 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() (int, st
 func TestServeClientCommandsAndShutdown(t *testing.T) {
 	zkc := zktest.StartT(t, testenv.Options{})
 	root := "/seqd-cli-test"
-	addr, stop := startServe(t, "--zk", zkc.ConnectString(), "--root", root)
+	addr, stop := startServe(t, "--zk", zkc.ConnectString(), "--root", root, "--log-level", "debug") // debug: the release line
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

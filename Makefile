@@ -51,8 +51,8 @@ chaos: deps
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAcquire$$' -fuzztime 30s ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime 30s ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAcquire$$' -fuzztime 1m ./sequencer/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime 1m ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeLease$$' -fuzztime 30s ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeErrorBody$$' -fuzztime 15s ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeRequests$$' -fuzztime 15s ./sequencer/

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -277,6 +278,7 @@ func (g *Grant) release(ctx context.Context, clean bool) error {
 		s.deleteLater(g.m.path, g.guid)
 	}
 	g.end(ErrReleased)
-	s.log.Debug("released", "lock", g.Name, "token", g.Token)
+	// LogAttrs: nothing is allocated when debug is off (once per cycle).
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "released", slog.String("lock", g.Name), slog.Uint64("token", g.Token))
 	return err
 }

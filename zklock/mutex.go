@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"sync"
@@ -371,7 +372,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, k
 		s.grants.add(g)
 	}
 	m.observer().Granted(m.name, waited)
-	s.log.Debug("granted", "lock", m.name, "token", token, "path", own)
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "granted", slog.String("lock", m.name), slog.Uint64("token", token), slog.String("path", own))
 	if !s.spawn(func() { g.monitor(kids) }) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
 		close(g.ended)

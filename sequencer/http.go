@@ -110,6 +110,11 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 			h.check(w, r)
 		}
 		return
+	case p == "/v1/renew":
+		if allow(w, r, http.MethodPost) {
+			h.renewMany(w, r)
+		}
+		return
 	case p == "/v1/locks" || p == "/v1/locks/":
 		if allow(w, r, http.MethodGet) {
 			writeJSON(w, http.StatusOK, LeaseList{Locks: h.s.Leases()})
@@ -305,6 +310,12 @@ func conflictCode(ce *ConflictError) string {
 
 // fail maps a Service error to its status and code.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, body := h.failure(r, err)
+	writeError(w, status, body.Code, body.Error, body.CurrentToken)
+}
+
+// failure is the status and body that answer err.
+func (h *handler) failure(r *http.Request, err error) (int, ErrorBody) {
 	var ce *ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -312,17 +323,17 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if ce.CurrentToken != 0 {
 			cur = &ce.CurrentToken
 		}
-		writeError(w, http.StatusConflict, conflictCode(ce), ce.Error(), cur)
+		return http.StatusConflict, ErrorBody{Error: ce.Error(), Code: conflictCode(ce), CurrentToken: cur}
 	case errors.Is(err, ErrBadRequest):
-		writeError(w, http.StatusBadRequest, CodeBadRequest, sentence(err), nil)
+		return http.StatusBadRequest, ErrorBody{Error: sentence(err), Code: CodeBadRequest}
 	case errors.Is(err, ErrUnavailable):
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, sentence(err), nil)
+		return http.StatusServiceUnavailable, ErrorBody{Error: sentence(err), Code: CodeUnavailable}
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this.
-		writeError(w, 499, "canceled", "request canceled", nil)
+		return 499, ErrorBody{Error: "request canceled", Code: "canceled"}
 	default:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error(), nil)
+		return http.StatusInternalServerError, ErrorBody{Error: err.Error(), Code: CodeInternal}
 	}
 }
 

@@ -116,6 +116,10 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	do(check, "POST", u+"/v1/check", fmt.Sprintf(`{"sequencer":"api@%d"}`, tok(a)+1000), 409)
 	do(check, "POST", u+"/v1/check", `{"sequencer":"api"}`, 400)
 	wrongMethod(check, "GET", u+"/v1/check")
+	const many = "/v1/renew"
+	do(many, "POST", u+many, fmt.Sprintf(`{"leases":[{"name":"api","lease_id":%q,"token":%d}]}`, id1, tok(a)), 200)
+	do(many, "POST", u+many, `{"leases":[]}`, 400)
+	wrongMethod(many, "GET", u+many)
 	do(rel, "POST", u+"/v1/locks/api/release", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, id1, tok(a)), 200)
 	do(rel, "POST", u+"/v1/locks/api/release", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, id1, tok(a)), 409)
 	do(ren, "POST", u+"/v1/locks/api/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, id1, tok(a)), 409)
@@ -139,6 +143,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{lock, "GET", "/v1/locks/api", ""},
 		{locks, "GET", "/v1/locks", ""},
 		{check, "POST", "/v1/check", `{}`},
+		{"/v1/renew", "POST", "/v1/renew", `{}`},
 	} {
 		do(r.route, r.method, authed+r.path, r.body, 401)
 	}

@@ -189,7 +189,13 @@ func (m *Mutex) awaitGrant(ctx context.Context, c created, stat *zk.Stat, guid s
 			return nil, err
 		}
 		if children == nil || !m.wasLowest(c.path, children) {
-			marker = nil // read behind a look that did not show us at the head
+			// Read behind a look that did not show us at the head: read
+			// it again, unless the root has no markers (known now, after
+			// what showed us at the head).
+			marker = nil
+			if proof := m.markerAbsence(ctx); proof.confirm(m.s) {
+				marker = &readResult{err: zk.ErrNoNode}
+			}
 		}
 		if err := m.awaitLockDelay(ctx, ownNode{c.path, stat, c.at}, marker, wait); err != nil {
 			return nil, err

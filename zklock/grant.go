@@ -66,6 +66,7 @@ func (g *Grant) Err() error {
 // end records why the grant ended; the first reason wins. It reports
 // whether this call ended it.
 func (g *Grant) end(err error) bool {
+	defer g.runAfterEnd() // deferred first, so it runs after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {

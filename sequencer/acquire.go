@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -159,9 +160,9 @@ func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Durati
 	}
 	l.ttl = ttl
 	l.expires = s.clock.Now().Add(ttl)
+	s.scheduleLocked(l)
 	out = l.view()
 	s.mu.Unlock()
-	poke(l.renewed)
 	if k == lockLease {
 		s.m.Renewal(name)
 	}
@@ -223,7 +224,7 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
-// admit makes l's grant a lease of owner for ttl and starts its watch; a
+// admit makes l's grant a lease of owner for ttl and schedules its expiry; a
 // Service that is closing releases the grant instead. limit is a
 // semaphore's, 0 for a lock or an election.
 func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
@@ -233,9 +234,9 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 	g := l.grant
 	l.sequencer = s.sequencer(name, g.Token)
 	l.id, l.name, l.owner, l.ttl, l.limit = id, name, owner, ttl, limit
-	l.expires = s.clock.Now().Add(ttl)
-	l.renewed, l.stop = make(chan struct{}, 1), make(chan struct{})
+	l.at = -1
 	s.mu.Lock()
+	l.expires = s.clock.Now().Add(ttl)
 	if s.closed {
 		s.mu.Unlock()
 		g.Release(context.WithoutCancel(ctx))
@@ -252,10 +253,16 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 	if limit == 0 && !l.shared {
 		s.byName[leaseKey(l.kind, name)] = l
 	}
+	s.scheduleLocked(l)
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
-	go s.watch(l)
 	s.mu.Unlock()
+	// The grant's end (lost, or released by end) ends the lease; a lease
+	// that has ended already ignores it.
+	g.AfterEnd(func(error) {
+		defer s.wg.Done()
+		s.end(context.Background(), l, lost, metrics.ReasonLost)
+	})
 	if l.kind == electionLease {
 		s.m.ElectionWon(name)
 		s.watches.touch(watchKey{election: true, name: name})

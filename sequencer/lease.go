@@ -48,22 +48,21 @@ func leaseKey(k leaseKind, name string) string {
 }
 
 type lease struct {
-	kind    leaseKind
-	lead    *zklock.Leadership // elections only
-	id      string
-	name    string
-	owner   string
-	ttl     time.Duration
-	expires time.Time
-	grant   *zklock.Grant
+	grant *zklock.Grant
+	lead  *zklock.Leadership // elections only
+	id    string
+	name  string
+	owner string
 	// sequencer is the grant's, signed when the daemon signs: made once,
 	// at grant, since every answer about the lease carries it.
 	sequencer string
+	ttl       time.Duration
+	expires   time.Time
+	at        int // index in the expiry schedule (Service.exp); -1 when out of it
+	limit     int // a semaphore's limit; 0 for a lock
+	kind      leaseKind
 	state     leaseState
-	limit     int           // a semaphore's limit; 0 for a lock
-	shared    bool          // a lock's shared lease (a reader)
-	renewed   chan struct{} // poked when expires moves
-	stop      chan struct{} // closed when released
+	shared    bool // a lock's shared lease (a reader)
 }
 
 // contenderData is stored in each contender node. `seqd lock` writes the
@@ -106,49 +105,17 @@ func (l *lease) mode() string {
 	return ""
 }
 
-// watch ends the lease when its TTL passes or its grant is lost.
-func (s *Service) watch(l *lease) {
-	defer s.wg.Done()
-	for {
-		s.mu.Lock()
-		expires := l.expires
-		s.mu.Unlock()
-		tc, t := s.clock.TimerAt(expires)
-		select {
-		case <-tc:
-			// end decides under s.mu whether the TTL has really passed: a
-			// renewal that got in first keeps the lease, one that comes after
-			// finds it ended. Expiry deletes the contender so that the next
-			// waiter proceeds.
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
-			ended := s.end(ctx, l, expired, metrics.ReasonExpired)
-			cancel()
-			if ended {
-				return
-			}
-			s.mu.Lock()
-			gone := l.state != live
-			s.mu.Unlock()
-			if gone {
-				return
-			}
-		case <-l.renewed:
-			t.Stop()
-		case <-l.grant.Lost():
-			t.Stop()
-			s.end(context.Background(), l, lost, metrics.ReasonLost)
-			return
-		case <-l.stop:
-			t.Stop()
-			return
-		}
-	}
-}
-
 // end moves a live lease to state, counts and logs it, and releases its
 // grant (a no-op for a grant already lost). It reports whether this call
 // ended the lease.
 func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason string) bool {
+	return s.endLease(ctx, l, state, reason, false)
+}
+
+// endLease is end; closing (Close, with the session about to close) leaves
+// the contender to the session's close where no lock-delay marker needs a
+// clean release (see zklock.Grant.ReleaseOnClose).
+func (s *Service) endLease(ctx context.Context, l *lease, state leaseState, reason string, closing bool) bool {
 	s.mu.Lock()
 	if l.state != live || state == expired && s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
@@ -159,14 +126,16 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	if key := leaseKey(l.kind, l.name); s.byName[key] == l {
 		delete(s.byName, key)
 	}
+	s.unscheduleLocked(l)
 	s.mu.Unlock()
-	if state == released {
-		close(l.stop)
-	}
 	release := l.grant.Release
-	if state == expired {
+	switch {
+	case state == expired:
 		// Not a clean release: a lock-delay applies before the next grant.
 		release = l.grant.Abandon
+	case closing:
+		// The session is about to close, which deletes the contender.
+		release = l.grant.ReleaseOnClose
 	}
 	err := release(ctx)
 	if l.kind == electionLease {
@@ -306,7 +275,7 @@ func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID
 		}
 	}
 	s.mu.Lock()
-	// Not past its TTL (the expiry goroutine may not have run yet) and its
+	// Not past its TTL (the expiry schedule may not have ended it yet) and its
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
@@ -316,9 +285,9 @@ func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID
 		l.ttl = ttl
 	}
 	l.expires = s.clock.Now().Add(l.ttl)
+	s.scheduleLocked(l)
 	out := l.view()
 	s.mu.Unlock()
-	poke(l.renewed)
 	if k == lockLease {
 		s.m.Renewal(name)
 	}

@@ -126,6 +126,7 @@ type Service struct {
 	leases map[string]*lease // by lease id: live ones only
 	byName map[string]*lease // the live lease per lock name
 	closed bool
+	exp    expiries // every live lease by expiry
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}
@@ -175,6 +176,7 @@ func New(cfg Config) *Service {
 		byName: map[string]*lease{},
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
+		exp:    expiries{kick: make(chan struct{}, 1)},
 	}
 	s.watches = newHub(s)
 	return s
@@ -185,8 +187,10 @@ const closeParallelism = 128
 
 // Close resigns the daemon's own campaigns (so that the next leader is
 // elected at once rather than after a session timeout), releases every held
-// lease (deleting the contenders so that waiters elsewhere proceed at once),
-// closes the session and waits for the Service's goroutines.
+// lease, closes the session and waits for the Service's goroutines. Closing
+// the session deletes every contender at once, so that waiters elsewhere
+// proceed; a lease with a lock-delay is still released one by one first,
+// since its marker must say the end was clean.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -213,7 +217,7 @@ func (s *Service) Close(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			s.end(ctx, l, released, metrics.ReasonReleased)
+			s.endLease(ctx, l, released, metrics.ReasonReleased, true)
 		}()
 	}
 	wg.Wait()

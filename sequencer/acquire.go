@@ -257,11 +257,13 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	s.mu.Unlock()
-	// The grant's end (lost, or released by end) ends the lease; a lease
-	// that has ended already ignores it.
-	g.AfterEnd(func(error) {
+	// The grant's loss ends the lease. A grant released has been released
+	// by end, which ended the lease first.
+	g.AfterEnd(func(err error) {
 		defer s.wg.Done()
-		s.end(context.Background(), l, lost, metrics.ReasonLost)
+		if !errors.Is(err, zklock.ErrReleased) {
+			s.end(context.Background(), l, lost, metrics.ReasonLost)
+		}
 	})
 	if l.kind == electionLease {
 		s.m.ElectionWon(name)

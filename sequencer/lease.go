@@ -109,16 +109,20 @@ func (l *lease) mode() string {
 // grant (a no-op for a grant already lost). It reports whether this call
 // ended the lease.
 func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason string) bool {
-	return s.endLease(ctx, l, state, reason, false)
+	s.mu.Lock()
+	ok := s.claimLocked(l, state)
+	s.mu.Unlock()
+	if ok {
+		s.ended(ctx, l, state, reason, false)
+	}
+	return ok
 }
 
-// endLease is end; closing (Close, with the session about to close) leaves
-// the contender to the session's close where no lock-delay marker needs a
-// clean release (see zklock.Grant.ReleaseOnClose).
-func (s *Service) endLease(ctx context.Context, l *lease, state leaseState, reason string, closing bool) bool {
-	s.mu.Lock()
+// claimLocked moves l to state and forgets it if it is live (and, for
+// expiry, past its TTL), reporting whether it did; s.mu must be held. The
+// caller then calls ended.
+func (s *Service) claimLocked(l *lease, state leaseState) bool {
 	if l.state != live || state == expired && s.clock.Now().Before(l.expires) {
-		s.mu.Unlock()
 		return false
 	}
 	l.state = state
@@ -127,21 +131,27 @@ func (s *Service) endLease(ctx context.Context, l *lease, state leaseState, reas
 		delete(s.byName, key)
 	}
 	s.unscheduleLocked(l)
-	s.mu.Unlock()
+	return true
+}
+
+// ended releases the grant of l, which claimLocked has ended, and counts
+// and logs the end. closing (Close, with the session about to close) leaves
+// the contender to the session's close where no lock-delay marker needs a
+// clean release (see zklock.Grant.ReleaseOnClose).
+func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason string, closing bool) {
 	release := l.grant.Release
 	switch {
 	case state == expired:
 		// Not a clean release: a lock-delay applies before the next grant.
 		release = l.grant.Abandon
 	case closing:
-		// The session is about to close, which deletes the contender.
 		release = l.grant.ReleaseOnClose
 	}
 	err := release(ctx)
 	if l.kind == electionLease {
 		s.watches.touch(watchKey{election: true, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
-		return true
+		return
 	}
 	s.m.Release(l.name, reason)
 	switch state {
@@ -155,7 +165,6 @@ func (s *Service) endLease(ctx context.Context, l *lease, state leaseState, reas
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		s.log.Warn("release: contender left for the janitor", "lock", l.name, "err", err)
 	}
-	return true
 }
 
 // leaseFor finds the live lease for a renew or release. If there is none,

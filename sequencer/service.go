@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqd/seqd/fence"
@@ -202,22 +203,26 @@ func (s *Service) Close(ctx context.Context) error {
 	s.resignAll()
 	s.watches.close()
 	s.mu.Lock()
-	var ls []*lease
+	ls := make([]*lease, 0, len(s.leases))
 	for _, l := range s.leases {
-		ls = append(ls, l)
+		if s.claimLocked(l, released) {
+			ls = append(ls, l)
+		}
 	}
 	s.mu.Unlock()
-	// Many releases in flight at once: ZooKeeper answers one session's
-	// requests in order over one connection, so this costs round trips
-	// for the slowest, not for all of them.
+	// Many releases in flight at once (those with a lock-delay make a
+	// request each): ZooKeeper answers one session's requests in order
+	// over one connection, so this costs round trips for the slowest, not
+	// for all of them.
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, closeParallelism)
-	for _, l := range ls {
-		slots <- struct{}{}
+	var next atomic.Int64
+	for range min(len(ls), closeParallelism) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
-			s.endLease(ctx, l, released, metrics.ReasonReleased, true)
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(ls); i = int(next.Add(1) - 1) {
+				s.ended(ctx, ls[i], released, metrics.ReasonReleased, true)
+			}
 		}()
 	}
 	wg.Wait()

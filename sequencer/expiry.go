@@ -33,11 +33,11 @@ func (h leaseHeap) Len() int           { return len(h) }
 func (h leaseHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
 func (h leaseHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].at, h[j].at = i, j
+	h[i].at, h[j].at = int32(i), int32(j)
 }
 func (h *leaseHeap) Push(x any) {
 	l := x.(*lease)
-	l.at = len(*h)
+	l.at = int32(len(*h))
 	*h = append(*h, l)
 }
 func (h *leaseHeap) Pop() any {
@@ -58,7 +58,7 @@ func (h *leaseHeap) Pop() any {
 func (s *Service) scheduleLocked(l *lease) {
 	e := &s.exp
 	if l.at >= 0 {
-		heap.Fix(&e.h, l.at)
+		heap.Fix(&e.h, int(l.at))
 	} else {
 		heap.Push(&e.h, l)
 	}
@@ -69,7 +69,7 @@ func (s *Service) scheduleLocked(l *lease) {
 // stays armed: should it fire for nothing, runExpiries re-arms it.
 func (s *Service) unscheduleLocked(l *lease) {
 	if l.at >= 0 {
-		heap.Remove(&s.exp.h, l.at)
+		heap.Remove(&s.exp.h, int(l.at))
 	}
 }
 

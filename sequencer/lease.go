@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,7 +16,7 @@ import (
 // The lease lifecycle: acquire, renew, release, and the end of a lease by
 // release, expiry or loss of its grant.
 
-type leaseState int
+type leaseState uint8
 
 const (
 	live leaseState = iota
@@ -25,7 +26,7 @@ const (
 )
 
 // leaseKind tells a lock's lease from an election's (a leadership).
-type leaseKind int
+type leaseKind uint8
 
 const (
 	lockLease leaseKind = iota
@@ -47,22 +48,59 @@ func leaseKey(k leaseKind, name string) string {
 	return name
 }
 
+// A daemon holds many leases: the fields are ordered, and sized, to keep
+// a lease small.
 type lease struct {
 	grant *zklock.Grant
 	lead  *zklock.Leadership // elections only
-	id    string
 	name  string
 	owner string
-	// sequencer is the grant's, signed when the daemon signs: made once,
-	// at grant, since every answer about the lease carries it.
-	sequencer string
-	ttl       time.Duration
-	expires   time.Time
-	at        int // index in the expiry schedule (Service.exp); -1 when out of it
-	limit     int // a semaphore's limit; 0 for a lock
-	kind      leaseKind
-	state     leaseState
-	shared    bool // a lock's shared lease (a reader)
+	// signed is the grant's signed sequencer when the daemon signs: made
+	// once, at grant, since every answer about the lease carries it. An
+	// unsigned sequencer is made when asked for.
+	signed  string
+	ttl     time.Duration
+	expires time.Time
+	id      leaseID
+	at      int32 // index in the expiry schedule (Service.exp); -1 when out of it
+	limit   int32 // a semaphore's limit; 0 for a lock
+	kind    leaseKind
+	state   leaseState
+	shared  bool // a lock's shared lease (a reader)
+}
+
+// leaseID is a lease's id: 16 random bytes, 32 lowercase hex digits on the
+// wire.
+type leaseID [16]byte
+
+func (id leaseID) String() string { return hex.EncodeToString(id[:]) }
+
+// parseLeaseID reads a lease id in its wire form; ok is false for anything
+// else.
+func parseLeaseID(s string) (id leaseID, ok bool) {
+	if !validLeaseID(s) {
+		return id, false
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err == nil
+}
+
+// lookupLocked is the live lease with the id s (in wire form), or nil; s.mu
+// must be held.
+func (s *Service) lookupLocked(id string) *lease {
+	k, ok := parseLeaseID(id)
+	if !ok {
+		return nil
+	}
+	return s.leases[k]
+}
+
+// sequencer is the lease's sequencer, signed if the daemon signs.
+func (l *lease) sequencer() string {
+	if l.signed != "" {
+		return l.signed
+	}
+	return fence.FormatSequencer(l.name, l.grant.Token)
 }
 
 // contenderData is stored in each contender node. `seqd lock` writes the
@@ -78,13 +116,13 @@ func (l *lease) view() Lease {
 	return Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
-		Sequencer: l.sequencer,
-		LeaseID:   l.id,
+		Sequencer: l.sequencer(),
+		LeaseID:   l.id.String(),
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
 		Term:      l.term(),
-		Limit:     l.limit,
+		Limit:     int(l.limit),
 		Mode:      l.mode(),
 	}
 }
@@ -181,7 +219,7 @@ func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID strin
 		return nil, fmt.Errorf("%w: token is required and must be a positive integer", ErrBadRequest)
 	}
 	s.mu.Lock()
-	l := s.leases[leaseID]
+	l := s.lookupLocked(leaseID)
 	s.mu.Unlock()
 	if l != nil && l.kind != k {
 		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
@@ -325,7 +363,7 @@ func (s *Service) release(ctx context.Context, k leaseKind, name, leaseID string
 func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.leases[id]
+	l := s.lookupLocked(id)
 	if l == nil || l.name != name || l.kind != lockLease {
 		return 0, false
 	}

@@ -124,8 +124,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	sess   *zklock.Session
-	leases map[string]*lease // by lease id: live ones only
-	byName map[string]*lease // the live lease per lock name
+	leases map[leaseID]*lease // live ones only
+	byName map[string]*lease  // the live lease per lock name
 	closed bool
 	exp    expiries // every live lease by expiry
 
@@ -173,7 +173,7 @@ func New(cfg Config) *Service {
 		m:      cfg.Metrics,
 		clock:  cfg.Clock,
 		guard:  zklock.NewGuard(),
-		leases: map[string]*lease{},
+		leases: map[leaseID]*lease{},
 		byName: map[string]*lease{},
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),

@@ -108,7 +108,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared}, name, owner, o.leaseID, ttl, 0)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared, delayed: delay > 0}, name, owner, o.leaseID, ttl, 0)
 }
 
 func validLeaseID(id string) bool {

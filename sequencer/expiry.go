@@ -73,6 +73,15 @@ func (s *Service) unscheduleLocked(l *lease) {
 	}
 }
 
+// clearLocked empties the schedule (the timer stays armed); s.mu must be
+// held.
+func (e *expiries) clearLocked() {
+	for _, l := range e.h {
+		l.at = -1
+	}
+	e.h = nil
+}
+
 // armLocked arms the timer for the earliest expiry if none is armed or the
 // armed one is later; s.mu must be held. The timer is armed before it
 // returns, so that a clock moved right after an acquire or a renewal still

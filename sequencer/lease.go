@@ -67,6 +67,7 @@ type lease struct {
 	kind    leaseKind
 	state   leaseState
 	shared  bool // a lock's shared lease (a reader)
+	delayed bool // a lock's lease with a lock-delay
 }
 
 // leaseID is a lease's id: 16 random bytes, 32 lowercase hex digits on the

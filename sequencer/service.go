@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,8 +184,24 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// closeParallelism is how many leases Close releases at once.
+// closeParallelism is how many leases with a lock-delay Close releases at
+// once.
 const closeParallelism = 128
+
+// releaseAll ends the leases of ls, which Close has claimed, from at most n
+// goroutines counted in wg.
+func (s *Service) releaseAll(ctx context.Context, wg *sync.WaitGroup, ls []*lease, n int) {
+	var next atomic.Int64
+	for range min(len(ls), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(ls); i = int(next.Add(1) - 1) {
+				s.ended(ctx, ls[i], released, metrics.ReasonReleased, true)
+			}
+		}()
+	}
+}
 
 // Close resigns the daemon's own campaigns (so that the next leader is
 // elected at once rather than after a session timeout), releases every held
@@ -202,29 +219,28 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.resignAll()
 	s.watches.close()
+	// Leases without a lock-delay go with the session's close, which
+	// deletes their contenders at once: ending them is work for the CPU
+	// alone. A lease with a lock-delay is released with a request of its
+	// own, many in flight at once: ZooKeeper answers one session's
+	// requests in order over one connection, so this costs round trips for
+	// the slowest, not for all of them.
+	var fast, slow []*lease
 	s.mu.Lock()
-	ls := make([]*lease, 0, len(s.leases))
+	s.exp.clearLocked() // all at once rather than lease by lease
 	for _, l := range s.leases {
-		if s.claimLocked(l, released) {
-			ls = append(ls, l)
+		switch {
+		case !s.claimLocked(l, released):
+		case l.delayed:
+			slow = append(slow, l)
+		default:
+			fast = append(fast, l)
 		}
 	}
 	s.mu.Unlock()
-	// Many releases in flight at once (those with a lock-delay make a
-	// request each): ZooKeeper answers one session's requests in order
-	// over one connection, so this costs round trips for the slowest, not
-	// for all of them.
 	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(len(ls), closeParallelism) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(ls); i = int(next.Add(1) - 1) {
-				s.ended(ctx, ls[i], released, metrics.ReasonReleased, true)
-			}
-		}()
-	}
+	s.releaseAll(ctx, &wg, slow, closeParallelism)
+	s.releaseAll(ctx, &wg, fast, runtime.GOMAXPROCS(0))
 	wg.Wait()
 	close(s.stop)
 	s.mu.Lock()

@@ -193,11 +193,14 @@ func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason 
 		return
 	}
 	s.m.Release(l.name, reason)
-	switch state {
-	case expired:
+	switch {
+	case state == expired:
 		s.log.Warn("lease expired", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
-	case lost:
+	case state == lost:
 		s.log.Warn("lease lost", "lock", l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
+	case closing:
+		// One line for all of them: Close logs how many.
+		s.log.Debug("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
 	default:
 		s.log.Info("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
 	}

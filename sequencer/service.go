@@ -242,6 +242,9 @@ func (s *Service) Close(ctx context.Context) error {
 	s.releaseAll(ctx, &wg, slow, closeParallelism)
 	s.releaseAll(ctx, &wg, fast, runtime.GOMAXPROCS(0))
 	wg.Wait()
+	if n := len(fast) + len(slow); n > 0 {
+		s.log.Info("released every lease before closing the session", "leases", n)
+	}
 	close(s.stop)
 	s.mu.Lock()
 	sess := s.sess

@@ -44,6 +44,13 @@ func (c *labelSet) with(name string, f func(label string)) {
 		c.mu.RUnlock()
 		return
 	}
+	if c.max < 0 || len(c.last) >= c.max && now < c.later {
+		// Full, and no name can be evicted yet: no need for the write
+		// lock (many new names at once would queue on it).
+		f(OtherLock)
+		c.mu.RUnlock()
+		return
+	}
 	c.mu.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()

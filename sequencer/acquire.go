@@ -3,13 +3,12 @@ package sequencer
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -109,7 +108,7 @@ func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared}, name, owner, o.leaseID, ttl, 0)
+	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared, delayed: delay > 0}, name, owner, o.leaseID, ttl, 0)
 }
 
 func validLeaseID(id string) bool {
@@ -148,8 +147,8 @@ func validateAcquire(name, owner string, ttl, wait time.Duration) error {
 // counted as a renewal. An id in use for another lock or owner is refused.
 func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration, limit int) (out Lease, ok bool, err error) {
 	s.mu.Lock()
-	l := s.leases[id]
-	if l != nil && (l.name != name || l.owner != owner || l.kind != k || l.limit != limit) {
+	l := s.lookupLocked(id)
+	if l != nil && (l.name != name || l.owner != owner || l.kind != k || int(l.limit) != limit) {
 		s.mu.Unlock()
 		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock, semaphore or owner", ErrBadRequest, id)
 	}
@@ -159,9 +158,9 @@ func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Durati
 	}
 	l.ttl = ttl
 	l.expires = s.clock.Now().Add(ttl)
+	s.scheduleLocked(l)
 	out = l.view()
 	s.mu.Unlock()
-	poke(l.renewed)
 	if k == lockLease {
 		s.m.Renewal(name)
 	}
@@ -223,39 +222,50 @@ func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, n
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
-// admit makes l's grant a lease of owner for ttl and starts its watch; a
+// admit makes l's grant a lease of owner for ttl and schedules its expiry; a
 // Service that is closing releases the grant instead. limit is a
 // semaphore's, 0 for a lock or an election.
 func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
-	if id == "" {
-		id = newLeaseID()
+	l.id = newLeaseID()
+	if id != "" {
+		l.id, _ = parseLeaseID(id) // validated with the request
 	}
 	g := l.grant
-	l.sequencer = s.sequencer(name, g.Token)
-	l.id, l.name, l.owner, l.ttl, l.limit = id, name, owner, ttl, limit
-	l.expires = s.clock.Now().Add(ttl)
-	l.renewed, l.stop = make(chan struct{}, 1), make(chan struct{})
+	if s.cfg.Signer != nil {
+		l.signed = s.cfg.Signer.Sign(name, g.Token)
+	}
+	l.name, l.owner, l.ttl, l.limit = name, owner, ttl, int32(limit)
+	l.at = -1
 	s.mu.Lock()
+	l.expires = s.clock.Now().Add(ttl)
 	if s.closed {
 		s.mu.Unlock()
 		g.Release(context.WithoutCancel(ctx))
 		return Lease{}, fmt.Errorf("%w: shutting down", ErrUnavailable)
 	}
-	if _, taken := s.leases[id]; taken {
+	if _, taken := s.leases[l.id]; taken {
 		// Two acquires named the same new id and both were granted (two
 		// locks, or a retry racing its original): one lease per id.
 		s.mu.Unlock()
 		g.Release(context.WithoutCancel(ctx))
-		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, id)
+		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, l.id)
 	}
 	s.leases[l.id] = l
 	if limit == 0 && !l.shared {
 		s.byName[leaseKey(l.kind, name)] = l
 	}
+	s.scheduleLocked(l)
 	out := l.view()
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
-	go s.watch(l)
 	s.mu.Unlock()
+	// The grant's loss ends the lease. A grant released has been released
+	// by end, which ended the lease first.
+	g.AfterEnd(func(err error) {
+		defer s.wg.Done()
+		if !errors.Is(err, zklock.ErrReleased) {
+			s.end(context.Background(), l, lost, metrics.ReasonLost)
+		}
+	})
 	if l.kind == electionLease {
 		s.m.ElectionWon(name)
 		s.watches.touch(watchKey{election: true, name: name})
@@ -266,15 +276,6 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 	return out, nil
 }
 
-// sequencer is the sequencer of name's grant with token, signed if the
-// daemon has a signing key.
-func (s *Service) sequencer(name string, token uint64) string {
-	if s.cfg.Signer != nil {
-		return s.cfg.Signer.Sign(name, token)
-	}
-	return fence.FormatSequencer(name, token)
-}
-
 func poke(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -282,10 +283,10 @@ func poke(ch chan struct{}) {
 	}
 }
 
-func newLeaseID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+func newLeaseID() leaseID {
+	var id leaseID
+	if _, err := rand.Read(id[:]); err != nil {
 		panic(fmt.Sprintf("sequencer: crypto/rand: %v", err))
 	}
-	return hex.EncodeToString(b[:])
+	return id
 }

@@ -138,9 +138,9 @@ func FuzzDecodeLease(f *testing.F) {
 func TestFastDecodeTakesClientBodies(t *testing.T) {
 	for _, in := range []any{
 		AcquireRequest{Owner: "bench-1", TTL: durationPtr(15 * time.Second)},
-		AcquireRequest{Owner: "h:1", LeaseID: newLeaseID(), TTL: durationPtr(time.Minute), Wait: durationPtr(time.Second), LockDelay: durationPtr(0), Mode: ModeShared},
-		LeaseRequest{LeaseID: newLeaseID(), Token: 1 << 40},
-		LeaseRequest{LeaseID: newLeaseID(), Token: 7, TTL: durationPtr(90 * time.Second)},
+		AcquireRequest{Owner: "h:1", LeaseID: newLeaseID().String(), TTL: durationPtr(time.Minute), Wait: durationPtr(time.Second), LockDelay: durationPtr(0), Mode: ModeShared},
+		LeaseRequest{LeaseID: newLeaseID().String(), Token: 1 << 40},
+		LeaseRequest{LeaseID: newLeaseID().String(), Token: 7, TTL: durationPtr(90 * time.Second)},
 	} {
 		body, err := json.Marshal(in)
 		if err != nil {
@@ -237,7 +237,7 @@ func FuzzEncodeErrorBody(f *testing.F) {
 // The replies of the handler are byte for byte those of encoding/json, on
 // either path, status and headers included.
 func TestFastRepliesAsStrict(t *testing.T) {
-	l := Lease{Name: "a", Token: 9, Sequencer: "a@9", LeaseID: newLeaseID(), Owner: "o", TTL: Duration(15 * time.Second), ExpiresAt: time.Now().UTC()}
+	l := Lease{Name: "a", Token: 9, Sequencer: "a@9", LeaseID: newLeaseID().String(), Owner: "o", TTL: Duration(15 * time.Second), ExpiresAt: time.Now().UTC()}
 	cur := uint64(8)
 	replies := map[string]func(w http.ResponseWriter){
 		"lease":    func(w http.ResponseWriter) { writeLease(w, http.StatusOK, &l) },

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,7 @@ import (
 // The lease lifecycle: acquire, renew, release, and the end of a lease by
 // release, expiry or loss of its grant.
 
-type leaseState int
+type leaseState uint8
 
 const (
 	live leaseState = iota
@@ -26,7 +27,7 @@ const (
 )
 
 // leaseKind tells a lock's lease from an election's (a leadership).
-type leaseKind int
+type leaseKind uint8
 
 const (
 	lockLease leaseKind = iota
@@ -48,23 +49,60 @@ func leaseKey(k leaseKind, name string) string {
 	return name
 }
 
+// A daemon holds many leases: the fields are ordered, and sized, to keep
+// a lease small.
 type lease struct {
-	kind    leaseKind
-	lead    *zklock.Leadership // elections only
-	id      string
-	name    string
-	owner   string
+	grant *zklock.Grant
+	lead  *zklock.Leadership // elections only
+	name  string
+	owner string
+	// signed is the grant's signed sequencer when the daemon signs: made
+	// once, at grant, since every answer about the lease carries it. An
+	// unsigned sequencer is made when asked for.
+	signed  string
 	ttl     time.Duration
 	expires time.Time
-	grant   *zklock.Grant
-	// sequencer is the grant's, signed when the daemon signs: made once,
-	// at grant, since every answer about the lease carries it.
-	sequencer string
-	state     leaseState
-	limit     int           // a semaphore's limit; 0 for a lock
-	shared    bool          // a lock's shared lease (a reader)
-	renewed   chan struct{} // poked when expires moves
-	stop      chan struct{} // closed when released
+	id      leaseID
+	at      int32 // index in the expiry schedule (Service.exp); -1 when out of it
+	limit   int32 // a semaphore's limit; 0 for a lock
+	kind    leaseKind
+	state   leaseState
+	shared  bool // a lock's shared lease (a reader)
+	delayed bool // a lock's lease with a lock-delay
+}
+
+// leaseID is a lease's id: 16 random bytes, 32 lowercase hex digits on the
+// wire.
+type leaseID [16]byte
+
+func (id leaseID) String() string { return hex.EncodeToString(id[:]) }
+
+// parseLeaseID reads a lease id in its wire form; ok is false for anything
+// else.
+func parseLeaseID(s string) (id leaseID, ok bool) {
+	if !validLeaseID(s) {
+		return id, false
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err == nil
+}
+
+// lookupLocked is the live lease with the id s (in wire form), or nil; s.mu
+// must be held.
+func (s *Service) lookupLocked(id string) *lease {
+	k, ok := parseLeaseID(id)
+	if !ok {
+		return nil
+	}
+	return s.leases[k]
+}
+
+// sequencer is the lease's sequencer, signed if the daemon signs.
+func (l *lease) sequencer() string {
+	if l.signed != "" {
+		return l.signed
+	}
+	return fence.FormatSequencer(l.name, l.grant.Token)
 }
 
 // contenderData is stored in each contender node. `seqd lock` writes the
@@ -80,13 +118,13 @@ func (l *lease) view() Lease {
 	return Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
-		Sequencer: l.sequencer,
-		LeaseID:   l.id,
+		Sequencer: l.sequencer(),
+		LeaseID:   l.id.String(),
 		Owner:     l.owner,
 		TTL:       Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
 		Term:      l.term(),
-		Limit:     l.limit,
+		Limit:     int(l.limit),
 		Mode:      l.mode(),
 	}
 }
@@ -107,52 +145,24 @@ func (l *lease) mode() string {
 	return ""
 }
 
-// watch ends the lease when its TTL passes or its grant is lost.
-func (s *Service) watch(l *lease) {
-	defer s.wg.Done()
-	for {
-		s.mu.Lock()
-		expires := l.expires
-		s.mu.Unlock()
-		tc, t := s.clock.TimerAt(expires)
-		select {
-		case <-tc:
-			// end decides under s.mu whether the TTL has really passed: a
-			// renewal that got in first keeps the lease, one that comes after
-			// finds it ended. Expiry deletes the contender so that the next
-			// waiter proceeds.
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
-			ended := s.end(ctx, l, expired, metrics.ReasonExpired)
-			cancel()
-			if ended {
-				return
-			}
-			s.mu.Lock()
-			gone := l.state != live
-			s.mu.Unlock()
-			if gone {
-				return
-			}
-		case <-l.renewed:
-			t.Stop()
-		case <-l.grant.Lost():
-			t.Stop()
-			s.end(context.Background(), l, lost, metrics.ReasonLost)
-			return
-		case <-l.stop:
-			t.Stop()
-			return
-		}
-	}
-}
-
 // end moves a live lease to state, counts and logs it, and releases its
 // grant (a no-op for a grant already lost). It reports whether this call
 // ended the lease.
 func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason string) bool {
 	s.mu.Lock()
+	ok := s.claimLocked(l, state)
+	s.mu.Unlock()
+	if ok {
+		s.ended(ctx, l, state, reason, false)
+	}
+	return ok
+}
+
+// claimLocked moves l to state and forgets it if it is live (and, for
+// expiry, past its TTL), reporting whether it did; s.mu must be held. The
+// caller then calls ended.
+func (s *Service) claimLocked(l *lease, state leaseState) bool {
 	if l.state != live || state == expired && s.clock.Now().Before(l.expires) {
-		s.mu.Unlock()
 		return false
 	}
 	l.state = state
@@ -160,34 +170,44 @@ func (s *Service) end(ctx context.Context, l *lease, state leaseState, reason st
 	if key := leaseKey(l.kind, l.name); s.byName[key] == l {
 		delete(s.byName, key)
 	}
-	s.mu.Unlock()
-	if state == released {
-		close(l.stop)
-	}
+	s.unscheduleLocked(l)
+	return true
+}
+
+// ended releases the grant of l, which claimLocked has ended, and counts
+// and logs the end. closing (Close, with the session about to close) leaves
+// the contender to the session's close where no lock-delay marker needs a
+// clean release (see zklock.Grant.ReleaseOnClose).
+func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason string, closing bool) {
 	release := l.grant.Release
-	if state == expired {
+	switch {
+	case state == expired:
 		// Not a clean release: a lock-delay applies before the next grant.
 		release = l.grant.Abandon
+	case closing:
+		release = l.grant.ReleaseOnClose
 	}
 	err := release(ctx)
 	if l.kind == electionLease {
 		s.watches.touch(watchKey{election: true, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
-		return true
+		return
 	}
 	s.m.Release(l.name, reason)
-	switch state {
-	case expired:
+	switch {
+	case state == expired:
 		s.log.Warn("lease expired", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
-	case lost:
+	case state == lost:
 		s.log.Warn("lease lost", "lock", l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
+	case closing:
+		// One line for all of them: Close logs how many.
+		s.log.Debug("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
 	default:
 		s.log.LogAttrs(ctx, slog.LevelDebug, "released", slog.String("lock", l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner))
 	}
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		s.log.Warn("release: contender left for the janitor", "lock", l.name, "err", err)
 	}
-	return true
 }
 
 // leaseFor finds the live lease for a renew or release. If there is none,
@@ -204,7 +224,7 @@ func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID strin
 		return nil, fmt.Errorf("%w: token is required and must be a positive integer", ErrBadRequest)
 	}
 	s.mu.Lock()
-	l := s.leases[leaseID]
+	l := s.lookupLocked(leaseID)
 	s.mu.Unlock()
 	if l != nil && l.kind != k {
 		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
@@ -307,7 +327,7 @@ func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID
 		}
 	}
 	s.mu.Lock()
-	// Not past its TTL (the expiry goroutine may not have run yet) and its
+	// Not past its TTL (the expiry schedule may not have ended it yet) and its
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
@@ -317,9 +337,9 @@ func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID
 		l.ttl = ttl
 	}
 	l.expires = s.clock.Now().Add(l.ttl)
+	s.scheduleLocked(l)
 	out := l.view()
 	s.mu.Unlock()
-	poke(l.renewed)
 	if k == lockLease {
 		s.m.Renewal(name)
 	}
@@ -348,7 +368,7 @@ func (s *Service) release(ctx context.Context, k leaseKind, name, leaseID string
 func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.leases[id]
+	l := s.lookupLocked(id)
 	if l == nil || l.name != name || l.kind != lockLease {
 		return 0, false
 	}

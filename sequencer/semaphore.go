@@ -98,7 +98,7 @@ func (s *Service) semaphoreLease(name, leaseID string, token uint64) (*lease, er
 		return nil, fmt.Errorf("%w: lease_id and token are required", ErrBadRequest)
 	}
 	s.mu.Lock()
-	l := s.leases[leaseID]
+	l := s.lookupLocked(leaseID)
 	s.mu.Unlock()
 	switch {
 	case l != nil && (l.name != name || l.limit == 0):

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqd/seqd/fence"
@@ -127,9 +129,10 @@ type Service struct {
 
 	mu     sync.Mutex
 	sess   *zklock.Session
-	leases map[string]*lease // by lease id: live ones only
-	byName map[string]*lease // the live lease per lock name
+	leases map[leaseID]*lease // live ones only
+	byName map[string]*lease  // the live lease per lock name
 	closed bool
+	exp    expiries // every live lease by expiry
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}
@@ -175,22 +178,41 @@ func New(cfg Config) *Service {
 		m:      cfg.Metrics,
 		clock:  cfg.Clock,
 		guard:  zklock.NewGuard(),
-		leases: map[string]*lease{},
+		leases: map[leaseID]*lease{},
 		byName: map[string]*lease{},
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
+		exp:    expiries{kick: make(chan struct{}, 1)},
 	}
 	s.watches = newHub(s)
 	return s
 }
 
-// closeParallelism is how many leases Close releases at once.
+// closeParallelism is how many leases with a lock-delay Close releases at
+// once.
 const closeParallelism = 128
+
+// releaseAll ends the leases of ls, which Close has claimed, from at most n
+// goroutines counted in wg.
+func (s *Service) releaseAll(ctx context.Context, wg *sync.WaitGroup, ls []*lease, n int) {
+	var next atomic.Int64
+	for range min(len(ls), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(ls); i = int(next.Add(1) - 1) {
+				s.ended(ctx, ls[i], released, metrics.ReasonReleased, true)
+			}
+		}()
+	}
+}
 
 // Close resigns the daemon's own campaigns (so that the next leader is
 // elected at once rather than after a session timeout), releases every held
-// lease (deleting the contenders so that waiters elsewhere proceed at once),
-// closes the session and waits for the Service's goroutines.
+// lease, closes the session and waits for the Service's goroutines. Closing
+// the session deletes every contender at once, so that waiters elsewhere
+// proceed; a lease with a lock-delay is still released one by one first,
+// since its marker must say the end was clean.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -201,26 +223,32 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.resignAll()
 	s.watches.close()
+	// Leases without a lock-delay go with the session's close, which
+	// deletes their contenders at once: ending them is work for the CPU
+	// alone. A lease with a lock-delay is released with a request of its
+	// own, many in flight at once: ZooKeeper answers one session's
+	// requests in order over one connection, so this costs round trips for
+	// the slowest, not for all of them.
+	var fast, slow []*lease
 	s.mu.Lock()
-	var ls []*lease
+	s.exp.clearLocked() // all at once rather than lease by lease
 	for _, l := range s.leases {
-		ls = append(ls, l)
+		switch {
+		case !s.claimLocked(l, released):
+		case l.delayed:
+			slow = append(slow, l)
+		default:
+			fast = append(fast, l)
+		}
 	}
 	s.mu.Unlock()
-	// Many releases in flight at once: ZooKeeper answers one session's
-	// requests in order over one connection, so this costs round trips
-	// for the slowest, not for all of them.
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, closeParallelism)
-	for _, l := range ls {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			s.end(ctx, l, released, metrics.ReasonReleased)
-		}()
-	}
+	s.releaseAll(ctx, &wg, slow, closeParallelism)
+	s.releaseAll(ctx, &wg, fast, runtime.GOMAXPROCS(0))
 	wg.Wait()
+	if n := len(fast) + len(slow); n > 0 {
+		s.log.Info("released every lease before closing the session", "leases", n)
+	}
 	close(s.stop)
 	s.mu.Lock()
 	sess := s.sess

@@ -18,8 +18,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.dial(ctx); err != nil {
 		return err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.keepSession()
+	go s.runExpiries()
 	s.startCampaigns()
 	return nil
 }

@@ -69,6 +69,7 @@ func (g *Grant) Err() error {
 // Whoever waits on Lost finds the end already reported to the observer
 // (with what report adds).
 func (g *Grant) end(err error, report ...func()) bool {
+	defer g.runAfterEnd() // deferred first, so it runs after the unlock
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {

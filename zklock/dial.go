@@ -133,7 +133,7 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 	var estOnce sync.Once
 	dialer := zk.Dialer(net.DialTimeout)
 	if opts.TLS != nil {
-		dialer = tlsDialer(opts.TLS)
+		dialer = TLSDialer(opts.TLS)
 	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
@@ -168,9 +168,10 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 	return nil
 }
 
-// tlsDialer dials ZooKeeper's secure client port: TCP, then a TLS handshake
-// within the same timeout.
-func tlsDialer(cfg *tls.Config) zk.Dialer {
+// TLSDialer dials ZooKeeper's secure client port: TCP, then a TLS
+// handshake within the same timeout. It is what Options.TLS uses, for
+// go-zookeeper connections of one's own (zk.WithDialer) to the same servers.
+func TLSDialer(cfg *tls.Config) zk.Dialer {
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

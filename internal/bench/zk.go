@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -41,7 +40,7 @@ func (quietLogger) Printf(string, ...any) {}
 func (r *runner) connect(ctx context.Context) (*zk.Conn, error) {
 	dialer := zk.Dialer(net.DialTimeout)
 	if r.cfg.TLS != nil {
-		dialer = tlsDialer(r.cfg.TLS)
+		dialer = zklock.TLSDialer(r.cfg.TLS)
 	}
 	conn, events, err := zk.Connect(r.cfg.Servers, r.cfg.SessionTimeout,
 		zk.WithLogger(quietLogger{}), zk.WithLogInfo(false), zk.WithDialer(dialer))
@@ -73,16 +72,6 @@ func (r *runner) connect(ctx context.Context) (*zk.Conn, error) {
 		}
 	}
 	return conn, nil
-}
-
-// tlsDialer dials ZooKeeper's secure client port, as zklock does.
-func tlsDialer(cfg *tls.Config) zk.Dialer {
-	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		return d.DialContext(ctx, network, addr)
-	}
 }
 
 // aclFor is the ACL of the nodes the baselines create, the one zklock

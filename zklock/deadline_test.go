@@ -30,7 +30,8 @@ func TestLossDeadlineFakeClock(t *testing.T) {
 	if want := s.LastHeard().Add(s.Timeout() * 3 / 4); !first.Equal(want) {
 		t.Fatalf("Deadline = %v, want LastHeard + 3/4 timeout = %v", first, want)
 	}
-	// The janitor's heartbeat timer and the grant's deadline timer.
+	// The janitor's heartbeat timer and the session's deadline watch (the
+	// grant has no timer of its own).
 	if !fake.WaitPending(2, g.Lost()) {
 		t.Fatalf("grant lost before the clock moved: %v", g.Err())
 	}

@@ -76,6 +76,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	s.id.Store(s.conn.SessionID())
 	s.log.Info("session established", "session", fmt.Sprintf("0x%x", s.conn.SessionID()), "timeout", s.Timeout())
 	s.spawn(s.run)
+	s.spawn(s.watchSilence)
 	return s, nil
 }
 

@@ -146,7 +146,7 @@ func (g *Grant) watch(ch <-chan zk.Event) *loss {
 			return l
 		}
 		switch {
-		case ev == nil: // the deadline or a heartbeat interval passed
+		case ev == nil: // the session's deadline passed: overdue decides
 		case ev.Type == zk.EventNotWatching && s.Err() != nil:
 			// go-zookeeper ends the watches right after it reports the
 			// expiry: say the real reason.
@@ -160,19 +160,11 @@ func (g *Grant) watch(ch <-chan zk.Event) *loss {
 	}
 }
 
-// next waits for the deadline (or at least a heartbeat interval: the timer
-// runs on the monotonic clock, which a suspended machine does not advance,
-// and overdue also reads the wall clock), an event on ch, a release or the
-// end of the session. ev is nil when the time passed; done means the watch
-// is over, with l nil on release.
+// next waits for the session's silence signal (its deadline passed), an
+// event on ch, a release or the end of the session. ev is nil on the
+// signal; done means the watch is over, with l nil on release.
 func (g *Grant) next(ch <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 	s := g.m.s
-	wake := s.Deadline()
-	if hb := s.clock.Now().Add(s.heartbeatEvery()); hb.Before(wake) {
-		wake = hb
-	}
-	tc, t := s.clock.TimerAt(wake)
-	defer t.Stop()
 	select {
 	case <-g.stop:
 		return nil, nil, true
@@ -180,7 +172,7 @@ func (g *Grant) next(ch <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
 		return nil, nil, true
 	case <-s.done:
 		return nil, g.sessionLoss(), true
-	case <-tc:
+	case <-s.silent():
 		return nil, nil, false
 	case e := <-ch:
 		return &e, nil, false

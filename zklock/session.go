@@ -59,6 +59,7 @@ type Session struct {
 	granted   grantedSet
 	modes     claimedModes
 	delayDirs delayDirs
+	silence   silence
 	// groupCommit: creates and deletes go through these batchers
 	// (Options.GroupCommit).
 	groupCommit bool

@@ -130,10 +130,32 @@ func (m *Mutex) Release(ctx context.Context) error {
 	return g.Release(ctx)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*Grant, error) {
 	if err := m.forgetEndedGrant(); err != nil {
 		return nil, err
 	}
+	return m.contend(ctx, wait, "", m.create, func(c created, stat *zk.Stat, guid string) (uint64, <-chan zk.Event, error) {
+		kids, err := m.awaitGrant(ctx, c, stat, guid, wait)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := m.markHeld(ctx, c.path); err != nil {
+			return 0, nil, err
+		}
+		token, err := m.takeToken(ctx, c.path, stat)
+		return token, kids, err
+	})
+}
+
+// contend is one acquire on m, a Mutex's or a ReadLock's: it claims the
+// root's token mode, counts the wait, creates our node with create and
+// checks it is ours, then lets turn wait for our turn and take the token
+// (with the watch the grant's monitor goes on from). On any failure the node is withdrawn; what names the
+// kind of acquire in the error of one cancelled or timed out.
+func (m *Mutex) contend(ctx context.Context, wait bool, what string,
+	create func(ctx context.Context, guid string) (created, error),
+	turn func(c created, stat *zk.Stat, guid string) (uint64, <-chan zk.Event, error),
+) (g *Grant, err error) {
 	s := m.s
 	if err := s.ClaimTokenMode(ctx, m.root, m.mode); err != nil {
 		return nil, err
@@ -148,11 +170,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 		if err != nil {
 			m.withdraw(ctx, guid)
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				err = fmt.Errorf("zklock: %s not acquired: %w", m.name, err)
+				err = fmt.Errorf("zklock: %s not acquired%s: %w", m.name, what, err)
 			}
 		}
 	}()
-	c, err := m.create(ctx, guid)
+	c, err := create(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +185,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	if err := s.ownedBy("contender", c.path, stat); err != nil {
 		return nil, err
 	}
-	kids, err := m.awaitGrant(ctx, c, stat, guid, wait)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.markHeld(ctx, c.path); err != nil {
-		return nil, err
-	}
-	token, err := m.takeToken(ctx, c.path, stat)
+	token, kids, err := turn(c, stat, guid)
 	if err != nil {
 		return nil, err
 	}

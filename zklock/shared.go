@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ReadLock is a shared holder of a lock: readers hold it together, a writer
@@ -48,74 +50,48 @@ func (r *ReadLock) Acquire(ctx context.Context) (*Grant, error) { return r.acqui
 // TryAcquire returns ErrHeld if a writer holds the lock or is queued.
 func (r *ReadLock) TryAcquire(ctx context.Context) (*Grant, error) { return r.acquire(ctx, false) }
 
-func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
+func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 	m := r.m
 	s := m.s
-	// Readers' tokens are czxids: a root whose locks count versions
-	// refuses them.
-	if err := s.ClaimTokenMode(ctx, m.root, m.mode); err != nil {
-		return nil, err
-	}
-	start := s.clock.Now()
-	if wait {
-		m.observer().Waiting(m.name, 1)
-		defer m.observer().Waiting(m.name, -1)
-	}
-	guid := newGUID()
-	defer func() {
-		if err != nil {
-			m.withdraw(ctx, guid)
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				err = fmt.Errorf("zklock: %s not acquired for reading: %w", m.name, err)
+	// The root's token mode is claimed as a writer's: readers' tokens are
+	// czxids, and a root whose locks count versions refuses them.
+	return m.contend(ctx, wait, " for reading", r.create, func(c created, stat *zk.Stat, _ string) (uint64, <-chan zk.Event, error) {
+		children := c.children
+		for {
+			w, err := r.writerAhead(ctx, c.path, children)
+			if err != nil {
+				return 0, nil, err
 			}
+			if w == "" {
+				break
+			}
+			if !wait {
+				return 0, nil, fmt.Errorf("%w: %s has a writer", ErrHeld, m.name)
+			}
+			if _, err := m.awaitGone(ctx, w); err != nil {
+				return 0, nil, err
+			}
+			children = nil
 		}
-	}()
-	c, err := r.create(ctx, guid)
-	if err != nil {
-		return nil, err
-	}
-	stat, err := s.statOf(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.ownedBy("contender", c.path, stat); err != nil {
-		return nil, err
-	}
-	children := c.children
-	for {
-		w, err := r.writerAhead(ctx, c.path, children)
-		if err != nil {
-			return nil, err
+		token := uint64(stat.Czxid)
+		// Readers are granted in any order among themselves: the guard
+		// checks the token against the writers' only (a writer issues, a
+		// reader does not).
+		if last := s.guard.Last(m.path); token <= last {
+			s.obs.TokenRegression(m.name)
+			return 0, nil, &RegressionError{Name: m.path, Token: token, Last: last}
 		}
-		if w == "" {
-			break
+		if !s.Live() {
+			if err := s.Err(); err != nil {
+				return 0, nil, err
+			}
+			return 0, nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 		}
-		if !wait {
-			return nil, fmt.Errorf("%w: %s has a writer", ErrHeld, m.name)
-		}
-		if _, err := m.awaitGone(ctx, w); err != nil {
-			return nil, err
-		}
-		children = nil
-	}
-	token := uint64(stat.Czxid)
-	// Readers are granted in any order among themselves: the guard checks
-	// the token against the writers' only (a writer issues, a reader does
-	// not).
-	if last := s.guard.Last(m.path); token <= last {
-		s.obs.TokenRegression(m.name)
-		return nil, &RegressionError{Name: m.path, Token: token, Last: last}
-	}
-	if !s.Live() {
-		if err := s.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
-	}
-	// The watch set right behind the create goes to the grant: if the
-	// children changed while a writer was waited for, the grant's monitor
-	// looks at them again at once.
-	return m.newGrant(c.path, guid, token, s.clock.Now().Sub(start), c.kids)
+		// The watch set right behind the create goes to the grant: if the
+		// children changed while a writer was waited for, the grant's
+		// monitor looks at them again at once.
+		return token, c.kids, nil
+	})
 }
 
 // writerAhead returns the path of the nearest writer queued before own

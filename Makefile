@@ -37,8 +37,7 @@ run: build
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions). Histories and porcupine's
 # visualization of failed runs go to CHAOS_OUT. It ends with the fuzzers: the
-# store's recovery, sequencer signatures, and the HTTP API's hand-written JSON
-# against encoding/json and the strict decoder.
+# store's recovery and sequencer signatures.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m
@@ -51,13 +50,6 @@ chaos: deps
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAcquire$$' -fuzztime 1m ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime 1m ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzEncodeLease$$' -fuzztime 30s ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzEncodeErrorBody$$' -fuzztime 15s ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzEncodeRequests$$' -fuzztime 15s ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLeaseReply$$' -fuzztime 30s ./sequencer/
-	$(GO) test -run '^$$' -fuzz '^FuzzMarshalContender$$' -fuzztime 10s ./sequencer/
 
 # bench: `seqd bench --dev` (about a minute and a half): lock cycles/s and
 # latency of raw create+delete, go-zookeeper's zk.Lock, zklock and the

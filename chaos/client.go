@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	seqdclient "github.com/seqd/seqd/client"
 )
 
 // clientEnv carries a ClientConfig (JSON) to a client process: the test
@@ -147,7 +147,10 @@ func (c *client) iteration(ctx context.Context, iter int) bool {
 // another writes the (one) key it read.
 func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string) bool {
 	d := c.r.IntN(len(c.cfg.Daemons))
-	dc := &sequencer.Client{Addr: c.cfg.Daemons[d], HTTP: c.http}
+	dc, err := seqdclient.New(c.cfg.Daemons[d], seqdclient.WithoutEnv(), seqdclient.WithHTTPClient(c.http))
+	if err != nil {
+		panic(err) // the daemons' addresses are the suite's own
+	}
 	owner := fmt.Sprintf("c%d-%d", c.cfg.ID, iter)
 	wait := c.cfg.Wait
 	if c.cfg.Final {
@@ -155,7 +158,7 @@ func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string
 	}
 	op := c.rec.Invoke(Op{Kind: KindAcquire, Lock: lk.Lock, Daemon: c.cfg.DaemonNames[d], Invoke: now()})
 	actx, cancel := context.WithTimeout(ctx, wait+c.cfg.Timeout)
-	lease, err := dc.Acquire(actx, lk.Lock, owner, c.cfg.TTL, wait)
+	lease, err := dc.Acquire(actx, lk.Lock, seqdclient.Owner(owner), seqdclient.TTL(c.cfg.TTL), seqdclient.Wait(wait))
 	cancel()
 	op.Complete = now()
 	op.Result, op.Err = classifyDaemon(err)
@@ -180,7 +183,7 @@ func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string
 	}
 	rel := c.rec.Invoke(Op{Kind: KindRelease, Lock: lk.Lock, Daemon: c.cfg.DaemonNames[d], Token: lease.Token, Grant: lease.LeaseID, Invoke: now()})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
-	err = dc.Release(rctx, lk.Lock, lease.LeaseID, lease.Token)
+	err = dc.Release(rctx, lease)
 	cancel()
 	rel.Complete = now()
 	rel.Result, rel.Err = classifyDaemon(err)
@@ -190,7 +193,7 @@ func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string
 
 // think sleeps d between read and write; with cfg.Renew it renews the lease
 // every third of the TTL meanwhile, and records each renewal.
-func (c *client) think(ctx context.Context, dc *sequencer.Client, daemon, lock string, l sequencer.Lease, d time.Duration) {
+func (c *client) think(ctx context.Context, dc *seqdclient.Client, daemon, lock string, l seqdclient.Lease, d time.Duration) {
 	if !c.cfg.Renew {
 		c.sleep(ctx, d)
 		return
@@ -199,7 +202,7 @@ func (c *client) think(ctx context.Context, dc *sequencer.Client, daemon, lock s
 		c.sleep(ctx, min(step, d))
 		op := c.rec.Invoke(Op{Kind: KindRenew, Lock: lock, Daemon: daemon, Token: l.Token, Grant: l.LeaseID, Invoke: now()})
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
-		_, err := dc.Renew(rctx, lock, l.LeaseID, l.Token, c.cfg.TTL)
+		_, err := dc.Renew(rctx, l, c.cfg.TTL)
 		cancel()
 		op.Complete = now()
 		op.Result, op.Err = classifyDaemon(err)
@@ -210,11 +213,11 @@ func (c *client) think(ctx context.Context, dc *sequencer.Client, daemon, lock s
 // classifyDaemon maps a daemon call's error to a result: an answer of the
 // daemon is definite, a call that got none is unknown.
 func classifyDaemon(err error) (string, string) {
-	var api *sequencer.APIError
+	var api *seqdclient.APIError
 	switch {
 	case err == nil:
 		return ResultOK, ""
-	case errors.As(err, &api) && api.Code == sequencer.CodeStaleToken:
+	case errors.As(err, &api) && api.Code == seqdclient.CodeStaleToken:
 		return ResultStale, api.Code
 	case errors.As(err, &api):
 		return ResultFail, api.Code
@@ -226,7 +229,7 @@ func classifyDaemon(err error) (string, string) {
 
 func (c *client) storeURL(key string) string { return c.cfg.Store + "/v1/kv/" + key }
 
-func (c *client) read(ctx context.Context, lock, key string, l sequencer.Lease) ([]int, bool) {
+func (c *client) read(ctx context.Context, lock, key string, l seqdclient.Lease) ([]int, bool) {
 	op := c.rec.Invoke(Op{Kind: KindRead, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
 	status, body, err := c.do(ctx, http.MethodGet, key, l.Token, nil)
 	op.Complete = now()
@@ -249,7 +252,7 @@ func (c *client) read(ctx context.Context, lock, key string, l sequencer.Lease) 
 	return set, op.Result == ResultOK
 }
 
-func (c *client) write(ctx context.Context, lock, key string, l sequencer.Lease, set []int, x int) {
+func (c *client) write(ctx context.Context, lock, key string, l seqdclient.Lease, set []int, x int) {
 	b, _ := json.Marshal(set)
 	op := c.rec.Invoke(Op{Kind: KindWrite, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
 	status, body, err := c.do(ctx, http.MethodPut, key, l.Token, b)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	seqdclient "github.com/seqd/seqd/client"
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -208,7 +208,11 @@ func (in *injector) holderDaemon(ctx context.Context) int {
 	var holders []int
 	for i, u := range in.e.urls {
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
-		leases, err := (&sequencer.Client{Addr: u}).Leases(lctx)
+		var leases []seqdclient.Lease
+		c, err := seqdclient.New(u, seqdclient.WithoutEnv())
+		if err == nil {
+			leases, err = c.Leases(lctx, seqdclient.Locks)
+		}
 		cancel()
 		for _, l := range leases {
 			if err == nil && locks[l.Name] {

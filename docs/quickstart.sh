@@ -43,7 +43,7 @@ echo "bob holds demo with token $T2"
 # Alice's token is now stale: a resource refuses it (409 stale_token), and
 # `seqd check` exits 1.
 curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
-# {"valid":false,"current_token":10,"code":"stale_token","error":"token 6 for \"demo\" is stale: the lock's current token is 10"}
+# {"valid":false,"current_token":10,"code":"stale_token","error":"token 6 for lock \"demo\" is stale: the lock's current token is 10"}
 # 409
 seqd check --token-only "demo@$T1" || echo "seqd check exited $?"
 # 10

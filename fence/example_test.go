@@ -44,14 +44,20 @@ func ExampleNew() {
 // A holder sends its sequencer with each request; the resource parses it and
 // admits the token.
 func ExampleParseSequencer() {
-	s := fence.FormatSequencer("jobs/nightly", 42) // what the holder sends
+	s := fence.Sequencer{Name: "jobs/nightly", Token: 42}.String() // what the holder sends
 
-	name, token, err := fence.ParseSequencer(s)
-	fmt.Println(name, token, err)
+	seq, err := fence.ParseSequencer(s)
+	fmt.Println(s, seq.Kind, seq.Name, seq.Token, err)
 
-	_, _, err = fence.ParseSequencer("jobs/nightly@042")
+	// An election's term names its kind: a resource guarded by the lock
+	// jobs/nightly tells it apart.
+	seq, _ = fence.ParseSequencer("election:jobs/nightly@43")
+	fmt.Println(seq.Kind, seq.Name, seq.Token)
+
+	_, err = fence.ParseSequencer("jobs/nightly@042")
 	fmt.Println(errors.Is(err, fence.ErrInvalidSequencer))
 	// Output:
-	// jobs/nightly 42 <nil>
+	// jobs/nightly@42 lock jobs/nightly 42 <nil>
+	// election jobs/nightly 43
 	// true
 }

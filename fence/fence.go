@@ -1,7 +1,8 @@
 // Package fence is the resource side of seqd's fencing tokens: Fence admits
 // an operation only if its token is not below the highest one already seen
-// for the key, and FormatSequencer, ParseSequencer and ParseToken read and
-// write the "<name>@<token>" strings that holders pass to resources.
+// for the key; Sequencer, ParseSequencer and ParseToken read and write the
+// "[<kind>:]<name>@<token>" strings that holders pass to resources, and
+// Verifier checks signed ones.
 //
 // It is meant to be imported by the resource (a store, a service, a job
 // runner) and depends on the standard library only: no ZooKeeper client, no

@@ -18,16 +18,22 @@ import (
 // ever and no legitimate holder is admitted again. A resource that checks a
 // signature admits only tokens that seqd granted. The signed form is
 //
-//	<name>@<token>.<kid>.<sig>
+//	[<kind>:]<name>@<token>.<kid>.<sig>
 //
 // where sig is the unpadded base64url Ed25519 signature of the bytes
-// "seqd-sequencer-v1:<name>@<token>" and kid ([A-Za-z0-9_-], 1 to 32 bytes)
-// names the key, so that keys can be rotated. A resource holds public keys
-// only: it can check sequencers, never mint them.
+// "seqd-sequencer-v2:[<kind>:]<name>@<token>" and kid ([A-Za-z0-9_-], 1 to
+// 32 bytes) names the key, so that keys can be rotated. The signature
+// covers the kind: an election's term or a semaphore's token never passes
+// for a lock's of the same name. Only the canonical encoding verifies (one
+// spelling of the token, no unused bits set in the signature's last
+// character), so that a verified sequencer can be compared as text. A
+// resource holds public keys only: it can check sequencers, never mint
+// them.
 
 // signContext is signed before the sequencer, so that a signature made for
-// anything else never passes for a sequencer's.
-const signContext = "seqd-sequencer-v1:"
+// anything else, an unkinded sequencer of the first version included, never
+// passes for a sequencer's.
+const signContext = "seqd-sequencer-v2:"
 
 // MaxKeyIDLen is the longest key id.
 const MaxKeyIDLen = 32
@@ -41,7 +47,9 @@ var (
 	ErrBadSignature = errors.New("fence: bad sequencer signature")
 )
 
-var b64 = base64.RawURLEncoding
+// b64 decodes strictly: a last character with unused bits set is refused,
+// so that each signature has one spelling.
+var b64 = base64.RawURLEncoding.Strict()
 
 // sigLen is the length of an encoded signature.
 var sigLen = b64.EncodedLen(ed25519.SignatureSize)
@@ -55,7 +63,7 @@ type Signer struct {
 // NewSigner returns a signer for key under key id kid.
 func NewSigner(kid string, key ed25519.PrivateKey) (*Signer, error) {
 	if err := checkKeyID(kid); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fence: %w", err)
 	}
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("fence: a signing key is %d bytes, not %d", ed25519.PrivateKeySize, len(key))
@@ -69,9 +77,9 @@ func (s *Signer) KeyID() string { return s.kid }
 // Public is the signer's public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
 
-// Sign returns the signed sequencer of a grant.
-func (s *Signer) Sign(name string, token uint64) string {
-	plain := FormatSequencer(name, token)
+// Sign returns the signed form of seq.
+func (s *Signer) Sign(seq Sequencer) string {
+	plain := seq.String()
 	sig := ed25519.Sign(s.key, []byte(signContext+plain))
 	return plain + "." + s.kid + "." + b64.EncodeToString(sig)
 }
@@ -84,13 +92,8 @@ type Verifier struct {
 	keys map[string]ed25519.PublicKey
 
 	mu    sync.RWMutex
-	cur   map[string]verified
-	older map[string]verified
-}
-
-type verified struct {
-	name  string
-	token uint64
+	cur   map[string]Sequencer
+	older map[string]Sequencer
 }
 
 // verifiedCache is how many verified sequencers a Verifier remembers, at
@@ -104,63 +107,63 @@ func NewVerifier(keys map[string]ed25519.PublicKey) (*Verifier, error) {
 	}
 	for kid, k := range keys {
 		if err := checkKeyID(kid); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fence: %w", err)
 		}
 		if len(k) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("fence: key %q is %d bytes, not %d", kid, len(k), ed25519.PublicKeySize)
 		}
 	}
-	return &Verifier{keys: keys, cur: map[string]verified{}}, nil
+	return &Verifier{keys: keys, cur: map[string]Sequencer{}}, nil
 }
 
-// Verify returns the lock name and token of a signed sequencer whose
-// signature checks with one of the verifier's keys. A plain sequencer is
-// ErrUnsigned; a signature that does not check, or an unknown key id,
-// ErrBadSignature; a malformed one ErrInvalidSequencer.
-func (v *Verifier) Verify(seq string) (name string, token uint64, err error) {
+// Verify returns the sequencer of a signed sequencer whose signature checks
+// with one of the verifier's keys. A plain sequencer is ErrUnsigned; a
+// signature that does not check, or an unknown key id, ErrBadSignature; a
+// malformed one ErrInvalidSequencer.
+func (v *Verifier) Verify(s string) (Sequencer, error) {
 	v.mu.RLock()
-	r, ok := v.cur[seq]
+	r, ok := v.cur[s]
 	v.mu.RUnlock()
 	if ok {
-		return r.name, r.token, nil
+		return r, nil
 	}
-	plain, kid, sig, err := splitSigned(seq)
+	plain, kid, sig, err := splitSigned(s)
 	if err != nil {
-		return "", 0, err
+		return Sequencer{}, err
 	}
 	if kid == "" {
-		return "", 0, fmt.Errorf("%w: %.300q has no signature", ErrUnsigned, seq)
+		return Sequencer{}, refused(ErrUnsigned, "%.300q has no signature", s)
 	}
-	name, token, err = ParseSequencer(plain)
+	seq, err := parsePlain(plain)
 	if err != nil {
-		return "", 0, err
+		return Sequencer{}, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if r, ok := v.older[seq]; ok {
-		v.rememberLocked(seq, r)
-		return r.name, r.token, nil
+	if r, ok := v.older[s]; ok {
+		v.rememberLocked(s, r)
+		return r, nil
 	}
 	key, ok := v.keys[kid]
 	if !ok {
-		return "", 0, fmt.Errorf("%w: unknown key id %q", ErrBadSignature, kid)
+		return Sequencer{}, refused(ErrBadSignature, "unknown key id %q", kid)
 	}
 	raw, err := b64.DecodeString(sig)
 	if err != nil || len(raw) != ed25519.SignatureSize || !ed25519.Verify(key, []byte(signContext+plain), raw) {
-		return "", 0, fmt.Errorf("%w: the signature of %.300q does not check with key %q", ErrBadSignature, plain, kid)
+		return Sequencer{}, refused(ErrBadSignature, "the signature of %.300q does not check with key %q", plain, kid)
 	}
-	v.rememberLocked(seq, verified{name, token})
-	return name, token, nil
+	v.rememberLocked(s, seq)
+	return seq, nil
 }
 
-func (v *Verifier) rememberLocked(seq string, r verified) {
+func (v *Verifier) rememberLocked(s string, seq Sequencer) {
 	if len(v.cur) >= verifiedCache/2 {
-		v.older, v.cur = v.cur, make(map[string]verified, verifiedCache/2)
+		v.older, v.cur = v.cur, make(map[string]Sequencer, verifiedCache/2)
 	}
-	v.cur[seq] = r
+	v.cur[s] = seq
 }
 
-// splitSigned splits "<name>@<token>.<kid>.<sig>" into the plain sequencer,
+// splitSigned splits "[<kind>:]<name>@<token>.<kid>.<sig>" into the plain sequencer,
 // the key id and the signature, checking only their syntax. A plain
 // sequencer comes back whole with an empty kid.
 func splitSigned(s string) (plain, kid, sig string, err error) {
@@ -175,25 +178,27 @@ func splitSigned(s string) (plain, kid, sig string, err error) {
 	plain, rest := s[:at+dot], s[at+dot+1:]
 	kid, sig, ok := strings.Cut(rest, ".")
 	if !ok {
-		return "", "", "", fmt.Errorf("%w: %.300q: a signed sequencer is <name>@<token>.<kid>.<sig>", ErrInvalidSequencer, s)
+		return "", "", "", refused(ErrInvalidSequencer, "%.300q: a signed sequencer is <name>@<token>.<kid>.<sig>", s)
 	}
 	if err := checkKeyID(kid); err != nil {
-		return "", "", "", fmt.Errorf("%w: %w", ErrInvalidSequencer, err)
+		return "", "", "", refused(ErrInvalidSequencer, "%s", reason(err))
 	}
 	if len(sig) != sigLen {
-		return "", "", "", fmt.Errorf("%w: the signature is %d characters, not %d", ErrInvalidSequencer, len(sig), sigLen)
+		return "", "", "", refused(ErrInvalidSequencer, "the signature is %d characters, not %d", len(sig), sigLen)
 	}
 	return plain, kid, sig, nil
 }
 
+// checkKeyID checks a key id; its error is a sentence without the
+// package's prefix, which callers add.
 func checkKeyID(kid string) error {
 	if kid == "" || len(kid) > MaxKeyIDLen {
-		return fmt.Errorf("fence: key id %.40q must be 1 to %d characters", kid, MaxKeyIDLen)
+		return fmt.Errorf("key id %.40q must be 1 to %d characters", kid, MaxKeyIDLen)
 	}
 	for i := 0; i < len(kid); i++ {
 		c := kid[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("fence: key id %q has the character %q; use letters, digits, '_' and '-'", kid, rune(c))
+			return fmt.Errorf("key id %q has the character %q; use letters, digits, '_' and '-'", kid, rune(c))
 		}
 	}
 	return nil
@@ -209,7 +214,7 @@ func checkKeyID(kid string) error {
 // key file and the line of a verify keys file.
 func GenerateKey(kid string) (signing, verify []byte, err error) {
 	if err := checkKeyID(kid); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("fence: %w", err)
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -261,7 +266,7 @@ func parseKeyLines(b []byte, size int, what string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("fence: line %d: want \"<kid> <base64 %s>\"", n, what)
 		}
 		if err := checkKeyID(f[0]); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, fmt.Errorf("fence: line %d: %w", n, err)
 		}
 		k, err := base64.StdEncoding.DecodeString(f[1])
 		if err != nil || len(k) != size {

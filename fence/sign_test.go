@@ -2,6 +2,7 @@ package fence
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -48,12 +49,16 @@ func TestVerifyRefusesWhatSeqdDidNotSign(t *testing.T) {
 	other, _ := testSigner(t, "k1") // same kid, another key
 	v := testVerifier(t, v1)
 
-	good := s1.Sign("jobs/nightly", 42)
-	if name, tok, err := v.Verify(good); err != nil || name != "jobs/nightly" || tok != 42 {
-		t.Fatalf("Verify(%q) = %q, %d, %v; want jobs/nightly, 42", good, name, tok, err)
+	good := s1.Sign(lockSeq("jobs/nightly", 42))
+	if seq, err := v.Verify(good); err != nil || seq != lockSeq("jobs/nightly", 42) {
+		t.Fatalf("Verify(%q) = %+v, %v; want jobs/nightly, 42", good, seq, err)
 	}
 	sig := good[strings.LastIndexByte(good, '.')+1:]
-	huge := s1.Sign("jobs/nightly", 18446744073709551615)
+	huge := s1.Sign(lockSeq("jobs/nightly", 18446744073709551615))
+	// The last character of a 64-byte signature carries 4 bits of it and 2
+	// unused ones: the same bytes, spelt with an unused bit set.
+	lastBits := strings.IndexByte(b64Alphabet, good[len(good)-1])
+	unusedBit := good[:len(good)-1] + string(b64Alphabet[lastBits|1])
 	for _, c := range []struct {
 		what, seq string
 		want      error
@@ -61,7 +66,13 @@ func TestVerifyRefusesWhatSeqdDidNotSign(t *testing.T) {
 		{"plain", "jobs/nightly@42", ErrUnsigned},
 		{"the signature moved to a higher token", "jobs/nightly@43.k1." + sig, ErrBadSignature},
 		{"the signature moved to another lock", "jobs/other@42.k1." + sig, ErrBadSignature},
-		{"a key nobody listed", other.Sign("jobs/nightly", 42), ErrBadSignature},
+		{"a key nobody listed", other.Sign(lockSeq("jobs/nightly", 42)), ErrBadSignature},
+		{"the lock's signature on an election's term", "election:jobs/nightly@42.k1." + sig, ErrBadSignature},
+		{"the lock's signature on a semaphore's token", "semaphore:jobs/nightly@42.k1." + sig, ErrBadSignature},
+		{"the lock's signature on a shared hold", "shared:jobs/nightly@42.k1." + sig, ErrBadSignature},
+		{"an election's signature on the lock", "jobs/nightly@42.k1." + strings.Split(s1.Sign(Sequencer{Kind: KindElection, Name: "jobs/nightly", Token: 42}), ".")[2], ErrBadSignature},
+		{"the signature spelt with an unused bit set", unusedBit, ErrBadSignature},
+		{"a version-1 signature", "jobs/nightly@42.k1." + v1Signature(s1, "jobs/nightly@42"), ErrBadSignature},
 		{"an unknown kid", "jobs/nightly@42.k2." + sig, ErrBadSignature},
 		{"a flipped signature byte", good[:len(good)-2] + flip(good[len(good)-2]) + good[len(good)-1:], ErrBadSignature},
 		{"a short signature", "jobs/nightly@42.k1.abc", ErrInvalidSequencer},
@@ -69,13 +80,29 @@ func TestVerifyRefusesWhatSeqdDidNotSign(t *testing.T) {
 		{"a bad kid", "jobs/nightly@42.k!." + sig, ErrInvalidSequencer},
 		{"a bad token", "jobs/nightly@042.k1." + sig, ErrInvalidSequencer},
 	} {
-		if _, _, err := v.Verify(c.seq); !errors.Is(err, c.want) {
+		if _, err := v.Verify(c.seq); !errors.Is(err, c.want) {
 			t.Errorf("%s: Verify(%q) = %v, want %v", c.what, c.seq, err, c.want)
 		}
 	}
-	if _, tok, err := v.Verify(huge); err != nil || tok != 18446744073709551615 {
-		t.Errorf("a huge token seqd signed = %d, %v; want it verified", tok, err)
+	if seq, err := v.Verify(huge); err != nil || seq.Token != 18446744073709551615 {
+		t.Errorf("a huge token seqd signed = %d, %v; want it verified", seq.Token, err)
 	}
+	for _, k := range []Kind{KindShared, KindSemaphore, KindElection} {
+		want := Sequencer{Kind: k, Name: "jobs/nightly", Token: 42}
+		if got, err := v.Verify(s1.Sign(want)); err != nil || got != want {
+			t.Errorf("Verify(Sign(%+v)) = %+v, %v", want, got, err)
+		}
+	}
+}
+
+const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+func lockSeq(name string, token uint64) Sequencer { return Sequencer{Name: name, Token: token} }
+
+// v1Signature is a signature made the way the first version of signed
+// sequencers was (no kind, another context): it must not verify now.
+func v1Signature(s *Signer, plain string) string {
+	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.key, []byte("seqd-sequencer-v1:"+plain)))
 }
 
 func flip(c byte) string {
@@ -92,26 +119,26 @@ func TestKeyRotation(t *testing.T) {
 	cur, vCur := testSigner(t, "2026")
 	both := testVerifier(t, vOld, []byte("# rotated in 2026\n\n"), vCur)
 	for _, s := range []*Signer{old, cur} {
-		if _, _, err := both.Verify(s.Sign("a", 7)); err != nil {
+		if _, err := both.Verify(s.Sign(lockSeq("a", 7))); err != nil {
 			t.Errorf("key %s while listed: %v", s.KeyID(), err)
 		}
 	}
 	after := testVerifier(t, vCur)
-	if _, _, err := after.Verify(old.Sign("a", 7)); !errors.Is(err, ErrBadSignature) {
+	if _, err := after.Verify(old.Sign(lockSeq("a", 7))); !errors.Is(err, ErrBadSignature) {
 		t.Errorf("old key after rotation = %v, want ErrBadSignature", err)
 	}
-	if _, _, err := after.Verify(cur.Sign("a", 8)); err != nil {
+	if _, err := after.Verify(cur.Sign(lockSeq("a", 8))); err != nil {
 		t.Errorf("new key after rotation = %v", err)
 	}
 }
 
-// TestParseSequencerAcceptsSigned: a resource without keys reads the name
-// and token of a signed sequencer.
+// TestParseSequencerAcceptsSigned: a resource without keys reads the kind,
+// name and token of a signed sequencer.
 func TestParseSequencerAcceptsSigned(t *testing.T) {
 	s, _ := testSigner(t, "k")
-	name, tok, err := ParseSequencer(s.Sign("a/b", 9))
-	if err != nil || name != "a/b" || tok != 9 {
-		t.Fatalf("ParseSequencer(signed) = %q, %d, %v", name, tok, err)
+	want := Sequencer{Kind: KindElection, Name: "a/b", Token: 9}
+	if got, err := ParseSequencer(s.Sign(want)); err != nil || got != want {
+		t.Fatalf("ParseSequencer(signed) = %+v, %v", got, err)
 	}
 }
 
@@ -139,7 +166,7 @@ func TestKeyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := v.Verify(s.Sign("x", 1)); err != nil {
+	if _, err := v.Verify(s.Sign(lockSeq("x", 1))); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"", "k1\n", "k1 notbase64!\n", "k1 AAAA\n", "k! " + strings.Fields(string(verify))[1] + "\n", string(verify) + string(verify)} {
@@ -170,22 +197,23 @@ func mustKey(t *testing.T, line []byte) []byte {
 func FuzzVerify(f *testing.F) {
 	s, line := testSigner(f, "k1")
 	v := testVerifier(f, line)
-	good := s.Sign("a/b", 12)
+	good := s.Sign(lockSeq("a/b", 12))
 	f.Add(good)
+	f.Add(s.Sign(Sequencer{Kind: KindElection, Name: "a/b", Token: 12}))
 	f.Add("a/b@12")
 	f.Add("a/b@12.k1.")
 	f.Add(good[:len(good)-1] + "A")
 	f.Add("@.k1." + strings.Repeat("A", 86))
 	f.Fuzz(func(t *testing.T, seq string) {
-		name, tok, err := v.Verify(seq)
+		got, err := v.Verify(seq)
 		if err != nil {
 			if !errors.Is(err, ErrUnsigned) && !errors.Is(err, ErrBadSignature) && !errors.Is(err, ErrInvalidSequencer) {
 				t.Fatalf("Verify(%q) = %v: not one of the documented errors", seq, err)
 			}
 			return
 		}
-		if again := s.Sign(name, tok); again != seq {
-			t.Fatalf("Verify(%q) admitted %s@%d, which the signer spells %q", seq, name, tok, again)
+		if again := s.Sign(got); again != seq {
+			t.Fatalf("Verify(%q) admitted %+v, which the signer spells %q", seq, got, again)
 		}
 	})
 }
@@ -196,7 +224,7 @@ func FuzzVerify(f *testing.F) {
 func BenchmarkAdmitSigned(b *testing.B) {
 	s, line := testSigner(b, "k1")
 	v := testVerifier(b, line)
-	plain, signed := FormatSequencer("jobs/nightly", 42), s.Sign("jobs/nightly", 42)
+	plain, signed := lockSeq("jobs/nightly", 42).String(), s.Sign(lockSeq("jobs/nightly", 42))
 	f := New(nil)
 	run := func(n int, admit func() error) float64 {
 		b.Helper()
@@ -209,18 +237,18 @@ func BenchmarkAdmitSigned(b *testing.B) {
 		return float64(nanotime()-start) / float64(n)
 	}
 	unsignedAdmit := func() error {
-		name, tok, err := ParseSequencer(plain)
+		seq, err := ParseSequencer(plain)
 		if err != nil {
 			return err
 		}
-		return f.Admit(name, tok)
+		return f.Admit(seq.Name, seq.Token)
 	}
 	signedAdmit := func() error {
-		name, tok, err := v.Verify(signed)
+		seq, err := v.Verify(signed)
 		if err != nil {
 			return err
 		}
-		return f.Admit(name, tok)
+		return f.Admit(seq.Name, seq.Token)
 	}
 	var plainNs, signedNs float64
 	for b.Loop() {
@@ -233,9 +261,9 @@ func BenchmarkAdmitSigned(b *testing.B) {
 	first := 0.0
 	const fresh = 200
 	for i := range fresh {
-		seq := s.Sign("jobs/nightly", uint64(1000+i))
+		seq := s.Sign(lockSeq("jobs/nightly", uint64(1000+i)))
 		start := nanotime()
-		if _, _, err := v.Verify(seq); err != nil {
+		if _, err := v.Verify(seq); err != nil {
 			b.Fatal(err)
 		}
 		first += float64(nanotime() - start)

@@ -25,7 +25,7 @@ func checkAgrees(t *testing.T, name string) {
 	if zklock.ValidateName(name) != nil {
 		return
 	}
-	if _, _, err := fence.ParseSequencer(name + "@1"); err != nil {
+	if _, err := fence.ParseSequencer(name + "@1"); err != nil {
 		t.Errorf("zklock.ValidateName(%q) accepts it, fence.ParseSequencer(%q) = %v", name, name+"@1", err)
 	}
 }

@@ -3,256 +3,281 @@ package sequencer
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
-// Acquire: validating the request, the idempotent retry by lease id,
-// contending in ZooKeeper, and making the grant a lease.
+// Grants of every kind: validating the request, the idempotent retry by
+// lease id, and making a grant a lease. Acquire (locks) is here; semaphores
+// and elections have files of their own.
 
 func validateTTL(ttl time.Duration) error {
-	if ttl < MinTTL || ttl > MaxTTL {
-		return fmt.Errorf("%w: ttl %v is out of range: it must be between %v and %v", ErrBadRequest, ttl, MinTTL, MaxTTL)
+	if ttl < client.MinTTL || ttl > client.MaxTTL {
+		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, client.MinTTL, client.MaxTTL)
 	}
 	return nil
 }
 
-func validateName(name string) error {
-	if err := zklock.ValidateName(name); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+// validateName checks a name of family f: a lock name, and for a
+// semaphore no segment that reaches its own nodes.
+func validateName(f client.Family, name string) error {
+	check := zklock.ValidateName
+	if f == client.Semaphores {
+		check = zklock.ValidateSemaphoreName
+	}
+	var ne *zklock.NameError
+	if err := check(name); errors.As(err, &ne) {
+		return badRequest("invalid name: %s", ne.Reason)
+	} else if err != nil {
+		return badRequest("invalid name: %v", err)
 	}
 	return nil
 }
 
-// AcquireOption refines an acquire.
-type AcquireOption func(*acquireOptions)
-
-type acquireOptions struct {
-	shared    bool
-	leaseID   string
-	lockDelay *time.Duration // nil: the daemon's Config.LockDelay
+// grant is what every kind's grant request has: owner, lease id, ttl and
+// wait, read and validated.
+type grant struct {
+	name, owner, leaseID string
+	ttl                  time.Duration // 0: not given (DefaultTTL for a new lease; a retry keeps its own)
+	wait                 time.Duration
 }
 
-// WithShared makes the lease shared (a reader): it holds the lock together
-// with other shared leases and excludes exclusive ones.
-func WithShared() AcquireOption {
-	return func(o *acquireOptions) { o.shared = true }
-}
-
-// WithLockDelay sets the lease's lock-delay (0..MaxLockDelay): after it ends
-// uncleanly (its TTL passed, the session was lost, its node was deleted by
-// someone else), the lock is granted to nobody, on any daemon, until d has
-// passed. A release hands over at once. Without it the daemon's
-// Config.LockDelay applies.
-func WithLockDelay(d time.Duration) AcquireOption {
-	return func(o *acquireOptions) { o.lockDelay = &d }
-}
-
-// WithLeaseID makes an acquire idempotent: if id is the owner's live lease
-// on the lock, that lease comes back (same token, TTL extended); otherwise
-// a new lease is granted under id, so that a retry after a lost answer finds
-// it. id is 32 lowercase hex digits, random, chosen by the client or taken
-// from an earlier answer. Knowing a holder's owner string is never enough
-// to obtain its lease: without its lease_id, an acquire of a held lock is
-// refused as held.
-func WithLeaseID(id string) AcquireOption {
-	return func(o *acquireOptions) { o.leaseID = id }
-}
-
-// Acquire grants name to owner for ttl, waiting up to wait (0 tries once).
-// If ctx ends while waiting (the HTTP client went away), the contender is
-// withdrawn.
-func (s *Service) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
-	var o acquireOptions
-	for _, opt := range opts {
-		opt(&o)
+func readGrant(f client.Family, name, owner, leaseID string, ttl, wait *client.Duration) (grant, error) {
+	g := grant{name: name, owner: owner, leaseID: leaseID}
+	if err := validateName(f, name); err != nil {
+		return g, err
 	}
-	if err := validateAcquire(name, owner, ttl, wait); err != nil {
-		return Lease{}, err
+	switch {
+	case owner == "":
+		return g, badRequest("owner is required: name who is asking, e.g. host:pid")
+	case len(owner) > 256:
+		return g, badRequest("owner is %d bytes, longer than 256", len(owner))
+	case leaseID != "" && !validLeaseID(leaseID):
+		return g, badRequest("lease_id %.40q must be 32 lowercase hex digits", leaseID)
 	}
-	if o.leaseID != "" && !validLeaseID(o.leaseID) {
-		return Lease{}, fmt.Errorf("%w: lease_id %.40q must be 32 lowercase hex digits", ErrBadRequest, o.leaseID)
+	var err error
+	if g.ttl, err = optionalTTL(ttl); err != nil {
+		return g, err
+	}
+	if wait != nil {
+		g.wait = time.Duration(*wait)
+	}
+	if g.wait < 0 || g.wait > client.MaxWait {
+		return g, badRequest("wait %v is out of range: it must be between 0s and %v", g.wait, client.MaxWait)
+	}
+	return g, nil
+}
+
+// newTTL is the TTL of a new lease.
+func (g grant) newTTL() time.Duration {
+	if g.ttl == 0 {
+		return client.DefaultTTL
+	}
+	return g.ttl
+}
+
+// Acquire grants the lock name to req.Owner for req.TTL, waiting up to
+// req.Wait (0 tries once). If ctx ends while waiting (the HTTP client went
+// away), the contender is withdrawn. A request with the lease_id of a live
+// lease is a retry: see retry.
+func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRequest) (client.Lease, error) {
+	g, err := readGrant(client.Locks, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
+	if err != nil {
+		return client.Lease{}, err
+	}
+	kind := fence.KindLock
+	switch req.Mode {
+	case "", client.ModeExclusive:
+	case client.ModeShared:
+		kind = fence.KindShared
+	default:
+		return client.Lease{}, badRequest("mode %.40q: want exclusive or shared", req.Mode)
 	}
 	delay := s.cfg.LockDelay
-	if o.shared {
+	if kind == fence.KindShared {
 		delay = 0 // readers have none
 	}
-	if o.lockDelay != nil {
-		if o.shared && *o.lockDelay != 0 {
-			return Lease{}, fmt.Errorf("%w: a shared lease has no lock_delay", ErrBadRequest)
+	if req.LockDelay != nil {
+		if delay = time.Duration(*req.LockDelay); kind == fence.KindShared && delay != 0 {
+			return client.Lease{}, badRequest("a shared lease has no lock_delay")
 		}
-		delay = *o.lockDelay
 	}
-	if delay < 0 || delay > MaxLockDelay {
-		return Lease{}, fmt.Errorf("%w: lock_delay %v is out of range: it must be between 0s and %v", ErrBadRequest, delay, MaxLockDelay)
+	if delay < 0 || delay > client.MaxLockDelay {
+		return client.Lease{}, badRequest("lock_delay %v is out of range: it must be between 0s and %v", delay, client.MaxLockDelay)
 	}
-	sess, err := s.session()
+	if kind == fence.KindShared && s.cfg.TokenMode != zklock.TokenZxid {
+		return client.Lease{}, badRequest("shared leases need token mode zxid; this daemon runs %s", s.cfg.TokenMode)
+	}
+	sess, err := s.liveSession()
 	if err != nil {
-		return Lease{}, err
+		return client.Lease{}, err
 	}
-	if !sess.Connected() || !sess.Live() {
-		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
-	}
-	if o.leaseID != "" {
-		out, ok, err := s.extendOwn(lockLease, name, owner, o.leaseID, ttl, 0)
-		if ok || err != nil {
-			return out, err
+	out, ok, err := s.retry(g, func(l *lease) string {
+		switch {
+		case familyOf(l.kind) != client.Locks:
+			return "kind"
+		case req.Mode != "" && l.kind != kind:
+			return "mode"
+		case req.LockDelay != nil && l.delay != delay:
+			return "lock_delay"
 		}
+		return ""
+	})
+	if ok || err != nil {
+		return out, err
 	}
-	g, err := s.contend(ctx, sess, name, owner, wait, delay, o.shared)
+	gr, err := s.contend(ctx, sess, g, kind, delay)
 	if err != nil {
-		return Lease{}, err
+		return client.Lease{}, err
 	}
-	return s.admit(ctx, &lease{kind: lockLease, grant: g, shared: o.shared, delayed: delay > 0}, name, owner, o.leaseID, ttl, 0)
+	return s.admit(ctx, &lease{kind: kind, grant: gr, delay: delay}, g, 0)
 }
 
-func validLeaseID(id string) bool {
-	if len(id) != 32 {
-		return false
+// retry is a grant that names the lease id of a live lease of this daemon:
+// it returns that lease (same token, TTL extended; a retry without a ttl
+// keeps the lease's), with ok, if the request's kind, name and owner are
+// the lease's and differs names no other field it gives that is not;
+// otherwise it refuses the request and changes nothing. A lease id that is
+// not live here is not a retry (ok false): the grant goes on under it.
+func (s *Service) retry(g grant, differs func(*lease) string) (out client.Lease, ok bool, err error) {
+	if g.leaseID == "" {
+		return client.Lease{}, false, nil
 	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func validateAcquire(name, owner string, ttl, wait time.Duration) error {
-	if err := validateName(name); err != nil {
-		return err
-	}
-	if owner == "" {
-		return fmt.Errorf("%w: owner is required: name who is asking, e.g. host:pid", ErrBadRequest)
-	}
-	if len(owner) > 256 {
-		return fmt.Errorf("%w: owner is %d bytes, longer than 256", ErrBadRequest, len(owner))
-	}
-	if err := validateTTL(ttl); err != nil {
-		return err
-	}
-	if wait < 0 || wait > MaxWait {
-		return fmt.Errorf("%w: wait %v is out of range: it must be between 0s and %v", ErrBadRequest, wait, MaxWait)
-	}
-	return nil
-}
-
-// extendOwn is an acquire that names lease id: if id is owner's live lease
-// on name, it extends the lease to ttl from now and reports it, with ok,
-// counted as a renewal. An id in use for another lock or owner is refused.
-func (s *Service) extendOwn(k leaseKind, name, owner, id string, ttl time.Duration, limit int) (out Lease, ok bool, err error) {
 	s.mu.Lock()
-	l := s.lookupLocked(id)
-	if l != nil && (l.name != name || l.owner != owner || l.kind != k || int(l.limit) != limit) {
-		s.mu.Unlock()
-		return Lease{}, false, fmt.Errorf("%w: lease_id %s belongs to another lock, semaphore or owner", ErrBadRequest, id)
-	}
+	defer s.mu.Unlock()
+	l := s.lookupLocked(g.leaseID)
 	if l == nil || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
-		s.mu.Unlock()
-		return Lease{}, false, nil
+		return client.Lease{}, false, nil
 	}
-	l.ttl = ttl
-	l.expires = s.clock.Now().Add(ttl)
+	field := differs(l)
+	switch {
+	case l.name != g.name:
+		field = "name"
+	case l.owner != g.owner:
+		field = "owner"
+	}
+	if field != "" {
+		return client.Lease{}, false, badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
+	}
+	if g.ttl != 0 {
+		l.ttl = g.ttl
+	}
+	l.expires = s.clock.Now().Add(l.ttl)
 	s.scheduleLocked(l)
-	out = l.view()
-	s.mu.Unlock()
-	if k == lockLease {
-		s.m.Renewal(name)
+	if l.kind != fence.KindElection {
+		s.m.Renewal(l.name)
 	}
-	return out, true, nil
+	return l.view(), true, nil
 }
 
-// contend puts a contender for name on sess and waits up to wait for the
-// grant (0 tries once); delay is the grant's lock-delay; shared makes it a
-// reader.
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, name, owner string, wait, delay time.Duration, shared bool) (*zklock.Grant, error) {
-	data := marshalContender(contenderData{Owner: owner, Daemon: s.cfg.Identity})
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
+// contend puts a contender for the lock on sess and waits up to g.wait for
+// the grant (0 tries once); delay is the grant's lock-delay.
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, g grant, kind fence.Kind, delay time.Duration) (*zklock.Grant, error) {
+	data := s.contenderData(g.owner)
+	mu, err := zklock.NewMutex(sess, g.name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, badRequest("%v", err)
 	}
 	var lk interface {
 		Acquire(context.Context) (*zklock.Grant, error)
 		TryAcquire(context.Context) (*zklock.Grant, error)
 	} = mu
-	if shared {
-		if s.cfg.TokenMode != zklock.TokenZxid {
-			return nil, fmt.Errorf("%w: shared leases need token mode zxid, not %s", ErrBadRequest, s.cfg.TokenMode)
-		}
-		if lk, err = zklock.NewReadLock(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithData(data)); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	if kind == fence.KindShared {
+		if lk, err = zklock.NewReadLock(sess, g.name, zklock.WithRoot(s.cfg.Root), zklock.WithData(data)); err != nil {
+			return nil, badRequest("%v", err)
 		}
 	}
-	var g *zklock.Grant
-	if wait == 0 {
-		g, err = lk.TryAcquire(ctx)
-	} else {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		g, err = lk.Acquire(wctx)
-		cancel()
-	}
+	gr, err := waitFor(ctx, g.wait, lk.Acquire, lk.TryAcquire)
 	if err != nil {
-		return nil, acquireError(ctx, sess, mu, name, err)
+		return nil, s.grantError(ctx, sess, kind, g.name, err, func(ctx context.Context) uint64 {
+			if h, herr := mu.Holder(ctx); herr == nil {
+				return h.Token
+			}
+			return 0
+		})
 	}
-	return g, nil
+	return gr, nil
 }
 
-// acquireError maps a failed acquire to the Service's errors: a lock still
-// held when the wait ended is a *ConflictError with the holder's token.
-func acquireError(ctx context.Context, sess *zklock.Session, mu *zklock.Mutex, name string, err error) error {
+// waitFor runs try when wait is 0, and acquire bounded by wait otherwise.
+func waitFor[G any](ctx context.Context, wait time.Duration, acquire, try func(context.Context) (G, error)) (G, error) {
+	if wait == 0 {
+		return try(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return acquire(wctx)
+}
+
+// grantError maps a failed grant of any kind: not granted within the wait
+// is a *ConflictError (held) with the current token current reads; a
+// semaphore's recorded limit another *ConflictError; the rest unavailable
+// or the caller's own cancellation.
+func (s *Service) grantError(ctx context.Context, sess *zklock.Session, kind fence.Kind, name string, err error, current func(context.Context) uint64) error {
+	var (
+		le *zklock.LimitError
+		me *zklock.TokenModeError
+		oe *zklock.OpenRootError
+	)
 	switch {
-	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrClosed):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case errors.As(err, &le):
+		return &ConflictError{Err: client.ErrLimitMismatch, Kind: kind, Name: name, Limit: le.Recorded}
+	case errors.As(err, &me):
+		return unavailable(fmt.Sprintf("%s refuses this daemon's token mode %s: it records %s (give this daemon roots of its own, or the same --token-mode)", me.Root, me.Wanted, me.Recorded), nil)
+	case errors.As(err, &oe):
+		return unavailable(fmt.Sprintf("%s lets any client %s, and this daemon creates its nodes under the creator ACL: fix the root's ACL or give the daemon another root", oe.Root, oe.Perms), nil)
 	case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():
-		ce := &ConflictError{Err: ErrHeld, Name: name}
-		if h, herr := mu.Holder(context.WithoutCancel(ctx)); herr == nil {
-			ce.CurrentToken = h.Token
-		}
-		return ce
-	case errors.Is(err, zklock.ErrTokenRegression):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	case ctx.Err() != nil:
+		return &ConflictError{Err: client.ErrHeld, Kind: kind, Name: name, Delayed: errors.Is(err, zklock.ErrLockDelay), CurrentToken: current(context.WithoutCancel(ctx))}
+	case ctx.Err() != nil && !errors.Is(err, zklock.ErrUnavailable):
 		return ctx.Err()
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return unavailable("zookeeper did not grant it", err)
 }
 
-// admit makes l's grant a lease of owner for ttl and schedules its expiry; a
-// Service that is closing releases the grant instead. limit is a
-// semaphore's, 0 for a lock or an election.
-func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, ttl time.Duration, limit int) (Lease, error) {
+// contenderData is what a contender node of owner holds.
+func (s *Service) contenderData(owner string) []byte {
+	b, _ := json.Marshal(contenderData{Owner: owner, Daemon: s.cfg.Identity}) // cannot fail: strings
+	return b
+}
+
+// admit makes l's grant a lease for g and schedules its expiry; a Service
+// that is closing releases the grant instead. limit is a semaphore's.
+func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (client.Lease, error) {
 	l.id = newLeaseID()
-	if id != "" {
-		l.id, _ = parseLeaseID(id) // validated with the request
+	if g.leaseID != "" {
+		l.id, _ = parseLeaseID(g.leaseID) // validated with the request
 	}
-	g := l.grant
+	gr := l.grant
+	l.name, l.owner, l.ttl, l.limit = g.name, g.owner, g.newTTL(), int32(limit)
 	if s.cfg.Signer != nil {
-		l.signed = s.cfg.Signer.Sign(name, g.Token)
+		l.signed = s.cfg.Signer.Sign(l.seq())
 	}
-	l.name, l.owner, l.ttl, l.limit = name, owner, ttl, int32(limit)
 	l.at = -1
 	s.mu.Lock()
-	l.expires = s.clock.Now().Add(ttl)
+	l.expires = s.clock.Now().Add(l.ttl)
 	if s.closed {
 		s.mu.Unlock()
-		g.Release(context.WithoutCancel(ctx))
-		return Lease{}, fmt.Errorf("%w: shutting down", ErrUnavailable)
+		gr.Release(context.WithoutCancel(ctx))
+		return client.Lease{}, unavailable("shutting down", nil)
 	}
 	if _, taken := s.leases[l.id]; taken {
-		// Two acquires named the same new id and both were granted (two
+		// Two grants named the same new id and both were granted (two
 		// locks, or a retry racing its original): one lease per id.
 		s.mu.Unlock()
-		g.Release(context.WithoutCancel(ctx))
-		return Lease{}, fmt.Errorf("%w: lease_id %s is already in use", ErrBadRequest, l.id)
+		gr.Release(context.WithoutCancel(ctx))
+		return client.Lease{}, badRequest("lease_id %s is already in use", l.id)
 	}
 	s.leases[l.id] = l
-	if limit == 0 && !l.shared {
-		s.byName[leaseKey(l.kind, name)] = l
+	if single(l.kind) {
+		s.byName[byNameKey{l.kind, l.name}] = l
 	}
 	s.scheduleLocked(l)
 	out := l.view()
@@ -260,19 +285,19 @@ func (s *Service) admit(ctx context.Context, l *lease, name, owner, id string, t
 	s.mu.Unlock()
 	// The grant's loss ends the lease. A grant released has been released
 	// by end, which ended the lease first.
-	g.AfterEnd(func(err error) {
+	gr.AfterEnd(func(err error) {
 		defer s.wg.Done()
 		if !errors.Is(err, zklock.ErrReleased) {
 			s.end(context.Background(), l, lost, metrics.ReasonLost)
 		}
 	})
-	if l.kind == electionLease {
-		s.m.ElectionWon(name)
-		s.watches.touch(watchKey{election: true, name: name})
-		s.log.Info("elected", "election", name, "term", g.Token, "owner", owner, "ttl", ttl)
+	if l.kind == fence.KindElection {
+		s.m.ElectionWon(l.name)
+		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
+		s.log.Info("elected", "election", l.name, "term", gr.Token, "owner", l.owner, "ttl", l.ttl)
 		return out, nil
 	}
-	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String("lock", name), slog.Uint64("token", g.Token), slog.String("owner", owner), slog.Duration("ttl", ttl))
+	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String(noun(l.kind), l.name), slog.Uint64("token", gr.Token), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
 	return out, nil
 }
 
@@ -285,8 +310,6 @@ func poke(ch chan struct{}) {
 
 func newLeaseID() leaseID {
 	var id leaseID
-	if _, err := rand.Read(id[:]); err != nil {
-		panic(fmt.Sprintf("sequencer: crypto/rand: %v", err))
-	}
+	rand.Read(id[:]) // never fails (crypto/rand)
 	return id
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/client"
 	"io"
 	"log/slog"
 	"net/http"
@@ -157,7 +158,11 @@ func benchStart(b *testing.B, o daemonOpts) *daemon {
 	d := startDaemon(b, o)
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * benchClients}
 	b.Cleanup(tr.CloseIdleConnections)
-	d.client.HTTP = &http.Client{Transport: tr}
+	c, err := client.New(d.srv.URL, client.WithoutEnv(), client.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.client = &tclient{c}
 	return d
 }
 

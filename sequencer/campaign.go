@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -42,7 +43,7 @@ func (s *Service) startCampaigns() {
 // leadership is lost or ctx ends (then it resigns), and campaigns again.
 func (s *Service) runCampaign(ctx context.Context, c *ownCampaign) {
 	defer s.campaigns.Done()
-	key := watchKey{election: true, name: c.Name}
+	key := watchKey{kind: fence.KindElection, name: c.Name}
 	w := s.watches.subscribe(key) // leader changes are observed (and counted) for as long as the campaign runs
 	defer s.watches.unsubscribe(w)
 	s.m.Leader(c.Name, false)
@@ -79,7 +80,7 @@ func (s *Service) campaignOnce(ctx context.Context, c *ownCampaign) (*zklock.Lea
 
 // hold is the term of office of one of the daemon's own campaigns.
 func (s *Service) hold(ctx context.Context, c *ownCampaign, lead *zklock.Leadership) {
-	key := watchKey{election: true, name: c.Name}
+	key := watchKey{kind: fence.KindElection, name: c.Name}
 	s.mu.Lock()
 	c.lead = lead
 	s.mu.Unlock()

@@ -9,133 +9,139 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/seqd/seqd/client"
 )
 
-// Reading request bodies strictly: at most MaxBodyBytes, one JSON object,
-// no unknown, repeated or differently-cased keys, and errors said as
+// Reading request bodies strictly, the same for every route and every
+// entry of a batch: at most MaxBodyBytes, one JSON object, no unknown,
+// repeated or differently-cased keys at any depth, and errors said as
 // sentences.
 
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	bp := getBuf()
-	body, ok := readBody(w, r, (*bp)[:0])
-	defer putBuf(bp, body)
-	return ok && decodeBytes(w, body, v)
-}
-
-// readBody reads the request body, appending it to buf, or answers 400
-// itself and reports false.
-func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
+// decode reads r's body into v strictly. A failure is a *RequestError.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	rd := r.Body
+	if r.ContentLength < 0 || r.ContentLength > client.MaxBodyBytes {
+		// A body of a declared length within the limit cannot go past it:
+		// the server reads no more than the length.
+		rd = http.MaxBytesReader(w, r.Body, client.MaxBodyBytes)
+	}
 	// The content type is not checked: `curl -d` sends a form type, and the
 	// body is JSON whatever it says.
-	rd := r.Body
-	if r.ContentLength < 0 || r.ContentLength > MaxBodyBytes {
-		// A body of a declared length within the limit cannot go past it:
-		// the server reads no more than the length (and fails a shorter
-		// body alike either way).
-		rd = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	}
-	body, err := readAll(rd, buf)
+	body, err := io.ReadAll(rd)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("the request body is larger than %d KiB", MaxBodyBytes>>10), nil)
-		} else {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body: "+err.Error(), nil)
+			return badRequest("the request body is larger than %d KiB", client.MaxBodyBytes>>10)
 		}
-		return body, false
+		return badRequest("could not read the request body: %v", err)
 	}
-	return body, true
+	return decodeBytes(body, v)
 }
 
-// readAll is io.ReadAll appending to b.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grow
-		}
-	}
-}
-
-// decodeBytes decodes a body read whole into v strictly, or answers 400
-// itself and reports false.
-func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
+// decodeBytes decodes a body read whole into v strictly.
+func decodeBytes(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	if err := exactKeys(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error(), nil)
-		return false
-	}
+	var tree any
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, jsonSentence(err), nil)
-		return false
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return badRequest("%s", jsonSentence(err))
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "the request body has data after the JSON object", nil)
-		return false
+		return badRequest("the request body has data after the JSON object")
 	}
-	return true
+	if _, ok := tree.(map[string]any); !ok {
+		return badRequest("the request body must be a JSON object")
+	}
+	if err := exactKeys(body, reflect.TypeOf(v).Elem(), ""); err != nil {
+		return err
+	}
+	dec = json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("%s", jsonSentence(err))
+	}
+	return nil
 }
 
-// exactKeys refuses a body whose top-level object repeats a key or spells
-// one in another case than v's JSON names: encoding/json would take the last
-// of two "owner" keys and match "OWNER" too, while a proxy or log in front
-// of seqd may read the first, or not see it as the owner at all.
-func exactKeys(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// exactKeys walks the JSON value raw against the Go type t and refuses an
+// object that repeats a key or spells one in another case than t's JSON
+// names, at any depth (a batch's entries included): encoding/json would
+// take the last of two "owner" keys and match "OWNER" too, while a proxy or
+// log in front of seqd may read the first, or not see it at all. at is
+// where raw sits in the body, for the message.
+func exactKeys(raw []byte, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return nil // Decode says what is wrong
+		}
+		for i, it := range items {
+			if err := exactKeys(it, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil // not an object: Decode says what is wrong
 	}
-	names := jsonNames(reflect.TypeOf(v).Elem())
+	fields := jsonFields(t)
 	seen := map[string]bool{}
 	for dec.More() {
-		t, err := dec.Token()
+		tok, err := dec.Token()
 		if err != nil {
 			return nil
 		}
-		key, _ := t.(string)
+		key, _ := tok.(string)
+		where := strings.TrimPrefix(at+"."+key, ".")
 		if seen[key] {
-			return fmt.Errorf("the key %q appears twice in the request body", key)
+			return badRequest("the key %q appears twice in the request body", where)
 		}
 		seen[key] = true
-		if !names[key] {
-			for n := range names {
+		ft, known := fields[key]
+		if !known {
+			for n := range fields {
 				if strings.EqualFold(n, key) {
-					return fmt.Errorf("the key %q must be spelt %q", key, n)
+					return badRequest("the key %q must be spelt %q", where, strings.TrimPrefix(at+"."+n, "."))
 				}
 			}
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
 			return nil
+		}
+		if known {
+			if err := exactKeys(val, ft, where); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// jsonNames returns the JSON names of a struct type's fields.
-func jsonNames(t reflect.Type) map[string]bool {
-	names := map[string]bool{}
-	if t.Kind() != reflect.Struct {
-		return names
-	}
+// jsonFields maps a struct type's JSON names to their field types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			names[name] = true
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && f.IsExported() {
+			out[name] = f.Type
 		}
 	}
-	return names
+	return out
 }
 
 func jsonSentence(err error) string {
@@ -151,14 +157,16 @@ func jsonSentence(err error) string {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	}
-	return "invalid request body: " + err.Error()
+	return "invalid request body: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func jsonKind(goType string) string {
 	switch goType {
 	case "uint64":
 		return "positive integer"
-	case "string":
+	case "int":
+		return "whole number"
+	case "string", "client.Duration":
 		return "string"
 	}
 	return goType

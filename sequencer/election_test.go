@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/seqd/seqd/client"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -43,8 +44,8 @@ func TestElectionBadInput(t *testing.T) {
 		{"proclaim without lease", "POST", u + "/v1/elections/e/proclaim", `{"value":"x"}`, 400, "lease_id is required"},
 		{"proclaim too long", "POST", u + "/v1/elections/e/proclaim", lease(fmt.Sprintf(`,"value":%q`, long)), 400, "longer than 4096"},
 		{"proclaim unknown field", "POST", u + "/v1/elections/e/proclaim", lease(`,"ttl":"5s"`), 400, `unknown field "ttl"`},
-		{"resign with ttl", "POST", u + "/v1/elections/e/resign", lease(`,"ttl":"5s"`), 400, "resign takes no ttl"},
-		{"lock lease on an election", "POST", u + "/v1/locks/e/release", lease(""), 400, `is not for lock "e"`},
+		{"resign with ttl", "POST", u + "/v1/elections/e/resign", lease(`,"ttl":"5s"`), 400, "a release takes no ttl"},
+		{"lock lease on an election", "POST", u + "/v1/locks/e/release", lease(""), 400, `is for election "e", not lock "e"`},
 		{"leadership of another election", "POST", u + "/v1/elections/f/resign", lease(""), 400, `is for election "e"`},
 		{"bad index", "GET", u + "/v1/elections/e?index=abc", "", 400, "must be a decimal integer"},
 		{"negative index", "GET", u + "/v1/locks/e?index=-1", "", 400, "must be a decimal integer"},
@@ -54,7 +55,7 @@ func TestElectionBadInput(t *testing.T) {
 		{"wait not a duration", "GET", u + "/v1/locks/e?index=1&wait=5", "", 400, "is not a duration"},
 		{"unknown parameter", "GET", u + "/v1/elections/e?index=1&colour=red", "", 400, `unknown query parameter "colour"`},
 		{"repeated parameter", "GET", u + "/v1/elections/e?index=1&index=2", "", 400, "appears more than once"},
-		{"unknown action", "POST", u + "/v1/elections/e/abdicate", lease(""), 404, `unknown action "abdicate"`},
+		{"unknown action", "POST", u + "/v1/elections/e/abdicate", lease(""), 405, `POST needs an action`},
 		{"wrong method", "PUT", u + "/v1/elections/e", "", 405, "method PUT is not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func TestElectionBadInput(t *testing.T) {
 }
 
 // blockingRead runs a blocking read of an election in the background.
-func blockingRead(c *Client, name string, index uint64, wait time.Duration) <-chan ElectionStatus {
+func blockingRead(c *tclient, name string, index uint64, wait time.Duration) <-chan ElectionStatus {
 	out := make(chan ElectionStatus, 1)
 	go func() {
 		st, _ := c.WaitElection(context.Background(), name, index, wait)
@@ -212,7 +213,11 @@ func TestBlockedReadersCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2000}}
-	c := &Client{Addr: d.srv.URL, HTTP: hc}
+	cc, err := client.New(d.srv.URL, client.WithoutEnv(), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tclient{cc}
 	const readers = 1000
 	runtime.GC()
 	var before runtime.MemStats

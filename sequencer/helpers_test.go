@@ -37,10 +37,10 @@ func TestMain(m *testing.M) {
 
 // daemon is a Service with its HTTP API on a test server.
 type daemon struct {
-	svc    *Service
+	svc    tsvc
 	reg    *prometheus.Registry
 	srv    *httptest.Server
-	client *Client
+	client *tclient
 }
 
 type daemonOpts struct {
@@ -54,7 +54,7 @@ type daemonOpts struct {
 	logger  *slog.Logger // default the test log
 	signer  *fence.Signer
 	// campaigns are the daemon's own; their elections live under
-	// /seqd-test-elections/<test name>.
+	// <root>.elections (semaphores under <root>.semaphores).
 	campaigns []Candidate
 	identity  string
 	zkAuth    *zklock.DigestAuth
@@ -87,7 +87,8 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		Clock:          o.clock,
 		Logger:         o.logger,
 		Signer:         o.signer,
-		ElectionRoot:   "/seqd-test-elections/" + strings.ReplaceAll(t.Name(), "/", "_"),
+		SemaphoreRoot:  o.root + ".semaphores",
+		ElectionRoot:   o.root + ".elections",
 		Campaigns:      o.campaigns,
 		Identity:       o.identity,
 		ZKAuth:         o.zkAuth,
@@ -103,7 +104,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		srv.Close()
 		svc.Close(context.Background())
 	})
-	return &daemon{svc: svc, reg: o.reg, srv: srv, client: &Client{Addr: srv.URL}}
+	return &daemon{svc: tsvc{svc}, reg: o.reg, srv: srv, client: newTClient(srv.URL)}
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
@@ -203,7 +204,7 @@ func zkChildren(t testing.TB, servers []string, path string) []string {
 // wantStaleEverywhere has c renew, release and check old after the lock has
 // moved on to current: each must be a 409 stale_token naming current. It
 // returns the check's answer.
-func wantStaleEverywhere(t testing.TB, ctx context.Context, c *Client, old Lease, current uint64) CheckResponse {
+func wantStaleEverywhere(t testing.TB, ctx context.Context, c *tclient, old Lease, current uint64) CheckResponse {
 	t.Helper()
 	_, err := c.Renew(ctx, old.Name, old.LeaseID, old.Token, 0)
 	wantConflict(t, err, CodeStaleToken, current)

@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 )
 
@@ -28,13 +29,14 @@ type HandlerOptions struct {
 	Logger   *slog.Logger
 }
 
-// NewHandler serves the HTTP API over s: the endpoints and bodies of
-// api.go, plus /healthz, /readyz and, with a Gatherer, /metrics.
+// NewHandler serves the HTTP API over s: the routes of the families in
+// routes, /v1/check and /v1/renew, plus /healthz, /readyz and, with a
+// Gatherer, /metrics. The wire types are package client's.
 func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http")}
+	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http"), families: routes()}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
 		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
@@ -54,15 +56,87 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 		case strings.HasPrefix(p, "/v1/"):
 			v1.ServeHTTP(w, r)
 		default:
-			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, p), nil)
+			writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, p), Code: client.CodeNotFound})
 		}
 	})
 }
 
 type handler struct {
-	s     *Service
-	token string
-	log   *slog.Logger
+	s        *Service
+	token    string
+	log      *slog.Logger
+	families map[client.Family]*family
+}
+
+// family is the routes of one family of leases, one row of the table in
+// routes:
+//
+//	POST /v1/{family}/{name}/{action}   actions
+//	GET  /v1/{family}/{name}[?query]    status
+//	GET  /v1/{family}                   the family's leases on this daemon
+type family struct {
+	actions map[string]action
+	status  func(h *handler, r *http.Request, name string, q query) (any, uint64, error)
+}
+
+// action serves a POST to an action of a family: it reads the body and
+// returns the answer.
+type action func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error)
+
+// routes is the table of every family's routes: what differs between the
+// families is a row here.
+func routes() map[client.Family]*family {
+	return map[client.Family]*family{
+		client.Locks: {
+			actions: map[string]action{
+				"acquire": post((*Service).Acquire),
+				"renew":   post(renewIn(client.Locks)),
+				"release": post(releaseIn(client.Locks)),
+			},
+			status: lockStatus,
+		},
+		client.Semaphores: {
+			actions: map[string]action{
+				"acquire": post((*Service).AcquireSemaphore),
+				"renew":   post(renewIn(client.Semaphores)),
+				"release": post(releaseIn(client.Semaphores)),
+			},
+			status: semaphoreStatusRead,
+		},
+		client.Elections: {
+			actions: map[string]action{
+				"campaign": post((*Service).Campaign),
+				"renew":    post(renewIn(client.Elections)),
+				"resign":   post(releaseIn(client.Elections)),
+				"proclaim": post((*Service).Proclaim),
+			},
+			status: electionStatusRead,
+		},
+	}
+}
+
+// post is the action that decodes the body strictly into a Req and answers
+// with what do returns.
+func post[Req, Resp any](do func(*Service, context.Context, string, Req) (Resp, error)) action {
+	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
+		var req Req
+		if err := decode(w, r, &req); err != nil {
+			return nil, err
+		}
+		return do(h.s, r.Context(), name, req)
+	}
+}
+
+func renewIn(f client.Family) func(*Service, context.Context, string, client.LeaseRequest) (client.Lease, error) {
+	return func(s *Service, ctx context.Context, name string, req client.LeaseRequest) (client.Lease, error) {
+		return s.Renew(ctx, f, name, req)
+	}
+}
+
+func releaseIn(f client.Family) func(*Service, context.Context, string, client.LeaseRequest) (client.ReleaseResponse, error) {
+	return func(s *Service, ctx context.Context, name string, req client.LeaseRequest) (client.ReleaseResponse, error) {
+		return client.ReleaseResponse{Released: true}, s.Release(ctx, f, name, req)
+	}
 }
 
 func (h *handler) auth(next http.Handler) http.Handler {
@@ -74,7 +148,7 @@ func (h *handler) auth(next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>", nil)
+			writeError(w, http.StatusUnauthorized, client.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: client.CodeUnauthorized})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -82,10 +156,9 @@ func (h *handler) auth(next http.Handler) http.Handler {
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) {
-		return
+	if allow(w, r, http.MethodGet, http.MethodHead) {
+		writeJSON(w, http.StatusOK, client.ProbeResponse{Status: "ok"})
 	}
-	writeJSON(w, http.StatusOK, ProbeResponse{Status: "ok"})
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
@@ -93,261 +166,271 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.s.Ready() {
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the zookeeper session is not connected", nil)
+		writeError(w, http.StatusServiceUnavailable, client.ErrorBody{Error: "the zookeeper session is not connected", Code: client.CodeUnavailable})
 		return
 	}
-	writeJSON(w, http.StatusOK, ProbeResponse{Status: "ready"})
+	writeJSON(w, http.StatusOK, client.ProbeResponse{Status: "ready"})
 }
 
-// v1 routes by hand: lock names contain slashes, so the action is the last
-// path segment of a POST (a GET of ".../acquire" is the status of a lock
-// whose name ends in "acquire").
+// v1 routes by hand: names contain slashes, so the action is the last path
+// segment of a POST (a GET of ".../acquire" is the status of a lock whose
+// name ends in "acquire").
 func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	switch {
-	case p == "/v1/check":
+	p := strings.TrimPrefix(r.URL.Path, "/v1/")
+	switch p {
+	case "check":
 		if allow(w, r, http.MethodPost) {
-			h.check(w, r)
+			v, err := h.check(w, r)
+			h.answer(w, r, v, err)
 		}
 		return
-	case p == "/v1/renew":
+	case "renew":
 		if allow(w, r, http.MethodPost) {
 			h.renewMany(w, r)
 		}
 		return
-	case p == "/v1/locks" || p == "/v1/locks/":
-		if allow(w, r, http.MethodGet) {
-			writeJSON(w, http.StatusOK, LeaseList{Locks: h.s.Leases()})
+	}
+	fam, rest, _ := strings.Cut(p, "/")
+	f := h.families[client.Family(fam)]
+	switch {
+	case f == nil:
+		writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: client.CodeNotFound})
+	case rest == "":
+		if allow(w, r, http.MethodGet) && h.noQuery(w, r) {
+			writeJSON(w, http.StatusOK, client.LeaseList{Family: fam, Leases: h.s.Leases(client.Family(fam))})
 		}
+	case r.Method == http.MethodPost:
+		h.act(w, r, client.Family(fam), f, rest)
+	case r.Method == http.MethodGet:
+		h.status(w, r, f, rest)
+	default:
+		methods := []string{http.MethodGet}
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 && f.actions[rest[i+1:]] != nil {
+			methods = append(methods, http.MethodPost)
+		}
+		allow(w, r, methods...)
+	}
+}
+
+// act serves POST /v1/{family}/{name}/{action}. A POST to a path without a
+// known action is a POST to a status: 405.
+func (h *handler) act(w http.ResponseWriter, r *http.Request, fam client.Family, f *family, rest string) {
+	i := strings.LastIndexByte(rest, '/')
+	var do action
+	if i >= 0 {
+		do = f.actions[rest[i+1:]]
+	}
+	if do == nil {
+		names := make([]string, 0, len(f.actions))
+		for a := range f.actions {
+			names = append(names, a)
+		}
+		slices.Sort(names)
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, client.ErrorBody{
+			Error: fmt.Sprintf("POST needs an action: /v1/%s/{name}/{%s}; %s is a status, read with GET", fam, strings.Join(names, "|"), r.URL.Path),
+			Code:  client.CodeMethod,
+		})
 		return
 	}
-	if rest, ok := strings.CutPrefix(p, "/v1/elections/"); ok {
-		h.elections(w, r, rest)
+	v, err := do(h, w, r, rest[:i])
+	h.answer(w, r, v, err)
+}
+
+// status serves GET /v1/{family}/{name}[?index=I&wait=D&lease_id=ID].
+func (h *handler) status(w http.ResponseWriter, r *http.Request, f *family, name string) {
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
-	if rest, ok := strings.CutPrefix(p, "/v1/semaphores/"); ok {
-		h.semaphores(w, r, rest)
-		return
+	v, index, err := f.status(h, r, name, q)
+	if err == nil {
+		w.Header().Set(client.IndexHeader, strconv.FormatUint(index, 10))
 	}
-	rest, ok := strings.CutPrefix(p, "/v1/locks/")
+	h.answer(w, r, v, err)
+}
+
+// safeFor is the safe_for_ms of a status read that names a lease of this
+// daemon; nil when it names none.
+func (h *handler) safeFor(f client.Family, name string, q query) *int64 {
+	if q.leaseID == "" {
+		return nil
+	}
+	safe, ok := h.s.SafeFor(f, name, q.leaseID)
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s", p), nil)
-		return
+		return nil
 	}
-	if r.Method == http.MethodPost {
-		i := strings.LastIndexByte(rest, '/')
-		if i < 0 {
-			w.Header().Set("Allow", "GET")
-			writeError(w, http.StatusMethodNotAllowed, CodeMethod, "POST needs an action: /v1/locks/{name}/acquire, /renew or /release", nil)
-			return
-		}
-		name, action := rest[:i], rest[i+1:]
-		switch action {
-		case "acquire":
-			h.acquire(w, r, name)
-		case "renew":
-			h.renew(w, r, name)
-		case "release":
-			h.release(w, r, name)
-		default:
-			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("unknown action %q: use acquire, renew or release", action), nil)
-		}
-		return
-	}
-	if !allow(w, r, http.MethodGet) {
-		return
-	}
-	q, ok := blockingQuery(w, r)
-	if !ok {
-		return
-	}
+	ms := safe.Milliseconds()
+	return &ms
+}
+
+func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	var (
-		st  LockStatus
+		st  client.LockStatus
 		err error
 	)
 	if q.blocking {
-		st, err = h.s.WaitLock(r.Context(), rest, q.index, q.wait)
+		st, err = h.s.WaitLock(r.Context(), name, q.index, q.wait)
 	} else {
-		st, err = h.s.Status(r.Context(), rest)
+		st, err = h.s.Status(r.Context(), name)
 	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if q.leaseID != "" {
-		// The holder asks how long it is safe: only with its own lease's id.
-		if safe, ok := h.s.SafeFor(rest, q.leaseID); ok {
-			ms := safe.Milliseconds()
-			st.SafeForMS = &ms
-		}
-	}
-	w.Header().Set(IndexHeader, strconv.FormatUint(st.Index, 10))
-	writeJSON(w, http.StatusOK, st)
+	st.SafeForMS = h.safeFor(client.Locks, name, q)
+	return st, st.Index, err
 }
 
-// acquireArgs reads the ttl, wait and lease_id of an acquire or a campaign,
-// with their defaults.
-func acquireArgs(ttlIn, waitIn *Duration, leaseID string) (ttl, wait time.Duration, opts []AcquireOption) {
-	ttl = DefaultTTL
-	if ttlIn != nil {
-		ttl = time.Duration(*ttlIn)
+func semaphoreStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
+	var (
+		st  client.SemaphoreStatus
+		err error
+	)
+	if q.blocking {
+		st, err = h.s.WaitSemaphore(r.Context(), name, q.index, q.wait)
+	} else {
+		st, err = h.s.SemaphoreStatus(r.Context(), name)
 	}
-	if waitIn != nil {
-		wait = time.Duration(*waitIn)
-	}
-	if leaseID != "" {
-		opts = append(opts, WithLeaseID(leaseID))
-	}
-	return ttl, wait, opts
+	st.SafeForMS = h.safeFor(client.Semaphores, name, q)
+	return st, st.Index, err
 }
 
-func (h *handler) acquire(w http.ResponseWriter, r *http.Request, name string) {
-	var req AcquireRequest
-	if !decodeAcquire(w, r, &req) {
-		return
+func electionStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
+	var (
+		st  client.ElectionStatus
+		err error
+	)
+	if q.blocking {
+		st, err = h.s.WaitElection(r.Context(), name, q.index, q.wait)
+	} else {
+		st, err = h.s.ElectionStatus(r.Context(), name)
 	}
-	ttl, wait, opts := acquireArgs(req.TTL, req.Wait, req.LeaseID)
-	if req.LockDelay != nil {
-		opts = append(opts, WithLockDelay(time.Duration(*req.LockDelay)))
-	}
-	switch req.Mode {
-	case "", ModeExclusive:
-	case ModeShared:
-		opts = append(opts, WithShared())
-	default:
-		writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("mode %.40q: want exclusive or shared", req.Mode), nil)
-		return
-	}
-	l, err := h.s.Acquire(r.Context(), name, req.Owner, ttl, wait, opts...)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeLease(w, http.StatusOK, &l)
+	st.SafeForMS = h.safeFor(client.Elections, name, q)
+	return st, st.Index, err
 }
 
-func (h *handler) renew(w http.ResponseWriter, r *http.Request, name string) {
-	var req LeaseRequest
-	if !decodeLease(w, r, &req) {
-		return
+// noQuery refuses a query on a route that takes none.
+func (h *handler) noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery != "" {
+		h.fail(w, r, badRequest("%s takes no query parameters", r.URL.Path))
+		return false
 	}
-	var ttl time.Duration
-	if req.TTL != nil {
-		ttl = time.Duration(*req.TTL)
-	}
-	l, err := h.s.Renew(r.Context(), name, req.LeaseID, req.Token, ttl)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeLease(w, http.StatusOK, &l)
+	return true
 }
 
-func (h *handler) release(w http.ResponseWriter, r *http.Request, name string) {
-	var req LeaseRequest
-	if !decodeLease(w, r, &req) {
-		return
+// check serves POST /v1/check: a sequencer (plain or signed, of any kind),
+// or an exclusive lock's name and token.
+func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req client.CheckRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
 	}
-	if req.TTL != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "release takes no ttl", nil)
-		return
-	}
-	if err := h.s.Release(r.Context(), name, req.LeaseID, req.Token); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeReleased(w)
-}
-
-func (h *handler) check(w http.ResponseWriter, r *http.Request) {
-	var req CheckRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	name, token := req.Name, req.Token
+	seq := fence.Sequencer{Name: req.Name, Token: req.Token}
 	switch {
 	case req.Sequencer != "" && (req.Name != "" || req.Token != 0):
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "send either sequencer or name and token, not both", nil)
-		return
+		return nil, badRequest("send either sequencer or name and token, not both")
 	case req.Sequencer != "":
 		var err error
-		if name, token, err = h.s.parseSequencer(req.Sequencer); err != nil {
-			status, code := http.StatusBadRequest, CodeBadRequest
-			if errors.Is(err, fence.ErrBadSignature) {
-				status, code = http.StatusForbidden, CodeBadSignature
-			}
-			writeError(w, status, code, err.Error(), nil)
-			return
+		if seq, err = h.s.parseSequencer(req.Sequencer); err != nil {
+			return nil, err
 		}
 	case req.Name == "":
-		writeError(w, http.StatusBadRequest, CodeBadRequest, `send {"sequencer":"name@token"} or {"name":"…","token":N}`, nil)
-		return
+		return nil, badRequest(`send {"sequencer":"[kind:]name@token"} or {"name":"…","token":N}`)
 	}
-	cur, err := h.s.Check(r.Context(), name, token)
+	cur, err := h.s.Check(r.Context(), seq)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
-		writeJSON(w, http.StatusConflict, CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		writeJSON(w, http.StatusConflict, client.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		return nil, errAnswered
+	}
+	if err != nil {
+		return nil, err
+	}
+	return client.CheckResponse{Valid: true, CurrentToken: cur}, nil
+}
+
+// errAnswered: the handler wrote the answer itself.
+var errAnswered = errors.New("answered")
+
+// renewMany serves POST /v1/renew.
+func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
+	var req client.RenewManyRequest
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, r, err)
 		return
 	}
+	leases, errs, err := h.s.RenewMany(r.Context(), req)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, CheckResponse{Valid: true, CurrentToken: cur})
+	writeJSON(w, http.StatusOK, h.renewManyAnswer(req, leases, errs, func(err error) (int, client.ErrorBody) { return h.failure(r, err) }))
+}
+
+// answer writes v, or the error.
+func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	switch {
+	case errors.Is(err, errAnswered):
+	case err != nil:
+		h.fail(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
 }
 
 func conflictCode(ce *ConflictError) string {
 	switch {
 	case errors.Is(ce.Err, fence.ErrStaleToken):
-		return CodeStaleToken
-	case errors.Is(ce.Err, ErrHeld):
-		return CodeHeld
-	case errors.Is(ce.Err, ErrNotHeld):
-		return CodeNotHeld
+		return client.CodeStaleToken
+	case errors.Is(ce.Err, client.ErrHeld):
+		return client.CodeHeld
+	case errors.Is(ce.Err, client.ErrNotHeld):
+		return client.CodeNotHeld
+	case errors.Is(ce.Err, client.ErrLimitMismatch):
+		return client.CodeLimitMismatch
 	}
-	return CodeLost
+	return client.CodeLost
 }
 
-// fail maps a Service error to its status and code.
+// fail writes the answer to err.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := h.failure(r, err)
-	writeError(w, status, body.Code, body.Error, body.CurrentToken)
+	writeError(w, status, body)
 }
 
 // failure is the status and body that answer err.
-func (h *handler) failure(r *http.Request, err error) (int, ErrorBody) {
-	var ce *ConflictError
+func (h *handler) failure(r *http.Request, err error) (int, client.ErrorBody) {
+	var (
+		ce *ConflictError
+		re *RequestError
+		ue *UnavailableError
+		se *fence.SequencerError
+	)
 	switch {
 	case errors.As(err, &ce):
-		var cur *uint64
+		body := client.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
 		if ce.CurrentToken != 0 {
-			cur = &ce.CurrentToken
+			body.CurrentToken = &ce.CurrentToken
 		}
-		return http.StatusConflict, ErrorBody{Error: ce.Error(), Code: conflictCode(ce), CurrentToken: cur}
-	case errors.Is(err, ErrBadRequest):
-		return http.StatusBadRequest, ErrorBody{Error: sentence(err), Code: CodeBadRequest}
-	case errors.Is(err, ErrUnavailable):
-		return http.StatusServiceUnavailable, ErrorBody{Error: sentence(err), Code: CodeUnavailable}
+		if errors.Is(ce.Err, client.ErrLimitMismatch) {
+			body.Limit = &ce.Limit
+		}
+		return http.StatusConflict, body
+	case errors.As(err, &re):
+		return http.StatusBadRequest, client.ErrorBody{Error: re.Msg, Code: client.CodeBadRequest}
+	case errors.As(err, &se) && errors.Is(se.Err, fence.ErrBadSignature):
+		return http.StatusForbidden, client.ErrorBody{Error: "bad sequencer signature: " + se.Reason + ": seqd did not sign this sequencer", Code: client.CodeBadSignature}
+	case errors.As(err, &se):
+		return http.StatusBadRequest, client.ErrorBody{Error: "invalid sequencer: " + se.Reason, Code: client.CodeBadRequest}
+	case errors.As(err, &ue):
+		return http.StatusServiceUnavailable, client.ErrorBody{Error: ue.Error(), Code: client.CodeUnavailable}
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this.
-		return 499, ErrorBody{Error: "request canceled", Code: "canceled"}
-	default:
-		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		return http.StatusInternalServerError, ErrorBody{Error: err.Error(), Code: CodeInternal}
+		return 499, client.ErrorBody{Error: "request canceled", Code: "canceled"}
 	}
+	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	return http.StatusInternalServerError, client.ErrorBody{Error: err.Error(), Code: client.CodeInternal}
 }
 
-// sentence strips the package prefixes of a wrapped sentinel for the API.
-func sentence(err error) string {
-	s := err.Error()
-	for _, p := range []string{"sequencer: bad request: ", "sequencer: zookeeper unavailable: ", "zklock: invalid lock name: "} {
-		s = strings.Replace(s, p, "", 1)
-	}
-	return s
-}
-
-// decode reads a JSON body strictly: at most MaxBodyBytes, no unknown
-// fields, one value. It answers 400 itself and reports whether to go on.
+// allow answers 405 with Allow unless r's method is one of methods.
 func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	for _, m := range methods {
 		if r.Method == m {
@@ -355,25 +438,14 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 		}
 	}
 	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("method %s is not allowed here; use %s", r.Method, strings.Join(methods, " or ")), nil)
+	writeError(w, http.StatusMethodNotAllowed, client.ErrorBody{Error: fmt.Sprintf("method %s is not allowed here; use %s", r.Method, strings.Join(methods, " or ")), Code: client.CodeMethod})
 	return false
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string, current *uint64) {
-	e := ErrorBody{Error: msg, Code: code, CurrentToken: current}
-	if strictJSONOnly.Load() {
-		writeJSON(w, status, e)
-		return
-	}
-	bp := getBuf()
-	b := appendErrorBody((*bp)[:0], &e)
-	writeBytes(w, status, b)
-	putBuf(bp, b)
-}
+func writeError(w http.ResponseWriter, status int, e client.ErrorBody) { writeJSON(w, status, e) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
+	json.NewEncoder(w).Encode(v)
 }

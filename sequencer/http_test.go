@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/seqd/seqd/client"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestBadInput(t *testing.T) {
 		{"leading dotdot", "POST", u + "/v1/locks/../x/acquire", `{"owner":"B"}`, 400, `".." segment`},
 		{"dot segment", "POST", u + "/v1/locks/a/./b/acquire", `{"owner":"B"}`, 400, `"." segment`},
 		{"empty segment", "POST", u + "/v1/locks/a//b/acquire", `{"owner":"B"}`, 400, "empty path segment"},
-		{"300 bytes", "POST", u + "/v1/locks/" + strings.Repeat("n", 300) + "/acquire", `{"owner":"B"}`, 400, "300 bytes is longer than 256"},
+		{"300 bytes", "POST", u + "/v1/locks/" + strings.Repeat("n", 300) + "/acquire", `{"owner":"B"}`, 400, "the name is 300 bytes, longer than 256"},
 		{"space", "POST", u + "/v1/locks/sp%20ace/acquire", `{"owner":"B"}`, 400, "has the character ' '"},
 		{"non-ASCII", "POST", u + "/v1/locks/%C3%BCber/acquire", `{"owner":"B"}`, 400, "has the character"},
 		{"status of a bad name", "GET", u + "/v1/locks/a%20b", "", 400, "has the character ' '"},
@@ -77,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		{"wrong method on an action", "PUT", u + "/v1/locks/held/acquire", `{"owner":"B"}`, 405, "method PUT is not allowed"},
 		{"wrong method on check", "GET", u + "/v1/check", "", 405, "method GET is not allowed"},
 		{"wrong method on list", "DELETE", u + "/v1/locks", "", 405, "method DELETE is not allowed"},
-		{"unknown action", "POST", u + "/v1/locks/held/steal", lease(""), 404, `unknown action "steal"`},
+		{"unknown action", "POST", u + "/v1/locks/held/steal", lease(""), 405, `POST needs an action`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := httpDo(t, tc.method, tc.url, tc.body)
@@ -118,7 +119,7 @@ func TestBadInput(t *testing.T) {
 func TestAuthAndProbes(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	srv := httpTestServer(t, NewHandler(d.svc, HandlerOptions{APIToken: "s3cret"}))
+	srv := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret"}))
 	if st, body := httpDo(t, "GET", srv+"/v1/locks", ""); st != 401 || !strings.Contains(body, "bearer token") {
 		t.Fatalf("no token: %d %s, want 401", st, body)
 	}
@@ -127,7 +128,7 @@ func TestAuthAndProbes(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("wrong token: %v %v, want 401", resp, err)
 	}
-	c := &Client{Addr: srv, APIToken: "s3cret"}
+	c := tokenClient(t, srv, "s3cret")
 	if _, err := c.Leases(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatalf("right token: %v", err)
 	}
@@ -145,8 +146,7 @@ func TestAuthAndProbes(t *testing.T) {
 	if st, _ := httpDo(t, "GET", srv+"/healthz", ""); st != 200 {
 		t.Fatalf("healthz after the session closed = %d, want 200", st)
 	}
-	c2 := &Client{Addr: srv, APIToken: "s3cret"}
-	if _, err := c2.Acquire(ctxT(t, 10*time.Second), "x", "A", 0, 0); !isStatus(err, 503) {
+	if _, err := c.Acquire(ctxT(t, 10*time.Second), "x", "A", 0, 0); !isStatus(err, 503) {
 		t.Fatalf("acquire without a session = %v, want 503", err)
 	}
 }
@@ -241,4 +241,12 @@ func normalize(s string, names map[string]string) string {
 		return m
 	})
 	return s
+}
+
+func tokenClient(t testing.TB, addr, token string) *tclient {
+	c, err := client.New(addr, client.WithoutEnv(), client.WithAPIToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tclient{c}
 }

@@ -4,18 +4,18 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sort"
 	"time"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
-// The lease lifecycle: acquire, renew, release, and the end of a lease by
-// release, expiry or loss of its grant.
+// The lease lifecycle, the same for every kind: renew, release, and the end
+// of a lease by release, expiry or loss of its grant.
 
 type leaseState uint8
 
@@ -26,27 +26,37 @@ const (
 	lost
 )
 
-// leaseKind tells a lock's lease from an election's (a leadership).
-type leaseKind uint8
-
-const (
-	lockLease leaseKind = iota
-	electionLease
-)
-
-func (k leaseKind) String() string {
-	if k == electionLease {
-		return "election"
+// familyOf is the family of the API that serves leases of kind k.
+func familyOf(k fence.Kind) client.Family {
+	switch k {
+	case fence.KindSemaphore:
+		return client.Semaphores
+	case fence.KindElection:
+		return client.Elections
 	}
-	return "lock"
+	return client.Locks
 }
 
-// leaseKey is the key of byName: lock and election names are apart.
-func leaseKey(k leaseKind, name string) string {
-	if k == electionLease {
-		return "election:" + name // ':' is not allowed in a name
+// kindsOf is the kinds of lease a family serves.
+func kindsOf(f client.Family) []fence.Kind {
+	switch f {
+	case client.Semaphores:
+		return []fence.Kind{fence.KindSemaphore}
+	case client.Elections:
+		return []fence.Kind{fence.KindElection}
 	}
-	return name
+	return []fence.Kind{fence.KindLock, fence.KindShared}
+}
+
+// single reports whether a kind has one holder at a time (one current
+// token), so that byName can find it.
+func single(k fence.Kind) bool { return k == fence.KindLock || k == fence.KindElection }
+
+// byNameKey is the key of byName: a lock's and an election's names are
+// apart.
+type byNameKey struct {
+	kind fence.Kind
+	name string
 }
 
 // A daemon holds many leases: the fields are ordered, and sized, to keep
@@ -56,19 +66,19 @@ type lease struct {
 	lead  *zklock.Leadership // elections only
 	name  string
 	owner string
+	value string // an election's published value
 	// signed is the grant's signed sequencer when the daemon signs: made
 	// once, at grant, since every answer about the lease carries it. An
 	// unsigned sequencer is made when asked for.
 	signed  string
 	ttl     time.Duration
+	delay   time.Duration // a lock's lock-delay
 	expires time.Time
 	id      leaseID
 	at      int32 // index in the expiry schedule (Service.exp); -1 when out of it
-	limit   int32 // a semaphore's limit; 0 for a lock
-	kind    leaseKind
+	limit   int32 // a semaphore's limit
+	kind    fence.Kind
 	state   leaseState
-	shared  bool // a lock's shared lease (a reader)
-	delayed bool // a lock's lease with a lock-delay
 }
 
 // leaseID is a lease's id: 16 random bytes, 32 lowercase hex digits on the
@@ -87,6 +97,18 @@ func parseLeaseID(s string) (id leaseID, ok bool) {
 	return id, err == nil
 }
 
+func validLeaseID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // lookupLocked is the live lease with the id s (in wire form), or nil; s.mu
 // must be held.
 func (s *Service) lookupLocked(id string) *lease {
@@ -97,12 +119,42 @@ func (s *Service) lookupLocked(id string) *lease {
 	return s.leases[k]
 }
 
-// sequencer is the lease's sequencer, signed if the daemon signs.
-func (l *lease) sequencer() string {
+// seq is the lease's sequencer, unsigned.
+func (l *lease) seq() fence.Sequencer {
+	return fence.Sequencer{Kind: l.kind, Name: l.name, Token: l.grant.Token}
+}
+
+// view is the API form of l, as its holder sees it: with the lease id and
+// the signed sequencer; s.mu must be held.
+func (l *lease) view() client.Lease {
+	v := l.listed()
+	v.LeaseID = l.id.String()
 	if l.signed != "" {
-		return l.signed
+		v.Sequencer = l.signed
 	}
-	return fence.FormatSequencer(l.name, l.grant.Token)
+	return v
+}
+
+// listed is the API form of l as a listing shows it to anyone: no lease id
+// and an unsigned sequencer, since a signed one is a bearer capability;
+// s.mu must be held.
+func (l *lease) listed() client.Lease {
+	v := client.Lease{
+		Name:      l.name,
+		Token:     l.grant.Token,
+		Sequencer: l.seq().String(),
+		Owner:     l.owner,
+		TTL:       client.Duration(l.ttl),
+		ExpiresAt: l.expires.UTC(),
+		Limit:     int(l.limit),
+	}
+	switch l.kind {
+	case fence.KindElection:
+		v.Term = l.grant.Token
+	case fence.KindShared:
+		v.Mode = client.ModeShared
+	}
+	return v
 }
 
 // contenderData is stored in each contender node. `seqd lock` writes the
@@ -111,38 +163,6 @@ type contenderData struct {
 	Owner   string `json:"owner"`
 	Daemon  string `json:"daemon,omitempty"`
 	Command string `json:"command,omitempty"`
-}
-
-// view is the API form of l; s.mu must be held.
-func (l *lease) view() Lease {
-	return Lease{
-		Name:      l.name,
-		Token:     l.grant.Token,
-		Sequencer: l.sequencer(),
-		LeaseID:   l.id.String(),
-		Owner:     l.owner,
-		TTL:       Duration(l.ttl),
-		ExpiresAt: l.expires.UTC(),
-		Term:      l.term(),
-		Limit:     int(l.limit),
-		Mode:      l.mode(),
-	}
-}
-
-// term is the leadership's term; 0 for a lock's lease.
-func (l *lease) term() uint64 {
-	if l.kind == electionLease {
-		return l.grant.Token
-	}
-	return 0
-}
-
-// mode is the lease's mode on the wire: "shared", or "" for exclusive.
-func (l *lease) mode() string {
-	if l.shared {
-		return ModeShared
-	}
-	return ""
 }
 
 // end moves a live lease to state, counts and logs it, and releases its
@@ -167,7 +187,7 @@ func (s *Service) claimLocked(l *lease, state leaseState) bool {
 	}
 	l.state = state
 	delete(s.leases, l.id)
-	if key := leaseKey(l.kind, l.name); s.byName[key] == l {
+	if key := (byNameKey{l.kind, l.name}); s.byName[key] == l {
 		delete(s.byName, key)
 	}
 	s.unscheduleLocked(l)
@@ -188,73 +208,74 @@ func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason 
 		release = l.grant.ReleaseOnClose
 	}
 	err := release(ctx)
-	if l.kind == electionLease {
-		s.watches.touch(watchKey{election: true, name: l.name})
+	if l.kind == fence.KindElection {
+		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
 		return
 	}
 	s.m.Release(l.name, reason)
 	switch {
 	case state == expired:
-		s.log.Warn("lease expired", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
+		s.log.Warn("lease expired", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner)
 	case state == lost:
-		s.log.Warn("lease lost", "lock", l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
+		s.log.Warn("lease lost", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
 	case closing:
 		// One line for all of them: Close logs how many.
-		s.log.Debug("released", "lock", l.name, "token", l.grant.Token, "owner", l.owner)
+		s.log.Debug("released", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner)
 	default:
-		s.log.LogAttrs(ctx, slog.LevelDebug, "released", slog.String("lock", l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner))
+		s.log.LogAttrs(ctx, slog.LevelDebug, "released", slog.String(noun(l.kind), l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner))
 	}
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
-		s.log.Warn("release: contender left for the janitor", "lock", l.name, "err", err)
+		s.log.Warn("release: contender left for the janitor", noun(l.kind), l.name, "err", err)
 	}
 }
 
-// leaseFor finds the live lease for a renew or release. If there is none,
-// it asks ZooKeeper for the lock's current token and answers 409:
-// stale_token when the lock has moved on to a higher token, lost otherwise.
-func (s *Service) leaseFor(ctx context.Context, k leaseKind, name, leaseID string, token uint64, source string) (*lease, error) {
-	if err := validateName(name); err != nil {
+// leaseFor finds the live lease of family f for a renew, release or
+// proclaim. If there is none, it asks ZooKeeper for the current token and
+// answers 409: stale_token when the lock or election has moved on to a
+// higher token, lost otherwise.
+func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, req client.LeaseRequest, source string) (*lease, error) {
+	if err := validateName(f, name); err != nil {
 		return nil, err
 	}
-	if leaseID == "" {
-		return nil, fmt.Errorf("%w: lease_id is required", ErrBadRequest)
-	}
-	if token == 0 {
-		return nil, fmt.Errorf("%w: token is required and must be a positive integer", ErrBadRequest)
+	switch {
+	case req.LeaseID == "":
+		return nil, badRequest("lease_id is required")
+	case !validLeaseID(req.LeaseID):
+		return nil, badRequest("lease_id %.40q must be 32 lowercase hex digits", req.LeaseID)
+	case req.Token == 0:
+		return nil, badRequest("token is required and must be a positive integer")
 	}
 	s.mu.Lock()
-	l := s.lookupLocked(leaseID)
+	l := s.lookupLocked(req.LeaseID)
 	s.mu.Unlock()
-	if l != nil && l.kind != k {
-		return nil, fmt.Errorf("%w: lease %s is not for %s %q", ErrBadRequest, leaseID, k, name)
-	}
-	if l != nil && l.limit != 0 {
-		return nil, fmt.Errorf("%w: lease %s is for semaphore %q, not lock %q", ErrBadRequest, leaseID, l.name, name)
-	}
-	if l != nil && l.name != name {
-		return nil, fmt.Errorf("%w: lease %s is for %s %q, not %q", ErrBadRequest, leaseID, k, l.name, name)
-	}
-	if l != nil && l.grant.Err() == nil && token == l.grant.Token {
-		return l, nil
-	}
-	if l != nil && token > l.grant.Token {
-		return nil, fmt.Errorf("%w: token %d was never issued to lease %s", ErrBadRequest, token, leaseID)
+	kind := kindsOf(f)[0]
+	if l != nil {
+		if familyOf(l.kind) != f || l.name != name {
+			return nil, badRequest("lease %s is for %s %q, not %s %q", req.LeaseID, noun(l.kind), l.name, noun(kind), name)
+		}
+		kind = l.kind
+		if l.grant.Err() == nil && req.Token == l.grant.Token {
+			return l, nil
+		}
+		if req.Token > l.grant.Token {
+			return nil, badRequest("%s %d was never issued to lease %s", tokenWord(kind), req.Token, req.LeaseID)
+		}
 	}
 	// The lease is gone (or the token is older than the lease's): what is
-	// the lock's token now?
-	cur, err := s.currentToken(ctx, k, name)
+	// the current token now?
+	cur, err := s.currentToken(ctx, kind, name)
 	if err != nil {
 		return nil, err
 	}
-	if cur > token {
-		if k == lockLease {
+	if cur > req.Token {
+		if kind != fence.KindElection {
 			s.m.StaleRejected(name, source)
 		}
-		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", cur, "source", source)
-		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: cur}, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease}
+		s.log.Warn("stale token rejected", noun(kind), name, "token", req.Token, "current_token", cur, "source", source)
+		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: req.Token, Max: cur}, Kind: kind, Name: name, Token: req.Token, CurrentToken: cur}
 	}
-	return nil, &ConflictError{Err: ErrLost, Name: name, Token: token, CurrentToken: cur, Election: k == electionLease, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: client.ErrLost, Kind: kind, Name: name, Token: req.Token, CurrentToken: cur, Ended: s.endedAs(l)}
 }
 
 // endedAs names how l ended, for messages; "" when the daemon no longer
@@ -274,64 +295,64 @@ func (s *Service) endedAs(l *lease) string {
 	return "lost"
 }
 
-// Renew extends a live lease by its TTL (or ttl, if not zero) and keeps its
-// token. While ZooKeeper is unreachable it answers ErrUnavailable: the
-// lease cannot be vouched for.
-func (s *Service) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return s.renew(ctx, lockLease, name, leaseID, token, ttl)
+// lostError is the 409 of a live lease found ended.
+func (s *Service) lostError(l *lease, token uint64) error {
+	return &ConflictError{Err: client.ErrLost, Kind: l.kind, Name: l.name, Token: token, Ended: s.endedAs(l)}
 }
 
-func (s *Service) renew(ctx context.Context, k leaseKind, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	if ttl != 0 {
-		if err := validateTTL(ttl); err != nil {
-			return Lease{}, err
-		}
-	}
-	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew)
+// Renew extends a live lease of family f by its TTL (or req.TTL, which then
+// becomes its TTL) and keeps its token. While ZooKeeper is unreachable it
+// answers an *UnavailableError: the lease cannot be vouched for.
+func (s *Service) Renew(ctx context.Context, f client.Family, name string, req client.LeaseRequest) (client.Lease, error) {
+	ttl, err := optionalTTL(req.TTL)
 	if err != nil {
-		return Lease{}, err
+		return client.Lease{}, err
 	}
-	return s.renewLease(ctx, k, l, leaseID, token, ttl, true)
+	l, err := s.leaseFor(ctx, f, name, req, metrics.SourceRenew)
+	if err != nil {
+		return client.Lease{}, err
+	}
+	return s.renewLease(ctx, l, req, ttl)
 }
 
-// renewLease extends the live lease l (ttl 0 keeps its TTL). With verify,
-// it first checks that l's contender is still the lowest (a lock's or an
-// election's; a semaphore's holders are not ordered that way).
-func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID string, token uint64, ttl time.Duration, verify bool) (Lease, error) {
-	name := l.name
-	sess, err := s.session()
-	if err != nil {
-		return Lease{}, err
+// optionalTTL reads an optional TTL: 0 when absent.
+func optionalTTL(d *client.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
 	}
-	if !sess.Connected() || !sess.Live() {
-		return Lease{}, fmt.Errorf("%w: disconnected from zookeeper; the lease cannot be renewed now", ErrUnavailable)
+	return time.Duration(*d), validateTTL(time.Duration(*d))
+}
+
+// renewLease extends the live lease l (ttl 0 keeps its TTL), after checking
+// in ZooKeeper that its grant still holds: a lock's or an election's
+// contender is still the lowest, a semaphore's lease node still there and
+// ours.
+func (s *Service) renewLease(ctx context.Context, l *lease, req client.LeaseRequest, ttl time.Duration) (client.Lease, error) {
+	if _, err := s.liveSession(); err != nil {
+		return client.Lease{}, unavailable("disconnected from zookeeper; the lease cannot be renewed now", nil)
 	}
-	// Still the lowest contender? One planted below it has taken the lock,
-	// and check would already name another holder.
-	if verify {
-		if err := l.grant.Verify(ctx); err != nil {
-			switch {
-			case l.grant.Err() == nil: // ZooKeeper did not answer
-				if ctx.Err() != nil {
-					return Lease{}, ctx.Err()
-				}
-				return Lease{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-			case errors.Is(err, zklock.ErrLockLost):
-				s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
-				// Answer as for any ended lease: stale when the lock moved on.
-				if _, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRenew); err != nil {
-					return Lease{}, err
-				}
+	if err := l.grant.Verify(ctx); err != nil {
+		switch {
+		case l.grant.Err() == nil: // ZooKeeper did not answer
+			if ctx.Err() != nil {
+				return client.Lease{}, ctx.Err()
 			}
-			return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
+			return client.Lease{}, unavailable("zookeeper did not answer", err)
+		case errors.Is(err, zklock.ErrLockLost):
+			s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
+			// Answer as for any ended lease: stale when the lock moved on.
+			if _, err := s.leaseFor(ctx, familyOf(l.kind), l.name, req, metrics.SourceRenew); err != nil {
+				return client.Lease{}, err
+			}
 		}
+		return client.Lease{}, s.lostError(l, req.Token)
 	}
 	s.mu.Lock()
 	// Not past its TTL (the expiry schedule may not have ended it yet) and its
 	// grant not lost: a renewal never revives a lease that has ended.
 	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
-		return Lease{}, &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
+		return client.Lease{}, s.lostError(l, req.Token)
 	}
 	if ttl != 0 {
 		l.ttl = ttl
@@ -340,36 +361,37 @@ func (s *Service) renewLease(ctx context.Context, k leaseKind, l *lease, leaseID
 	s.scheduleLocked(l)
 	out := l.view()
 	s.mu.Unlock()
-	if k == lockLease {
-		s.m.Renewal(name)
+	if l.kind != fence.KindElection {
+		s.m.Renewal(l.name)
 	}
 	return out, nil
 }
 
-// Release ends a live lease and deletes its contender.
-func (s *Service) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	return s.release(ctx, lockLease, name, leaseID, token)
-}
-
-func (s *Service) release(ctx context.Context, k leaseKind, name, leaseID string, token uint64) error {
-	l, err := s.leaseFor(ctx, k, name, leaseID, token, metrics.SourceRelease)
+// Release ends a live lease of family f and deletes its contender (for an
+// election, resigns: the next candidate is elected at once).
+func (s *Service) Release(ctx context.Context, f client.Family, name string, req client.LeaseRequest) error {
+	if req.TTL != nil {
+		return badRequest("a release takes no ttl")
+	}
+	l, err := s.leaseFor(ctx, f, name, req, metrics.SourceRelease)
 	if err != nil {
 		return err
 	}
 	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return &ConflictError{Err: ErrLost, Name: name, Token: token, Election: k == electionLease, Ended: s.endedAs(l)}
+		return s.lostError(l, req.Token)
 	}
 	return nil
 }
 
-// SafeFor is how long the live lease id on name is guaranteed to hold: until
-// its TTL passes or the session could expire, whichever is first (0 once it
-// has ended). ok is false when id is not a lease of name on this daemon.
-func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
+// SafeFor is how long the live lease id of family f on name is guaranteed
+// to hold: until its TTL passes or the session could expire, whichever is
+// first (0 once it has ended). ok is false when id is not such a lease on
+// this daemon.
+func (s *Service) SafeFor(f client.Family, name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lookupLocked(id)
-	if l == nil || l.name != name || l.kind != lockLease {
+	if l == nil || l.name != name || familyOf(l.kind) != f {
 		return 0, false
 	}
 	if l.state != live {
@@ -378,17 +400,15 @@ func (s *Service) SafeFor(name, id string) (safe time.Duration, ok bool) {
 	return max(0, min(l.expires.Sub(s.clock.Now()), l.grant.SafeFor())), true
 }
 
-// Leases lists the live leases of this daemon, by name.
-func (s *Service) Leases() []Lease {
+// Leases lists the live leases of family f held through this daemon, by
+// name, as a listing shows them: no lease ids, no signed sequencers.
+func (s *Service) Leases(f client.Family) []client.Lease {
 	s.mu.Lock()
-	out := make([]Lease, 0, len(s.leases))
+	out := make([]client.Lease, 0, len(s.leases))
 	for _, l := range s.leases {
-		if l.kind != lockLease {
-			continue
+		if familyOf(l.kind) == f {
+			out = append(out, l.listed())
 		}
-		v := l.view()
-		v.LeaseID = "" // a listing never gives out what proves a lease
-		out = append(out, v)
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -54,7 +54,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	spec := openAPIResponses(t)
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	authed := httpTestServer(t, NewHandler(d.svc, HandlerOptions{APIToken: "s3cret-token-for-tests"}))
+	authed := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret-token-for-tests"}))
 	u := d.srv.URL
 	const id1, id2 = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 
@@ -103,8 +103,8 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	a := do(acq, "POST", u+"/v1/locks/api/acquire", `{"owner":"a","lease_id":"`+id1+`"}`, 200)
 	do(acq, "POST", u+"/v1/locks/api/acquire", `{"owner":"b"}`, 409)
 	do(acq, "POST", u+"/v1/locks/a..b/../acquire", `{"owner":"b"}`, 400)
-	do(lock, "GET", u+"/v1/locks/api/nope", "", 200) // a GET reads the lock "api/nope"
-	do(acq, "POST", u+"/v1/locks/api/nope", `{}`, 404)
+	do(lock, "GET", u+"/v1/locks/api/nope", "", 200)    // a GET reads the lock "api/nope"
+	do(lock, "POST", u+"/v1/locks/api/nope", `{}`, 405) // a POST without an action is one to a status
 	do(ren, "POST", u+"/v1/locks/api/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, id1, tok(a)), 200)
 	do(ren, "POST", u+"/v1/locks/api/renew", `{"lease_id":"x"}`, 400)
 	do(lock, "GET", u+"/v1/locks/api", "", 200)

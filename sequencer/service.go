@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,66 +17,16 @@ import (
 	"github.com/seqd/seqd/zklock"
 )
 
-// Errors of the Service. Handler maps them to status codes.
-var (
-	// ErrHeld: the lock was not granted within the wait.
-	ErrHeld = errors.New("sequencer: lock held")
-	// ErrLost: the lease ended (TTL passed, session lost or released) and
-	// nobody has been granted the lock since.
-	ErrLost = errors.New("sequencer: lease lost")
-	// ErrUnavailable: ZooKeeper cannot be reached now; try again.
-	ErrUnavailable = errors.New("sequencer: zookeeper unavailable")
-	// ErrBadRequest wraps every validation error.
-	ErrBadRequest = errors.New("sequencer: bad request")
-	// ErrNotHeld: a check for a token that is not below the current one but
-	// is not the current holder's either: nobody holds the lock, or someone
-	// holds it with another token.
-	ErrNotHeld = errors.New("sequencer: token does not hold the lock")
-)
-
-// ConflictError is a 409: a stale token, a lost lease, a held lock or a
-// check that failed, with the lock's current token where one is known.
-type ConflictError struct {
-	Err          error  // fence.ErrStaleToken, ErrLost, ErrHeld or ErrNotHeld
-	Name         string // lock
-	Token        uint64 // what the caller sent (0 for acquire)
-	CurrentToken uint64 // 0 when unknown
-	// Ended says, for ErrLost, how the lease ended as far as this daemon
-	// knows: "released", "expired", "lost", or "" when it does not know the
-	// lease (released or expired some time ago, or never granted here).
-	Ended    string
-	Election bool // Name is an election's (tokens are terms)
-}
-
-func (e *ConflictError) Error() string {
-	switch {
-	case errors.Is(e.Err, fence.ErrStaleToken):
-		return fmt.Sprintf("token %d for %q is stale: the lock's current token is %d", e.Token, e.Name, e.CurrentToken)
-	case errors.Is(e.Err, ErrHeld) && e.Election:
-		return fmt.Sprintf("election %q has another leader (an owner retrying its own campaign sends the lease_id it was given)", e.Name)
-	case errors.Is(e.Err, ErrHeld):
-		return fmt.Sprintf("lock %q is held (an owner retrying its own acquire sends the lease_id it was given)", e.Name)
-	case errors.Is(e.Err, ErrNotHeld):
-		return fmt.Sprintf("token %d does not hold %q: the lock is free or held with another token", e.Token, e.Name)
-	}
-	if e.Election {
-		return fmt.Sprintf("the leadership of %q with term %d is lost", e.Name, e.Token)
-	}
-	switch e.Ended {
-	case "released", "expired":
-		return fmt.Sprintf("the lease on %q with token %d was %s", e.Name, e.Token, e.Ended)
-	case "lost":
-		return fmt.Sprintf("the lease on %q with token %d was lost (its ZooKeeper session or contender node went away)", e.Name, e.Token)
-	}
-	return fmt.Sprintf("no live lease on %q with token %d: unknown lease (released, expired, or not granted by this daemon)", e.Name, e.Token)
-}
-
-func (e *ConflictError) Unwrap() error { return e.Err }
-
 // Config configures a Service.
 type Config struct {
-	Servers        []string
-	Root           string // default zklock.DefaultRoot
+	Servers []string
+	// Root, SemaphoreRoot and ElectionRoot are the znodes under which the
+	// locks, semaphores and elections live (default zklock.DefaultRoot,
+	// DefaultSemaphoreRoot, DefaultElectionRoot). They must not nest:
+	// Start refuses roots that do.
+	Root           string
+	SemaphoreRoot  string
+	ElectionRoot   string
 	SessionTimeout time.Duration
 	TokenMode      zklock.TokenMode
 	Logger         *slog.Logger
@@ -96,9 +45,6 @@ type Config struct {
 	// Verifier checks signed sequencers sent to check; default the
 	// Signer's own public key, if there is a Signer.
 	Verifier *fence.Verifier
-	// ElectionRoot is the znode under which elections live; default
-	// DefaultElectionRoot.
-	ElectionRoot string
 	// Campaigns are the daemon's own campaigns, run from Start until
 	// Close (which resigns them first).
 	Campaigns []Candidate
@@ -129,8 +75,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	sess   *zklock.Session
-	leases map[leaseID]*lease // live ones only
-	byName map[string]*lease  // the live lease per lock name
+	leases map[leaseID]*lease   // live ones only
+	byName map[byNameKey]*lease // the live lease per exclusive lock and election
 	closed bool
 	exp    expiries // every live lease by expiry
 
@@ -149,8 +95,11 @@ func New(cfg Config) *Service {
 	if cfg.Root == "" {
 		cfg.Root = zklock.DefaultRoot
 	}
+	if cfg.SemaphoreRoot == "" {
+		cfg.SemaphoreRoot = zklock.DefaultSemaphoreRoot
+	}
 	if cfg.ElectionRoot == "" {
-		cfg.ElectionRoot = DefaultElectionRoot
+		cfg.ElectionRoot = zklock.DefaultElectionRoot
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = zklock.DefaultSessionTimeout
@@ -179,7 +128,7 @@ func New(cfg Config) *Service {
 		clock:  cfg.Clock,
 		guard:  zklock.NewGuard(),
 		leases: map[leaseID]*lease{},
-		byName: map[string]*lease{},
+		byName: map[byNameKey]*lease{},
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		exp:    expiries{kick: make(chan struct{}, 1)},
@@ -235,7 +184,7 @@ func (s *Service) Close(ctx context.Context) error {
 	for _, l := range s.leases {
 		switch {
 		case !s.claimLocked(l, released):
-		case l.delayed:
+		case l.delay > 0:
 			slow = append(slow, l)
 		default:
 			fast = append(fast, l)

@@ -3,7 +3,6 @@ package sequencer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/seqd/seqd/zklock"
@@ -12,9 +11,13 @@ import (
 // Session keeping: the Service runs on one ZooKeeper session at a time and
 // dials a new one when ZooKeeper expires it.
 
-// Start establishes the first session (failing if ZooKeeper cannot be
-// reached within the dial timeout) and keeps one afterwards.
+// Start checks the roots, establishes the first session (failing if
+// ZooKeeper cannot be reached within the dial timeout, or refuses a root)
+// and keeps one afterwards.
 func (s *Service) Start(ctx context.Context) error {
+	if err := zklock.CheckRoots(s.roots()...); err != nil {
+		return err
+	}
 	if err := s.dial(ctx); err != nil {
 		return err
 	}
@@ -42,27 +45,50 @@ func (s *Service) dial(ctx context.Context) error {
 		GroupCommit:    s.cfg.GroupCommit,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return unavailable("cannot reach zookeeper", err)
 	}
-	// A root records one token mode: a daemon of the other mode must not
-	// run on it (its tokens could go below those already issued).
-	if err := sess.ClaimTokenMode(dctx, s.cfg.Root, s.cfg.TokenMode); err != nil {
+	if err := s.claimRoots(dctx, sess); err != nil {
 		sess.Close()
-		if errors.Is(err, zklock.ErrTokenModeMismatch) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return err
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		sess.Close()
-		return ErrUnavailable
+		return unavailable("shutting down", nil)
 	}
 	s.sess = sess
 	s.wg.Add(1) // under s.mu, like every Add: Close sets closed before it waits
 	s.mu.Unlock()
 	go s.notifyEnd(sess)
+	return nil
+}
+
+// roots are the daemon's roots, named as its flags name them.
+func (s *Service) roots() []zklock.Root {
+	return []zklock.Root{
+		{What: "the lock root", Path: s.cfg.Root},
+		{What: "the semaphore root", Path: s.cfg.SemaphoreRoot},
+		{What: "the election root", Path: s.cfg.ElectionRoot},
+	}
+}
+
+// claimRoots records (or checks) the token mode of every root: a root
+// records one mode, and a daemon of the other mode must not run on it (its
+// tokens could go below those already issued). Semaphore tokens are always
+// czxids. Under the creator ACL it also refuses a root that others may
+// write. A refusal is a *zklock.TokenModeError or *zklock.OpenRootError.
+func (s *Service) claimRoots(ctx context.Context, sess *zklock.Session) error {
+	modes := []zklock.TokenMode{s.cfg.TokenMode, zklock.TokenZxid, s.cfg.TokenMode}
+	for i, r := range s.roots() {
+		err := sess.ClaimTokenMode(ctx, r.Path, modes[i])
+		switch {
+		case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot):
+			return err
+		case err != nil:
+			return unavailable("cannot check "+r.What+" "+r.Path, err)
+		}
+	}
 	return nil
 }
 
@@ -127,7 +153,7 @@ func (s *Service) session() (*zklock.Session, error) {
 	sess := s.sess
 	s.mu.Unlock()
 	if sess == nil || sess.Err() != nil {
-		return nil, fmt.Errorf("%w: no zookeeper session", ErrUnavailable)
+		return nil, unavailable("no zookeeper session", nil)
 	}
 	return sess, nil
 }

@@ -42,21 +42,22 @@ func TestDaemonSignsSequencers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, token, err := verifier.Verify(l.Sequencer)
-	if err != nil || name != "signed" || token != l.Token {
-		t.Fatalf("the lease's sequencer %q verifies as %q, %d, %v; want signed, %d", l.Sequencer, name, token, err, l.Token)
+	seq, err := verifier.Verify(l.Sequencer)
+	if err != nil || seq != (fence.Sequencer{Name: "signed", Token: l.Token}) {
+		t.Fatalf("the lease's sequencer %q verifies as %+v, %v; want signed, %d", l.Sequencer, seq, err, l.Token)
 	}
-	if ls := d.svc.Leases(); len(ls) != 1 || ls[0].Sequencer != l.Sequencer {
-		t.Fatalf("listed sequencer = %+v, want %q", ls, l.Sequencer)
+	plain := fence.Sequencer{Name: "signed", Token: l.Token}.String()
+	if ls := d.svc.Leases(); len(ls) != 1 || ls[0].Sequencer != plain {
+		t.Fatalf("listed sequencer = %+v, want the unsigned %q: a signed one is for its holder only", ls, plain)
 	}
 	if r, err := d.client.CheckSequencer(ctx, l.Sequencer); err != nil || !r.Valid {
 		t.Fatalf("check of the signed sequencer = %+v, %v; want valid", r, err)
 	}
-	if r, err := d.client.CheckSequencer(ctx, fence.FormatSequencer("signed", l.Token)); err != nil || !r.Valid {
+	if r, err := d.client.CheckSequencer(ctx, plain); err != nil || !r.Valid {
 		t.Fatalf("check of the plain sequencer = %+v, %v; want valid", r, err)
 	}
 	sig := l.Sequencer[strings.LastIndexByte(l.Sequencer, '.')+1:]
-	forged := fence.FormatSequencer("signed", l.Token+1) + ".k1." + sig
+	forged := fence.Sequencer{Name: "signed", Token: l.Token + 1}.String() + ".k1." + sig
 	code, body := httpDo(t, "POST", d.srv.URL+"/v1/check", `{"sequencer":"`+forged+`"}`)
 	if code != 403 || !strings.Contains(body, CodeBadSignature) {
 		t.Fatalf("check of a forged sequencer = %d %s, want 403 bad_signature", code, body)

@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
 
-// Blocking reads: one watch per lock or election name per daemon, however
+// Blocking reads: one watch per lock, semaphore or election name per daemon, however
 // many readers wait on it. The watch (zklock's Observe) keeps the name's
 // state current with ZooKeeper watches; readers wait on a channel that
 // closes when the state changes. A name nobody waits on for watchLinger is
@@ -19,9 +21,11 @@ import (
 // a long-polling client asks again at once.
 const watchLinger = 5 * time.Second
 
+// watchKey names a watched state: a lock's (both modes share it), a
+// semaphore's or an election's.
 type watchKey struct {
-	election bool
-	name     string
+	kind fence.Kind // KindLock, KindSemaphore or KindElection
+	name string
 }
 
 // watched is one watched name.
@@ -37,6 +41,7 @@ type watched struct {
 	have    bool // a state was read
 	holder  zklock.Holder
 	leader  zklock.Leader
+	sem     zklock.SemaphoreState
 	index   uint64        // rises at every change this daemon sees
 	changed chan struct{} // closed and replaced at every change
 }
@@ -153,7 +158,8 @@ func (h *hub) run(ctx context.Context, w *watched) {
 
 func (h *hub) observe(ctx context.Context, sess *zklock.Session, w *watched) {
 	s := h.s
-	if w.key.election {
+	switch w.key.kind {
+	case fence.KindElection:
 		e, err := s.election(sess, w.key.name)
 		if err != nil {
 			return
@@ -161,15 +167,33 @@ func (h *hub) observe(ctx context.Context, sess *zklock.Session, w *watched) {
 		for l := range e.Observe(ctx) {
 			w.publishLeader(l, func() { s.m.LeaderChangeObserved(w.key.name) })
 		}
+	case fence.KindSemaphore:
+		sem, err := s.semaphore(sess, w.key.name)
+		if err != nil {
+			return
+		}
+		for st := range sem.Observe(ctx) {
+			w.publishSemaphore(st)
+		}
+	default:
+		mu, err := s.mutex(sess, w.key.name)
+		if err != nil {
+			return
+		}
+		for hd := range mu.Observe(ctx) {
+			w.publishHolder(hd)
+		}
+	}
+}
+
+func (w *watched) publishSemaphore(st zklock.SemaphoreState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.have && w.sem.Holders == st.Holders && w.sem.Limit == st.Limit {
 		return
 	}
-	mu, err := zklock.NewMutex(sess, w.key.name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
-	if err != nil {
-		return
-	}
-	for hd := range mu.Observe(ctx) {
-		w.publishHolder(hd)
-	}
+	w.sem = st
+	w.bumpLocked(st.Index)
 }
 
 func (w *watched) publishLeader(l zklock.Leader, leaderChanged func()) {
@@ -210,32 +234,41 @@ func (w *watched) bumpLocked(zx uint64) {
 	w.changed = make(chan struct{})
 }
 
+// state is one answer of a blocking read: the watched state of its kind.
+type state struct {
+	holder zklock.Holder
+	leader zklock.Leader
+	sem    zklock.SemaphoreState
+	index  uint64
+}
+
 // await waits until key's state has an index other than index, or wait
 // passes, or ctx ends, and returns the state then (with its index).
-func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait time.Duration) (zklock.Holder, zklock.Leader, uint64, error) {
+func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait time.Duration) (state, error) {
 	w := s.watches.subscribe(key)
 	if w == nil {
-		return zklock.Holder{}, zklock.Leader{}, 0, fmt.Errorf("%w: shutting down", ErrUnavailable)
+		return state{}, unavailable("shutting down", nil)
 	}
 	defer s.watches.unsubscribe(w)
 	tc, t := s.clock.NewTimer(wait)
 	defer t.Stop()
 	for {
 		w.mu.Lock()
-		have, hd, l, idx, changed := w.have, w.holder, w.leader, w.index, w.changed
+		have, changed := w.have, w.changed
+		st := state{holder: w.holder, leader: w.leader, sem: w.sem, index: w.index}
 		w.mu.Unlock()
-		if have && idx != index {
-			return hd, l, idx, s.answerable()
+		if have && st.index != index {
+			return st, s.answerable()
 		}
 		select {
 		case <-changed:
 		case <-tc:
 			if !have {
-				return hd, l, idx, fmt.Errorf("%w: the state could not be read within %v", ErrUnavailable, wait)
+				return st, unavailable(fmt.Sprintf("the state could not be read within %v", wait), nil)
 			}
-			return hd, l, idx, s.answerable()
+			return st, s.answerable()
 		case <-ctx.Done():
-			return hd, l, idx, ctx.Err()
+			return st, ctx.Err()
 		}
 	}
 }
@@ -249,39 +282,44 @@ func (s *Service) answerable() error {
 
 // WaitLock is a blocking read of a lock's state: it answers when the
 // state's index differs from index, or once wait has passed.
-func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (LockStatus, error) {
-	if err := validateBlocking(name, wait); err != nil {
-		return LockStatus{}, err
-	}
-	hd, _, idx, err := s.await(ctx, watchKey{name: name}, index, wait)
+func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (client.LockStatus, error) {
+	st, err := s.awaitState(ctx, client.Locks, name, index, wait)
 	if err != nil {
-		return LockStatus{}, err
+		return client.LockStatus{}, err
 	}
-	st := s.lockStatus(name, hd)
-	st.Index = idx
-	return st, nil
+	out := s.lockStatus(name, st.holder)
+	out.Index = st.index
+	return out, nil
+}
+
+// WaitSemaphore is a blocking read of a semaphore's state, as WaitLock.
+func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (client.SemaphoreStatus, error) {
+	st, err := s.awaitState(ctx, client.Semaphores, name, index, wait)
+	if err != nil {
+		return client.SemaphoreStatus{}, err
+	}
+	out := semaphoreStatus(name, st.sem)
+	out.Index = st.index
+	return out, nil
 }
 
 // WaitElection is a blocking read of an election's state, as WaitLock.
-func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (ElectionStatus, error) {
-	if err := validateBlocking(name, wait); err != nil {
-		return ElectionStatus{}, err
-	}
-	_, l, idx, err := s.await(ctx, watchKey{election: true, name: name}, index, wait)
+func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (client.ElectionStatus, error) {
+	st, err := s.awaitState(ctx, client.Elections, name, index, wait)
 	if err != nil {
-		return ElectionStatus{}, err
+		return client.ElectionStatus{}, err
 	}
-	st := s.electionStatus(name, l)
-	st.Index = idx
-	return st, nil
+	out := s.electionStatus(name, st.leader)
+	out.Index = st.index
+	return out, nil
 }
 
-func validateBlocking(name string, wait time.Duration) error {
-	if err := validateName(name); err != nil {
-		return err
+func (s *Service) awaitState(ctx context.Context, f client.Family, name string, index uint64, wait time.Duration) (state, error) {
+	if err := validateName(f, name); err != nil {
+		return state{}, err
 	}
-	if wait <= 0 || wait > MaxWait {
-		return fmt.Errorf("%w: wait %v is out of range: a blocking read waits more than 0s and at most %v", ErrBadRequest, wait, MaxWait)
+	if wait <= 0 || wait > client.MaxWait {
+		return state{}, badRequest("wait %v is out of range: a blocking read waits more than 0s and at most %v", wait, client.MaxWait)
 	}
-	return nil
+	return s.await(ctx, watchKey{kind: kindsOf(f)[0], name: name}, index, wait)
 }

@@ -4,29 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
-// ZooKeeper reads: the lock's current holder and token, for check, status
-// and the answers to a renew or release of a lease that has ended. They
-// work for locks held through any daemon.
+// ZooKeeper reads: a lock's current holder and token, an election's leader,
+// for check, status and the answers to a renew or release of a lease that
+// has ended. They work for grants held through any daemon.
 
-// currentToken reads the lock's current token from ZooKeeper (0 if none is
-// known: nobody holds it, in zxid mode).
-func (s *Service) currentToken(ctx context.Context, k leaseKind, name string) (uint64, error) {
-	if k == electionLease {
+// currentToken reads the current token of a kind with one holder at a
+// time: a lock's holder's, an election's term (0 if none is known: nobody
+// holds it, in zxid mode). A shared hold or a semaphore has no single
+// current token: 0.
+func (s *Service) currentToken(ctx context.Context, k fence.Kind, name string) (uint64, error) {
+	switch k {
+	case fence.KindElection:
 		l, err := s.leader(ctx, name)
 		return l.Term, err
+	case fence.KindLock:
+		h, err := s.holder(ctx, name)
+		return h.Token, err
 	}
-	h, err := s.holder(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	return h.Token, nil
+	return 0, nil
 }
 
 // liveSession is the session, if it can be trusted now.
@@ -36,96 +38,128 @@ func (s *Service) liveSession() (*zklock.Session, error) {
 		return nil, err
 	}
 	if !sess.Connected() || !sess.Live() {
-		return nil, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
+		return nil, unavailable("disconnected from zookeeper", nil)
 	}
 	return sess, nil
 }
 
-// holder reads name's holder. It answers ErrUnavailable at once while the
+// readError is the answer to a read that ZooKeeper did not answer: the
+// caller's own cancellation, or unavailable.
+func (s *Service) readError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return unavailable("zookeeper did not answer", err)
+}
+
+// holder reads name's holder. It answers unavailable at once while the
 // session is down or past its deadline, and within a fraction of the
 // session timeout when ZooKeeper stops answering (zklock bounds the reads).
 func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error) {
-	sess, err := s.session()
+	sess, err := s.liveSession()
 	if err != nil {
 		return zklock.Holder{}, err
 	}
-	if !sess.Connected() || !sess.Live() {
-		return zklock.Holder{}, fmt.Errorf("%w: disconnected from zookeeper", ErrUnavailable)
-	}
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
+	mu, err := s.mutex(sess, name)
 	if err != nil {
-		return zklock.Holder{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return zklock.Holder{}, err
 	}
 	h, err := mu.Holder(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return zklock.Holder{}, ctx.Err()
-		}
-		return zklock.Holder{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return zklock.Holder{}, s.readError(ctx, err)
 	}
 	return h, nil
+}
+
+// mutex names the lock name on sess for a read.
+func (s *Service) mutex(sess *zklock.Session, name string) (*zklock.Mutex, error) {
+	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return mu, nil
 }
 
 // parseSequencer reads a sequencer sent to check: a signed one must verify
 // with the daemon's keys (a plain one is read as it is: check compares its
 // token with ZooKeeper's anyway).
-func (s *Service) parseSequencer(seq string) (string, uint64, error) {
+func (s *Service) parseSequencer(seq string) (fence.Sequencer, error) {
 	if s.cfg.Verifier != nil {
-		name, token, err := s.cfg.Verifier.Verify(seq)
+		got, err := s.cfg.Verifier.Verify(seq)
 		if !errors.Is(err, fence.ErrUnsigned) {
-			return name, token, err
+			return got, err
 		}
 	}
 	return fence.ParseSequencer(seq)
 }
 
-// Check answers whether token is the current holder's token of name,
-// reading ZooKeeper (so it answers for holders on other daemons). It
-// returns the current token, and a *ConflictError when the token is not it.
-func (s *Service) Check(ctx context.Context, name string, token uint64) (uint64, error) {
-	if err := validateName(name); err != nil {
+// Check answers whether seq's token is its lock's current holder's token
+// (an election's: its leader's term), reading ZooKeeper, so that it answers
+// for holders on other daemons. It returns the current token, and a
+// *ConflictError when the token is not it. Shared holds and semaphore slots
+// have no single current token: their sequencers are refused (400).
+func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error) {
+	if seq.Kind == fence.KindShared || seq.Kind == fence.KindSemaphore {
+		return 0, badRequest("check answers for exclusive locks and elections: a %s has no single current holder to compare %s with", map[fence.Kind]string{fence.KindShared: "shared lock", fence.KindSemaphore: "semaphore"}[seq.Kind], seq)
+	}
+	if err := validateName(familyOf(seq.Kind), seq.Name); err != nil {
 		return 0, err
 	}
-	if token == 0 {
-		return 0, fmt.Errorf("%w: token is required and must be a positive integer", ErrBadRequest)
+	if seq.Token == 0 {
+		return 0, badRequest("token is required and must be a positive integer")
 	}
-	h, err := s.holder(ctx, name)
-	if err != nil {
-		return 0, err
+	var (
+		held bool
+		cur  uint64
+	)
+	if seq.Kind == fence.KindElection {
+		l, err := s.leader(ctx, seq.Name)
+		if err != nil {
+			return 0, err
+		}
+		held, cur = l.Elected, l.Term
+	} else {
+		h, err := s.holder(ctx, seq.Name)
+		if err != nil {
+			return 0, err
+		}
+		held, cur = h.Held, h.Token
 	}
-	if h.Held && h.Token == token {
-		return token, nil
+	if held && cur == seq.Token {
+		return cur, nil
 	}
-	if token < h.Token {
-		s.m.StaleRejected(name, metrics.SourceCheck)
-		s.log.Warn("stale token rejected", "lock", name, "token", token, "current_token", h.Token, "source", metrics.SourceCheck)
-		return h.Token, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: token, Max: h.Token}, Name: name, Token: token, CurrentToken: h.Token}
+	if seq.Token < cur {
+		if seq.Kind == fence.KindLock {
+			s.m.StaleRejected(seq.Name, metrics.SourceCheck)
+		}
+		s.log.Warn("stale token rejected", noun(seq.Kind), seq.Name, "token", seq.Token, "current_token", cur, "source", metrics.SourceCheck)
+		return cur, &ConflictError{Err: &fence.StaleTokenError{Key: seq.Name, Token: seq.Token, Max: cur}, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
 	}
-	return h.Token, &ConflictError{Err: ErrNotHeld, Name: name, Token: token, CurrentToken: h.Token}
+	return cur, &ConflictError{Err: client.ErrNotHeld, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
 }
 
 // Status reads a lock's state from ZooKeeper.
-func (s *Service) Status(ctx context.Context, name string) (LockStatus, error) {
-	if err := validateName(name); err != nil {
-		return LockStatus{}, err
+func (s *Service) Status(ctx context.Context, name string) (client.LockStatus, error) {
+	if err := validateName(client.Locks, name); err != nil {
+		return client.LockStatus{}, err
 	}
 	h, err := s.holder(ctx, name)
 	if err != nil {
-		return LockStatus{}, err
+		return client.LockStatus{}, err
 	}
 	return s.lockStatus(name, h), nil
 }
 
 // lockStatus is the API form of h; s.mu must not be held.
-func (s *Service) lockStatus(name string, h zklock.Holder) LockStatus {
-	st := LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
+func (s *Service) lockStatus(name string, h zklock.Holder) client.LockStatus {
+	st := client.LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {
 			st.Owner, st.Command = cd.Owner, cd.Command
 		}
 		s.mu.Lock()
-		if l := s.byName[name]; l != nil && l.grant.Token == h.Token {
+		if l := s.byName[byNameKey{fence.KindLock, name}]; l != nil && l.grant.Token == h.Token {
 			exp := l.expires.UTC()
 			st.ExpiresAt = &exp
 		}

@@ -52,7 +52,8 @@ func ParseFencingHeaders(h http.Header) (uint64, error) {
 		if len(vs) > 1 {
 			return 0, fmt.Errorf("%w: send one %s header, not %d", ErrBadHeader, HeaderSequencer, len(vs))
 		}
-		_, t, err := fence.ParseSequencer(vs[0])
+		seq, err := fence.ParseSequencer(vs[0])
+		t := seq.Token
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %w", ErrBadHeader, HeaderSequencer, err)
 		}

@@ -9,26 +9,35 @@ import (
 	"github.com/seqd/seqd/fence"
 )
 
-// Guard binds the keys under Prefix to the lock Lock: with signed
-// sequencers required, a write or fenced read of such a key must carry a
-// sequencer of that lock. Without it, a holder of any lock, whose tokens
-// follow another count, could raise the key's max past its real holder's.
+// Guard binds the keys under Prefix to one grantor: the exclusive lock
+// Name, or with Kind an election's leader (or a shared hold, or a
+// semaphore's slot) of that name. With signed sequencers required, a write
+// or fenced read of such a key must carry a sequencer of that kind and
+// name. Without it, a holder of any other lock, or a leader of an election
+// of the same name, whose tokens follow another count, could raise the
+// key's max past its real holder's.
 type Guard struct {
 	Prefix string
-	Lock   string
+	Kind   fence.Kind
+	Name   string
 }
 
-// ParseGuard parses "PREFIX=LOCK".
+// ParseGuard parses "PREFIX=LOCK" (an exclusive lock) or
+// "PREFIX=<kind>:NAME", e.g. "leader/=election:scheduler".
 func ParseGuard(s string) (Guard, error) {
-	prefix, lock, ok := strings.Cut(s, "=")
-	if !ok || lock == "" {
-		return Guard{}, fmt.Errorf("store: guard %q: want PREFIX=LOCK, e.g. orders/=jobs/orders", s)
+	prefix, target, ok := strings.Cut(s, "=")
+	if !ok || target == "" {
+		return Guard{}, fmt.Errorf("store: guard %q: want PREFIX=LOCK or PREFIX=election:NAME, e.g. orders/=jobs/orders", s)
 	}
-	if _, _, err := fence.ParseSequencer(lock + "@1"); err != nil {
+	seq, err := fence.ParseSequencer(target + "@1")
+	if err != nil {
 		return Guard{}, fmt.Errorf("store: guard %q: %w", s, err)
 	}
-	return Guard{Prefix: prefix, Lock: lock}, nil
+	return Guard{Prefix: prefix, Kind: seq.Kind, Name: seq.Name}, nil
 }
+
+// what names the guard's grantor, as "lock \"jobs/orders\"".
+func (g Guard) what() string { return fmt.Sprintf("%s %q", g.Kind, g.Name) }
 
 // signedOnly is the check of a store that admits only signed sequencers.
 type signedOnly struct {
@@ -64,7 +73,7 @@ func (c *signedOnly) token(h http.Header, key string) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("%w: send one %s header, not %d", ErrBadHeader, HeaderSequencer, len(vs))
 	}
-	name, token, err := c.v.Verify(vs[0])
+	seq, err := c.v.Verify(vs[0])
 	switch {
 	case errors.Is(err, fence.ErrUnsigned):
 		return 0, &refusal{"unsigned", "this store admits signed sequencers only; this one has no signature (start seqd with --signing-key-file)"}
@@ -73,10 +82,10 @@ func (c *signedOnly) token(h http.Header, key string) (uint64, error) {
 	case err != nil:
 		return 0, fmt.Errorf("%w: %s: %w", ErrBadHeader, HeaderSequencer, err)
 	}
-	if g, ok := c.guard(key); ok && g.Lock != name {
-		return 0, &refusal{"wrong_lock", fmt.Sprintf("key %q is guarded by lock %q, and this sequencer is of lock %q", key, g.Lock, name)}
+	if g, ok := c.guard(key); ok && (g.Kind != seq.Kind || g.Name != seq.Name) {
+		return 0, &refusal{"wrong_lock", fmt.Sprintf("key %q is guarded by %s, and this sequencer is of %s", key, g.what(), Guard{Kind: seq.Kind, Name: seq.Name}.what())}
 	}
-	return token, nil
+	return seq.Token, nil
 }
 
 // guard returns the guard of the longest prefix of key.

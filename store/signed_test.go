@@ -54,13 +54,13 @@ func TestSignedStoreRefusesWhatSeqdDidNotSign(t *testing.T) {
 	srv, s, _ := newServer(t, FenceFull)
 	signers, v := signerAndVerifier(t, "old", "new")
 	outsider, _ := signerAndVerifier(t, "new")
-	srv.Config.Handler.(*Handler).RequireSigned(v, []Guard{{Prefix: "orders/", Lock: "jobs/orders"}})
+	srv.Config.Handler.(*Handler).RequireSigned(v, []Guard{{Prefix: "orders/", Name: "jobs/orders"}, {Prefix: "leader/", Kind: fence.KindElection, Name: "scheduler"}})
 	old, cur := signers[0], signers[1]
 
-	if r := do(t, srv, http.MethodPut, "orders/1", "a", HeaderSequencer, cur.Sign("jobs/orders", 10)); r.status != http.StatusOK {
+	if r := do(t, srv, http.MethodPut, "orders/1", "a", HeaderSequencer, cur.Sign(lockSeq("jobs/orders", 10))); r.status != http.StatusOK {
 		t.Fatalf("the holder's signed write = %d %s", r.status, r.body)
 	}
-	good := cur.Sign("jobs/orders", 10)
+	good := cur.Sign(lockSeq("jobs/orders", 10))
 	sig := good[strings.LastIndexByte(good, '.')+1:]
 	for _, c := range []struct {
 		what, method string
@@ -71,9 +71,12 @@ func TestSignedStoreRefusesWhatSeqdDidNotSign(t *testing.T) {
 		{"a bare token on a GET", http.MethodGet, []string{HeaderToken, "18446744073709551615"}, "unsigned"},
 		{"an unsigned sequencer", http.MethodPut, []string{HeaderSequencer, "jobs/orders@99"}, "unsigned"},
 		{"a signature moved to a higher token", http.MethodPut, []string{HeaderSequencer, "jobs/orders@18446744073709551615.new." + sig}, "bad_signature"},
-		{"a key nobody listed", http.MethodPut, []string{HeaderSequencer, outsider[0].Sign("jobs/orders", 99)}, "bad_signature"},
+		{"a key nobody listed", http.MethodPut, []string{HeaderSequencer, outsider[0].Sign(lockSeq("jobs/orders", 99))}, "bad_signature"},
 		{"an unknown kid", http.MethodPut, []string{HeaderSequencer, "jobs/orders@10.gone." + sig}, "bad_signature"},
-		{"another lock's sequencer", http.MethodDelete, []string{HeaderSequencer, cur.Sign("jobs/other", 1<<40)}, "wrong_lock"},
+		{"another lock's sequencer", http.MethodDelete, []string{HeaderSequencer, cur.Sign(lockSeq("jobs/other", 1<<40))}, "wrong_lock"},
+		{"an election's term of the same name", http.MethodPut, []string{HeaderSequencer, cur.Sign(fence.Sequencer{Kind: fence.KindElection, Name: "jobs/orders", Token: 1 << 40})}, "wrong_lock"},
+		{"a semaphore's token of the same name", http.MethodPut, []string{HeaderSequencer, cur.Sign(fence.Sequencer{Kind: fence.KindSemaphore, Name: "jobs/orders", Token: 1 << 40})}, "wrong_lock"},
+		{"a shared hold of the same lock", http.MethodPut, []string{HeaderSequencer, cur.Sign(fence.Sequencer{Kind: fence.KindShared, Name: "jobs/orders", Token: 1 << 40})}, "wrong_lock"},
 	} {
 		r := do(t, srv, c.method, "orders/1", "x", c.headers...)
 		if r.status != http.StatusForbidden || r.err.Code != c.code {
@@ -85,25 +88,43 @@ func TestSignedStoreRefusesWhatSeqdDidNotSign(t *testing.T) {
 	}
 	wantValue(t, s, "orders/1", "a", 10)
 	// Rotation: the old key verifies while it is listed.
-	if r := do(t, srv, http.MethodPut, "orders/1", "b", HeaderSequencer, old.Sign("jobs/orders", 11)); r.status != http.StatusOK {
+	if r := do(t, srv, http.MethodPut, "orders/1", "b", HeaderSequencer, old.Sign(lockSeq("jobs/orders", 11))); r.status != http.StatusOK {
 		t.Fatalf("a write signed by the old, still listed key = %d %s", r.status, r.body)
 	}
 	// A key under no guard takes any lock's signed sequencer; a plain GET
 	// without a header is still a read.
-	if r := do(t, srv, http.MethodPut, "free", "c", HeaderSequencer, cur.Sign("anything", 3)); r.status != http.StatusOK {
+	if r := do(t, srv, http.MethodPut, "free", "c", HeaderSequencer, cur.Sign(lockSeq("anything", 3))); r.status != http.StatusOK {
 		t.Fatalf("an unguarded key = %d %s", r.status, r.body)
 	}
 	if r := do(t, srv, http.MethodGet, "free", ""); r.status != http.StatusOK || r.body != "c" {
 		t.Fatalf("a plain read = %d %q", r.status, r.body)
 	}
+	// A key guarded by an election takes its leader's term, and not the
+	// lock of the same name.
+	term := fence.Sequencer{Kind: fence.KindElection, Name: "scheduler", Token: 7}
+	if r := do(t, srv, http.MethodPut, "leader/x", "d", HeaderSequencer, cur.Sign(term)); r.status != http.StatusOK {
+		t.Fatalf("the leader's term on a key guarded by its election = %d %s", r.status, r.body)
+	}
+	if r := do(t, srv, http.MethodPut, "leader/x", "e", HeaderSequencer, cur.Sign(lockSeq("scheduler", 8))); r.status != http.StatusForbidden || r.err.Code != "wrong_lock" {
+		t.Fatalf("the lock scheduler's sequencer on a key guarded by the election = %d %s, want 403 wrong_lock", r.status, r.body)
+	}
+}
+
+func lockSeq(name string, token uint64) fence.Sequencer {
+	return fence.Sequencer{Name: name, Token: token}
 }
 
 func TestParseGuard(t *testing.T) {
-	g, err := ParseGuard("orders/=jobs/orders")
-	if err != nil || g != (Guard{"orders/", "jobs/orders"}) {
-		t.Fatalf("ParseGuard = %+v, %v", g, err)
+	for in, want := range map[string]Guard{
+		"orders/=jobs/orders":        {Prefix: "orders/", Name: "jobs/orders"},
+		"leader/=election:scheduler": {Prefix: "leader/", Kind: fence.KindElection, Name: "scheduler"},
+		"pool/=semaphore:pool":       {Prefix: "pool/", Kind: fence.KindSemaphore, Name: "pool"},
+	} {
+		if g, err := ParseGuard(in); err != nil || g != want {
+			t.Errorf("ParseGuard(%q) = %+v, %v; want %+v", in, g, err, want)
+		}
 	}
-	for _, bad := range []string{"orders/", "orders/=", "x=bad//lock", "=a@b"} {
+	for _, bad := range []string{"orders/", "orders/=", "x=bad//lock", "=a@b", "x=lock:a", "x=leader:a", "x=election:"} {
 		if _, err := ParseGuard(bad); err == nil {
 			t.Errorf("ParseGuard(%q) = nil error", bad)
 		}

@@ -38,12 +38,6 @@ import (
 // MaxLockDelay bounds WithLockDelay.
 const MaxLockDelay = time.Minute
 
-// WithLockDelay makes an unclean end of this Mutex's grants (lost session,
-// node deleted by someone else, Abandon) keep the lock from being granted
-// again, to anyone on any daemon, until d has passed; Release hands over at
-// once. d is at most MaxLockDelay; 0 (the default) writes no marker.
-func WithLockDelay(d time.Duration) MutexOption { return func(m *Mutex) { m.delay = d } }
-
 // ErrLockDelay: TryAcquire found the lock free but within the lock-delay of
 // an unclean loss (it wraps ErrHeld).
 var ErrLockDelay = fmt.Errorf("%w: lock-delay after an unclean loss", ErrHeld)

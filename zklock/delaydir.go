@@ -49,11 +49,14 @@ func (a *absence) confirm(s *Session) bool {
 }
 
 // markerDir is the directory of the lock's lock-delay marker.
-func (m *Mutex) markerDir() string {
-	if m.root == "/" {
+func (m *Mutex) markerDir() string { return markerDirOf(m.root) }
+
+// markerDirOf is the directory of the lock-delay markers of root's locks.
+func markerDirOf(root string) string {
+	if root == "/" {
 		return "/.delay"
 	}
-	return m.root + ".delay"
+	return root + ".delay"
 }
 
 // markerAbsence returns a proof that the lock's marker directory is absent,

@@ -55,15 +55,17 @@ type Leadership struct {
 	Term uint64 // the grant's token: higher than every earlier term of this election
 }
 
-// NewElection names an election on s. WithRoot (default
-// DefaultElectionRoot) and WithTokenMode apply; WithData is replaced by
-// Campaign's value.
-func NewElection(s *Session, name string, opts ...MutexOption) (*Election, error) {
-	m, err := NewMutex(s, name, append([]MutexOption{WithRoot(DefaultElectionRoot)}, opts...)...)
-	if err != nil {
+// NewElection names an election on s. It takes WithRoot (default
+// DefaultElectionRoot) and WithTokenMode; a candidate's data is the value
+// given to Campaign.
+func NewElection(s *Session, name string, opts ...ElectionOption) (*Election, error) {
+	m := &Mutex{s: s, name: name, root: DefaultElectionRoot, mode: TokenZxid, quiet: true}
+	for _, o := range opts {
+		o.applyElection(m)
+	}
+	if err := m.init(); err != nil {
 		return nil, err
 	}
-	m.quiet = true
 	if m.mode == TokenZxid {
 		m.tokenOf = markedZxidToken
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func election(t testing.TB, s *Session, name string, opts ...MutexOption) *Election {
+func election(t testing.TB, s *Session, name string, opts ...ElectionOption) *Election {
 	t.Helper()
 	e, err := NewElection(s, name, opts...)
 	if err != nil {

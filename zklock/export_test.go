@@ -11,9 +11,11 @@ import (
 // + 1. That is not safe (the suffix restarts when the lock node is
 // re-created); it exists for the negative control that shows the regression
 // guard catching a token that went backwards.
-func withSequenceTokens() MutexOption {
-	return func(m *Mutex) { m.tokenOf = sequenceToken }
-}
+func withSequenceTokens() MutexOption { return sequenceTokens{} }
+
+type sequenceTokens struct{}
+
+func (sequenceTokens) applyMutex(m *Mutex) { m.tokenOf = sequenceToken }
 
 func sequenceToken(_ context.Context, _ *Mutex, own string, _ *zk.Stat) (uint64, error) {
 	c, _ := parseContender(path.Base(own))

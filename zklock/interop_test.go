@@ -288,13 +288,16 @@ func TestInteropDigestAuth(t *testing.T) {
 	c := shared.Get(t)
 	da, _ := ParseDigestAuth(auth)
 	s := dial(t, c.Servers(), Options{Auth: &da, ACL: ACLCreator})
+	// A root of its own, which this identity creates: under the creator
+	// ACL a root that others made open is refused.
+	root := WithRoot("/interop-auth-" + newGUID())
 	t.Run("kazoo", func(t *testing.T) {
 		needKazoo(t)
-		testExclusion(t, s, mutex(t, s, "interop-auth/kazoo"), c.ConnectString(), kazooPeer(auth))
+		testExclusion(t, s, mutex(t, s, "interop-auth/kazoo", root), c.ConnectString(), kazooPeer(auth))
 	})
 	t.Run("curator", func(t *testing.T) {
 		needCurator(t)
-		testExclusion(t, s, mutex(t, s, "interop-auth/curator"), c.ConnectString(), curatorPeer(auth))
+		testExclusion(t, s, mutex(t, s, "interop-auth/curator", root), c.ConnectString(), curatorPeer(auth))
 	})
 }
 

@@ -103,10 +103,73 @@ func (s *Session) ClaimTokenMode(ctx context.Context, root string, mode TokenMod
 		if got != mode {
 			return &TokenModeError{Root: root, Recorded: got.String(), Wanted: mode}
 		}
+		if err := s.checkRootACL(ctx, root); err != nil {
+			return err
+		}
 		s.modes.set(root, mode)
 		return nil
 	}
 	return fmt.Errorf("zklock: token mode of %s: the root keeps changing", root)
+}
+
+// ErrOpenRoot: under the creator ACL, a root that others may write. Every
+// lock under it could be broken, its contenders deleted or planted, by
+// any client.
+var ErrOpenRoot = errors.New("zklock: root open to writes by anyone")
+
+// OpenRootError names the root and what its ACL lets anyone do.
+type OpenRootError struct {
+	Root  string
+	Perms string // e.g. "cdrwa"
+}
+
+func (e *OpenRootError) Error() string {
+	return fmt.Sprintf("zklock: root %s exists with an ACL that lets any client %s: with the creator ACL, seqd's nodes under it would still be open; "+
+		"set its ACL to the creator's (setAcl %s digest:<user>:<hash>:cdrwa,world:anyone:r, as the creator) or choose a root that does not exist yet",
+		e.Root, e.Perms, e.Root)
+}
+
+// Is makes errors.Is(err, ErrOpenRoot) true.
+func (e *OpenRootError) Is(target error) bool { return target == ErrOpenRoot }
+
+// checkRootACL refuses, under the creator ACL, a root whose ACL lets
+// clients without credentials (world, ip) do more than read: nodes created
+// below it inherit nothing, and whoever may create or delete its children
+// may delete or plant lock nodes and contenders.
+func (s *Session) checkRootACL(ctx context.Context, root string) error {
+	if !s.creatorACL() {
+		return nil
+	}
+	var acl []zk.ACL
+	if err := s.callCtx(ctx, func() (err error) { acl, _, err = s.conn.GetACL(root); return err }); err != nil {
+		return fmt.Errorf("zklock: read the ACL of %s: %w", root, err)
+	}
+	for _, a := range acl {
+		if (a.Scheme == "world" || a.Scheme == "ip") && a.Perms&^zk.PermRead != 0 {
+			return &OpenRootError{Root: root, Perms: permString(a.Perms)}
+		}
+	}
+	return nil
+}
+
+// creatorACL reports whether the session creates nodes under the creator
+// ACL.
+func (s *Session) creatorACL() bool {
+	return len(s.acl) > 0 && s.acl[0].Scheme == "digest"
+}
+
+// permString spells ZooKeeper permissions as its CLI does (cdrwa).
+func permString(p int32) string {
+	var b strings.Builder
+	for _, x := range []struct {
+		bit int32
+		c   byte
+	}{{zk.PermCreate, 'c'}, {zk.PermDelete, 'd'}, {zk.PermRead, 'r'}, {zk.PermWrite, 'w'}, {zk.PermAdmin, 'a'}} {
+		if p&x.bit != 0 {
+			b.WriteByte(x.c)
+		}
+	}
+	return b.String()
 }
 
 // createRoot creates root's missing ancestors (persistent, no data) and root

@@ -32,20 +32,6 @@ const DefaultRoot = "/seqd/locks"
 // outlives the cancelled one.
 const cleanupTimeout = 5 * time.Second
 
-// MutexOption configures NewMutex.
-type MutexOption func(*Mutex)
-
-// WithRoot sets the znode under which the lock node lives (default
-// DefaultRoot).
-func WithRoot(root string) MutexOption { return func(m *Mutex) { m.root = root } }
-
-// WithTokenMode sets the token mode (default TokenZxid).
-func WithTokenMode(mode TokenMode) MutexOption { return func(m *Mutex) { m.mode = mode } }
-
-// WithData sets the data stored in the contender node (seqd stores the
-// owner, so that other daemons can show who holds a lock).
-func WithData(data []byte) MutexOption { return func(m *Mutex) { m.data = data } }
-
 // Mutex is one contender for one lock. It holds at most one grant at a
 // time. NewMutex does no I/O.
 type Mutex struct {
@@ -72,27 +58,33 @@ type Mutex struct {
 
 // NewMutex names a lock on s. It validates the name and touches nothing.
 func NewMutex(s *Session, name string, opts ...MutexOption) (*Mutex, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
 	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid}
 	for _, o := range opts {
-		o(m)
+		o.applyMutex(m)
+	}
+	return m, m.init()
+}
+
+// init validates what the options set and derives the rest; every recipe's
+// constructor calls it on its Mutex.
+func (m *Mutex) init() error {
+	if err := ValidateName(m.name); err != nil {
+		return err
 	}
 	if m.root == "" || m.root[0] != '/' || (len(m.root) > 1 && strings.HasSuffix(m.root, "/")) {
-		return nil, fmt.Errorf("zklock: root %q must be an absolute znode path", m.root)
+		return fmt.Errorf("zklock: root %q must be an absolute znode path", m.root)
 	}
 	if m.tokenOf == nil {
 		m.tokenOf = m.mode.source()
 	}
 	if m.tokenOf == nil {
-		return nil, fmt.Errorf("zklock: unknown token mode %v", m.mode)
+		return fmt.Errorf("zklock: unknown token mode %v", m.mode)
 	}
 	if m.delay < 0 || m.delay > MaxLockDelay {
-		return nil, fmt.Errorf("zklock: lock-delay %v is out of range: it must be between 0s and %v", m.delay, MaxLockDelay)
+		return fmt.Errorf("zklock: lock-delay %v is out of range: it must be between 0s and %v", m.delay, MaxLockDelay)
 	}
-	m.path = strings.TrimSuffix(m.root, "/") + "/" + name
-	return m, nil
+	m.path = strings.TrimSuffix(m.root, "/") + "/" + m.name
+	return nil
 }
 
 // observer is the session's Observer, or nobody for an election: its

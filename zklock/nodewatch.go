@@ -17,6 +17,7 @@ import (
 type nodeState struct {
 	exists     bool
 	cs         []contender // recognised children, lowest first
+	children   int         // every child, recognised or not
 	first      string      // the lowest contender's child name; "" if none
 	firstData  []byte
 	firstStat  *zk.Stat
@@ -94,7 +95,7 @@ func (w *nodeWatch) readOnce(ctx context.Context) (nodeState, error) {
 	if arm {
 		w.children = ch
 	}
-	st.exists, st.childStamp, st.cs = true, cstat.Pzxid, sortContenders(children)
+	st.exists, st.childStamp, st.cs, st.children = true, cstat.Pzxid, sortContenders(children), len(children)
 	var (
 		data []byte
 		stat *zk.Stat

@@ -50,7 +50,9 @@ func (l *liveGrants) get(lockPath string) *Grant {
 }
 
 // Verify reads the lock's contenders and ends the grant (ErrLockLost) if
-// its contender is gone or another contender sorts below it. It returns the
+// its contender is gone or another contender sorts below it (a
+// semaphore's lease: if its node is gone, or not as it was created). It
+// returns the
 // grant's error afterwards (nil while it holds), or the read's error when
 // ZooKeeper cannot answer (the grant is then left as it is: its loss
 // deadline decides). A daemon calls it before it vouches for a grant, on a
@@ -60,6 +62,9 @@ func (g *Grant) Verify(ctx context.Context) error {
 		return err
 	}
 	s := g.m.s
+	if g.m.leaseSet {
+		return g.verifyOwnNode(ctx)
+	}
 	var children []string
 	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(g.m.path); return err })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -73,6 +78,29 @@ func (g *Grant) Verify(ctx context.Context) error {
 		g.overtaken(ctx, lower)
 	default:
 		g.lose(contenderDeleted())
+	}
+	return g.Err()
+}
+
+// verifyOwnNode checks a semaphore lease's own node, whose place among the
+// others does not matter: it must be there, ours, and as we wrote it. A
+// node deleted by another client frees a slot that someone else may take
+// at once; the grant ends here, before its holder is told it still holds.
+func (g *Grant) verifyOwnNode(ctx context.Context) error {
+	s := g.m.s
+	var (
+		exists bool
+		st     *zk.Stat
+	)
+	if err := s.read(ctx, func() (err error) { exists, st, err = s.conn.Exists(g.Path); return err }); err != nil {
+		return err
+	}
+	switch {
+	case !exists:
+		g.lose(contenderDeleted())
+	case st.EphemeralOwner != s.ID() || st.Version != 0:
+		reason := fmt.Sprintf("lease node %s was replaced or rewritten (owner session 0x%x, data version %d)", g.Path, st.EphemeralOwner, st.Version)
+		g.lose(&loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason})
 	}
 	return g.Err()
 }

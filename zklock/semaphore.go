@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -61,31 +62,55 @@ type Semaphore struct {
 }
 
 // NewSemaphore names a semaphore of limit holders on s. It takes WithRoot
-// (default DefaultSemaphoreRoot) and WithData; the token mode is always
-// zxid, and a lock-delay is refused.
-func NewSemaphore(s *Session, name string, limit int, opts ...MutexOption) (*Semaphore, error) {
+// (default DefaultSemaphoreRoot) and WithData; its tokens are czxids and it
+// has no lock-delay. A name with a segment "leases" or "locks" is refused:
+// those are a semaphore's own nodes, and a semaphore named "pool/leases"
+// would put its nodes among the holders of "pool".
+func NewSemaphore(s *Session, name string, limit int, opts ...SemaphoreOption) (*Semaphore, error) {
 	if limit < 1 || limit > MaxSemaphoreLimit {
 		return nil, fmt.Errorf("zklock: semaphore limit %d is out of range: it must be between 1 and %d", limit, MaxSemaphoreLimit)
 	}
-	opts = append([]MutexOption{WithRoot(DefaultSemaphoreRoot)}, opts...)
-	leases, err := NewMutex(s, name, opts...)
-	if err != nil {
+	leases := &Mutex{s: s, name: name, root: DefaultSemaphoreRoot, mode: TokenZxid}
+	for _, o := range opts {
+		o.applySemaphore(leases)
+	}
+	if err := leases.init(); err != nil {
 		return nil, err
 	}
-	if leases.mode != TokenZxid || leases.delay != 0 {
-		return nil, errors.New("zklock: a semaphore takes only zxid tokens and no lock-delay")
+	if err := ValidateSemaphoreName(name); err != nil {
+		return nil, err
 	}
 	// The mutex's name includes the semaphore's, so that the semaphore's
 	// node is a container like the mutex's.
-	lock, err := NewMutex(s, name+"/locks", WithRoot(leases.root))
+	lock, err := NewMutex(s, name+"/"+semLocks, WithRoot(leases.root))
 	if err != nil {
 		return nil, err
 	}
 	lock.quiet = true // its grants are not the semaphore's
 	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, lock: lock, leases: leases, data: leases.data}
-	leases.path = sem.path + "/leases"
+	leases.path = sem.path + "/" + semLeases
 	leases.leaseSet = true
 	return sem, nil
+}
+
+// The children of a semaphore's node.
+const (
+	semLocks  = "locks"
+	semLeases = "leases"
+)
+
+// ValidateSemaphoreName checks a semaphore name: a lock name (ValidateName)
+// with no segment named "leases" or "locks", the semaphore's own nodes.
+func ValidateSemaphoreName(name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == semLocks || seg == semLeases {
+			return &NameError{Name: name, Reason: fmt.Sprintf("%q has a segment %q: a semaphore's nodes %q and %q are its own, and no semaphore name may reach them", name, seg, semLeases, semLocks)}
+		}
+	}
+	return nil
 }
 
 // Name is the semaphore's name.
@@ -119,6 +144,9 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 		defer cancel()
 		lg.Release(cctx)
 	}()
+	if err := sem.claimLimit(ctx); err != nil {
+		return nil, err
+	}
 	guid := newGUID()
 	defer func() {
 		if err != nil {
@@ -221,14 +249,177 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (created, error) 
 	}, "")
 }
 
-// Holders counts the semaphore's lease nodes now (Curator counts every
-// child of leases).
-func (sem *Semaphore) Holders(ctx context.Context) (int, error) {
-	s := sem.s
-	var children []string
-	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(sem.leases.path); return err })
-	if errors.Is(err, zk.ErrNoNode) {
-		return 0, nil
+// ErrLimitMismatch: the semaphore records another limit than the one
+// asked for (a *LimitError says which).
+var ErrLimitMismatch = errors.New("zklock: semaphore limit mismatch")
+
+// LimitError is an acquire refused because its limit is not the one the
+// semaphore records: holders that disagree on the limit would admit more
+// holders than the smaller one allows.
+type LimitError struct {
+	Name     string
+	Recorded int // 0 when the semaphore's node holds data that is no limit
+	Wanted   int
+	Data     string // the node's data, when it is no limit
+}
+
+func (e *LimitError) Error() string {
+	if e.Recorded == 0 {
+		return fmt.Sprintf("zklock: semaphore %s: its node holds %.60q, not a limit seqd recorded", e.Name, e.Data)
 	}
-	return len(children), err
+	return fmt.Sprintf("zklock: semaphore %s has limit %d, not %d: every holder must name the same limit", e.Name, e.Recorded, e.Wanted)
+}
+
+// Is makes errors.Is(err, ErrLimitMismatch) true.
+func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch }
+
+// limitPrefix starts the semaphore node's data, which records its limit.
+const limitPrefix = "seqd-semaphore-limit="
+
+// claimLimit records the semaphore's limit in its node's data if none is
+// recorded, and otherwise checks it (a *LimitError). It runs while the
+// semaphore's mutex is held, so that seqd's acquirers record and check one
+// at a time. The record lives as long as the node: ZooKeeper removes the
+// node (a container) once nobody holds or waits, and the next acquirer
+// records its own limit. Curator's semaphores record no limit and read
+// none: one that joins with another limit admits as its own limit says.
+func (sem *Semaphore) claimLimit(ctx context.Context) error {
+	s := sem.s
+	for attempt := 0; attempt < 10; attempt++ {
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		if err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(sem.path); return err }); err != nil {
+			return fmt.Errorf("zklock: read the limit of semaphore %s: %w", sem.name, err)
+		}
+		if len(data) == 0 {
+			want := []byte(limitPrefix + strconv.Itoa(sem.limit))
+			err := s.callCtx(ctx, func() error { _, err := s.conn.Set(sem.path, want, st.Version); return err })
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, zk.ErrBadVersion) {
+				return fmt.Errorf("zklock: record the limit of semaphore %s: %w", sem.name, err)
+			}
+			continue // written meanwhile: check what is there
+		}
+		recorded, ok := parseLimit(data)
+		switch {
+		case !ok:
+			return &LimitError{Name: sem.name, Wanted: sem.limit, Data: string(data)}
+		case recorded != sem.limit:
+			return &LimitError{Name: sem.name, Recorded: recorded, Wanted: sem.limit}
+		}
+		return nil
+	}
+	return fmt.Errorf("zklock: the limit of semaphore %s keeps changing", sem.name)
+}
+
+// parseLimit reads a recorded limit.
+func parseLimit(data []byte) (int, bool) {
+	v, ok := strings.CutPrefix(string(data), limitPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxSemaphoreLimit || strconv.Itoa(n) != v {
+		return 0, false
+	}
+	return n, true
+}
+
+// SemaphoreState is a semaphore's state as ZooKeeper has it.
+type SemaphoreState struct {
+	// Holders counts the holders: the lease nodes, of which at most the
+	// recorded limit hold (one more is an acquirer that waits for a slot
+	// while holding the semaphore's mutex).
+	Holders int
+	// Limit is the limit recorded in the semaphore's node; 0 when nobody
+	// holds or waits (or only clients that record none, such as Curator's).
+	Limit int
+	// Index is the zxid of the latest change the state shows.
+	Index uint64
+}
+
+// State reads the semaphore's holders and recorded limit.
+func (sem *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
+	s := sem.s
+	var (
+		children []string
+		cstat    *zk.Stat
+	)
+	err := s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(sem.leases.path); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return SemaphoreState{}, nil
+	}
+	if err != nil {
+		return SemaphoreState{}, err
+	}
+	limit, idx, err := sem.readLimit(ctx)
+	if err != nil {
+		return SemaphoreState{}, err
+	}
+	return semaphoreState(len(children), limit, max(uint64(cstat.Pzxid), idx)), nil
+}
+
+func semaphoreState(leases, limit int, index uint64) SemaphoreState {
+	st := SemaphoreState{Holders: leases, Limit: limit, Index: index}
+	if limit > 0 {
+		st.Holders = min(leases, limit)
+	}
+	return st
+}
+
+// readLimit reads the recorded limit (0 if none) and the zxid of its record.
+func (sem *Semaphore) readLimit(ctx context.Context) (int, uint64, error) {
+	s := sem.s
+	var (
+		data []byte
+		st   *zk.Stat
+	)
+	err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(sem.path); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	n, _ := parseLimit(data)
+	return n, uint64(st.Mzxid), nil
+}
+
+// Holders counts the semaphore's holders now (see SemaphoreState).
+func (sem *Semaphore) Holders(ctx context.Context) (int, error) {
+	st, err := sem.State(ctx)
+	return st.Holders, err
+}
+
+// Observe reports the semaphore's state now and after every change, until
+// ctx ends or the session ends; then the channel closes. It watches the
+// lease nodes (one children watch at a time); the limit is read with each
+// state, since it changes only with them. A reader that falls behind finds
+// the latest state.
+func (sem *Semaphore) Observe(ctx context.Context) <-chan SemaphoreState {
+	s := sem.s
+	out := newLatest[SemaphoreState]()
+	if !s.spawn(func() {
+		defer close(out.ch)
+		var last *SemaphoreState
+		s.observe(ctx, sem.leases.path, func(st nodeState) {
+			limit, idx, err := sem.readLimit(ctx)
+			if err != nil {
+				return // the next change, or the session's end, reads again
+			}
+			state := semaphoreState(st.children, limit, max(st.index(), idx))
+			if last != nil && last.Holders == state.Holders && last.Limit == state.Limit {
+				return
+			}
+			last = &state
+			out.put(state)
+		})
+	}) {
+		close(out.ch)
+	}
+	return out.ch
 }

@@ -64,13 +64,24 @@ func TestInteropCuratorSemaphore(t *testing.T) {
 		t.Fatalf("curator on a semaphore we fill printed %q, want false", got)
 	}
 	cur.say(t, "try 20000")
-	// Curator waits with its lease node counted: ours two and its one.
+	// Curator waits with a lease node of its own: ours two and its one. It
+	// is no holder: the count stays at the limit.
+	leaseNodes := func() int {
+		kids, _, err := s.conn.Children(sem.Path() + "/leases")
+		if err != nil {
+			return -1
+		}
+		return len(kids)
+	}
 	deadline := time.Now().Add(30 * time.Second)
-	for n, _ := sem.Holders(context.Background()); n != limit+1; n, _ = sem.Holders(context.Background()) {
+	for n := leaseNodes(); n != limit+1; n = leaseNodes() {
 		if time.Now().After(deadline) {
 			t.Fatalf("curator's waiting lease never appeared (%d nodes)", n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if n, err := sem.Holders(context.Background()); err != nil || n != limit {
+		t.Fatalf("holders with Curator waiting: %d (%v), want %d: a waiter is no holder", n, err, limit)
 	}
 	if err := ours.Release(context.Background()); err != nil {
 		t.Fatal(err)

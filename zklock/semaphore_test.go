@@ -11,7 +11,7 @@ import (
 	"github.com/seqd/seqd/testenv"
 )
 
-func semaphore(t testing.TB, s *Session, name string, limit int, opts ...MutexOption) *Semaphore {
+func semaphore(t testing.TB, s *Session, name string, limit int, opts ...SemaphoreOption) *Semaphore {
 	t.Helper()
 	sem, err := NewSemaphore(s, name, limit, opts...)
 	if err != nil {

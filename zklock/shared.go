@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 
@@ -27,16 +26,15 @@ type ReadLock struct {
 }
 
 // NewReadLock names a lock to share on s. It takes WithRoot and WithData;
-// the token mode must be zxid, and a lock-delay is refused.
-func NewReadLock(s *Session, name string, opts ...MutexOption) (*ReadLock, error) {
-	m, err := NewMutex(s, name, opts...)
-	if err != nil {
+// its tokens are czxids and it has no lock-delay.
+func NewReadLock(s *Session, name string, opts ...ReadLockOption) (*ReadLock, error) {
+	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid, shared: true}
+	for _, o := range opts {
+		o.applyReadLock(m)
+	}
+	if err := m.init(); err != nil {
 		return nil, err
 	}
-	if m.mode != TokenZxid || m.delay != 0 {
-		return nil, errors.New("zklock: a read lock takes only zxid tokens and no lock-delay")
-	}
-	m.shared = true
 	return &ReadLock{m: m}, nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/internal/bench"
+	"github.com/seqd/seqd/cmd/seqd/internal/bench"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/zklock"

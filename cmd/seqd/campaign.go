@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/seqd/seqd/client"
 	"os"
 	"strings"
 
@@ -34,8 +35,8 @@ func parseCampaigns(vals []string) ([]sequencer.Candidate, error) {
 		if err := zklock.ValidateName(name); err != nil {
 			return nil, usageErrorf("--campaign %q: %s", v, strings.TrimPrefix(err.Error(), "zklock: "))
 		}
-		if len(value) > sequencer.MaxValueBytes {
-			return nil, usageErrorf("--campaign %q: the value is longer than %d bytes", v, sequencer.MaxValueBytes)
+		if len(value) > client.MaxValueBytes {
+			return nil, usageErrorf("--campaign %q: the value is longer than %d bytes", v, client.MaxValueBytes)
 		}
 		if seen[name] {
 			return nil, usageErrorf("--campaign names %q twice", name)

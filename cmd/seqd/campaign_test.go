@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -20,7 +20,7 @@ type campaigner struct {
 	id     int
 	cmd    *exec.Cmd
 	stderr *lockBuffer
-	client *sequencer.Client
+	client *client.Client
 	done   chan struct{}
 }
 
@@ -49,7 +49,11 @@ func startCampaigner(t *testing.T, id int, zkHosts string, session time.Duration
 		}
 	})
 	zktest.Eventually(t, 30*time.Second, "seqd serve to listen", func() bool { return serveListeningRE.MatchString(p.stderr.String()) })
-	p.client = &sequencer.Client{Addr: "http://" + serveListeningRE.FindStringSubmatch(p.stderr.String())[1]}
+	cl, err := client.New("http://"+serveListeningRE.FindStringSubmatch(p.stderr.String())[1], client.WithoutEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.client = cl
 	return p
 }
 

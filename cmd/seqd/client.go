@@ -12,8 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/internal/security"
 )
 
 // ExitConflict is the status of a client command whose answer is a 409
@@ -30,7 +31,10 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 	return append(fs, extra...)
 }
 
-func newClient(c *cli.Context) (*sequencer.Client, error) {
+// newClient is the daemon's client from --addr, --api-token-file,
+// --cacert, --cert and --key (each also from its SEQD_* variable, which
+// urfave/cli reads: the client package is told to read none itself).
+func newClient(c *cli.Context) (*client.Client, error) {
 	addr, err := daemonAddr(c.String("addr"))
 	if err != nil {
 		return nil, err
@@ -39,11 +43,19 @@ func newClient(c *cli.Context) (*sequencer.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := httpClient(c)
-	if err != nil {
-		return nil, err
+	opts := []client.Option{client.WithoutEnv(), client.WithAPIToken(tok)}
+	if c.String("cacert") != "" || c.String("cert") != "" || c.String("key") != "" {
+		cfg, err := security.ClientTLS(c.String("cacert"), c.String("cert"), c.String("key"))
+		if err != nil {
+			return nil, usageErrorf("TLS: %v", err)
+		}
+		opts = append(opts, client.WithTLSConfig(cfg))
 	}
-	return &sequencer.Client{Addr: addr, APIToken: tok, HTTP: hc}, nil
+	cl, err := client.New(addr, opts...)
+	if err != nil {
+		return nil, usageErrorf("%v", userMessage(err))
+	}
+	return cl, nil
 }
 
 // daemonAddr checks --addr: a base URL with an http or https scheme and a
@@ -72,7 +84,7 @@ func oneName(c *cli.Context) (string, error) {
 // signal (the command's context cancelled) is an interruption, whatever the
 // HTTP client made of it.
 func clientError(c *cli.Context, err error) error {
-	var ae *sequencer.APIError
+	var ae *client.APIError
 	switch {
 	case err == nil:
 		return nil
@@ -86,14 +98,14 @@ func clientError(c *cli.Context, err error) error {
 			return withCode(ExitAuth, err)
 		case ae.Status == 400:
 			return withCode(ExitUsage, err)
-		case ae.Code == sequencer.CodeHeld:
+		case ae.Code == client.CodeHeld:
 			return withCode(ExitTimeout, err)
 		case ae.Status == 409:
 			return withCode(ExitConflict, err)
 		case ae.Status == 503:
 			return withCode(ExitUnavailable, err)
 		}
-	case errors.Is(err, sequencer.ErrDaemonUnreachable):
+	case errors.Is(err, client.ErrDaemonUnreachable):
 		return withCode(ExitUnavailable, err)
 	}
 	return err
@@ -127,10 +139,10 @@ func acquireCommand() *cli.Command {
 		Flags: clientFlags(
 			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease, shown by status (default: this host and the calling shell's pid)", EnvVars: []string{"SEQD_OWNER"}},
 			&cli.StringFlag{Name: "lease-id", Usage: "retry an acquire: with the lease_id of your live lease you get it back (same token); a new 32-hex-digit id of your choosing makes the first try retryable", EnvVars: []string{"SEQD_LEASE_ID"}},
-			&cli.DurationFlag{Name: "ttl", Value: sequencer.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
+			&cli.DurationFlag{Name: "ttl", Value: client.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 			lockDelayFlag("after the lease ends uncleanly (expired, session lost), nobody gets the lock for this long (up to 1m; default: the daemon's --lock-delay)"),
-			&cli.StringFlag{Name: "mode", Value: sequencer.ModeExclusive, Usage: "exclusive, or shared: hold the lock together with other shared leases (readers)", EnvVars: []string{"SEQD_MODE"}},
+			&cli.StringFlag{Name: "mode", Value: client.ModeExclusive, Usage: "exclusive, or shared: hold the lock together with other shared leases (readers)", EnvVars: []string{"SEQD_MODE"}},
 		),
 		Action: func(c *cli.Context) error {
 			name, err := oneName(c)
@@ -141,33 +153,33 @@ func acquireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ttl, err := durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL)
+			ttl, err := durationFlag(c, "ttl", client.MinTTL, client.MaxTTL)
 			if err != nil {
 				return err
 			}
-			wait, err := durationFlag(c, "wait", 0, sequencer.MaxWait)
+			wait, err := durationFlag(c, "wait", 0, client.MaxWait)
 			if err != nil {
 				return err
 			}
-			var opts []sequencer.AcquireOption
+			opts := []client.AcquireOption{client.Owner(c.String("owner")), client.TTL(ttl), client.Wait(wait)}
 			if id := c.String("lease-id"); id != "" {
-				opts = append(opts, sequencer.WithLeaseID(id))
+				opts = append(opts, client.LeaseID(id))
 			}
 			switch mode := c.String("mode"); mode {
-			case sequencer.ModeExclusive:
-			case sequencer.ModeShared:
-				opts = append(opts, sequencer.WithShared())
+			case client.ModeExclusive:
+			case client.ModeShared:
+				opts = append(opts, client.Shared())
 			default:
 				return usageErrorf("acquire: --mode %q: want exclusive or shared", mode)
 			}
 			if c.IsSet("lock-delay") {
-				d, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)
+				d, err := durationFlag(c, "lock-delay", 0, client.MaxLockDelay)
 				if err != nil {
 					return err
 				}
-				opts = append(opts, sequencer.WithLockDelay(d))
+				opts = append(opts, client.LockDelay(d))
 			}
-			l, err := cl.Acquire(c.Context, name, c.String("owner"), ttl, wait, opts...)
+			l, err := cl.Acquire(c.Context, name, opts...)
 			if err != nil {
 				return clientError(c, err)
 			}
@@ -210,7 +222,7 @@ func renewCommand() *cli.Command {
 			}
 			var ttl time.Duration // 0 keeps the lease's TTL
 			if c.Duration("ttl") != 0 {
-				if ttl, err = durationFlag(c, "ttl", sequencer.MinTTL, sequencer.MaxTTL); err != nil {
+				if ttl, err = durationFlag(c, "ttl", client.MinTTL, client.MaxTTL); err != nil {
 					return err
 				}
 			}
@@ -218,7 +230,7 @@ func renewCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := cl.Renew(c.Context, name, id, token, ttl)
+			l, err := cl.RenewID(c.Context, client.Locks, name, id, token, ttl)
 			if err != nil {
 				return clientError(c, err)
 			}
@@ -242,7 +254,7 @@ func releaseCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := cl.Release(c.Context, name, id, token); err != nil {
+			if err := cl.ReleaseID(c.Context, client.Locks, name, id, token); err != nil {
 				return clientError(c, err)
 			}
 			return printOut(c, map[string]bool{"released": true}, token)
@@ -253,36 +265,33 @@ func releaseCommand() *cli.Command {
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "check a token against the lock's current holder (exit 0 valid, 1 not)",
-		ArgsUsage: "NAME@TOKEN | NAME TOKEN",
+		Usage:     "check a sequencer (as a holder sends it: plain or signed, of any kind) or a lock's token against the current holder (exit 0 valid, 1 not)",
+		ArgsUsage: "SEQUENCER | NAME TOKEN",
 		Flags:     clientFlags(),
 		Action: func(c *cli.Context) error {
-			var (
-				name  string
-				token uint64
-				err   error
-			)
-			switch c.NArg() {
-			case 1:
-				name, token, err = fence.ParseSequencer(c.Args().First())
-			case 2:
-				name = c.Args().First()
-				token, err = strconv.ParseUint(c.Args().Get(1), 10, 64)
-				if err == nil && token == 0 {
-					err = errors.New("the token must be positive")
-				}
-			default:
-				return usageErrorf("check needs NAME@TOKEN or NAME TOKEN")
-			}
-			if err != nil {
-				return usageErrorf("check: %v", err)
-			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
-			res, err := cl.Check(c.Context, name, token)
-			var ae *sequencer.APIError
+			var res client.CheckResponse
+			switch c.NArg() {
+			case 1:
+				// The daemon checks the sequencer whole, its signature
+				// included, as POST /v1/check does for anyone.
+				if _, err := fence.ParseSequencer(c.Args().First()); err != nil {
+					return usageErrorf("check: %v", userMessage(err))
+				}
+				res, err = cl.Check(c.Context, c.Args().First())
+			case 2:
+				token, perr := strconv.ParseUint(c.Args().Get(1), 10, 64)
+				if perr != nil || token == 0 {
+					return usageErrorf("check: the token %q must be a positive integer", c.Args().Get(1))
+				}
+				res, err = cl.CheckToken(c.Context, c.Args().First(), token)
+			default:
+				return usageErrorf("check needs SEQUENCER (e.g. jobs/nightly@42) or NAME TOKEN")
+			}
+			var ae *client.APIError
 			if err != nil && !(errors.As(err, &ae) && ae.Status == 409) {
 				return clientError(c, err)
 			}
@@ -310,7 +319,7 @@ func statusCommand() *cli.Command {
 			}
 			switch c.NArg() {
 			case 0:
-				ls, err := cl.Leases(c.Context)
+				ls, err := cl.Leases(c.Context, client.Locks)
 				if err != nil {
 					return clientError(c, err)
 				}
@@ -320,7 +329,7 @@ func statusCommand() *cli.Command {
 					}
 					return nil
 				}
-				return printOut(c, map[string][]sequencer.Lease{"locks": ls}, 0)
+				return printOut(c, client.LeaseList{Family: string(client.Locks), Leases: ls}, 0)
 			case 1:
 				st, err := cl.Status(c.Context, c.Args().First())
 				if err != nil {

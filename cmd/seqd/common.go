@@ -25,8 +25,30 @@ func zkFlag(withDefault bool) *cli.StringFlag {
 	return f
 }
 
+// The roots of the three kinds, one flag each, the same in every command:
+// --root (locks), --semaphore-root and --election-root. They must not nest.
 func rootFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "root", Value: "/seqd/locks", Usage: "znode under which lock nodes live", EnvVars: []string{"SEQD_ROOT"}}
+	return &cli.StringFlag{Name: "root", Value: zklock.DefaultRoot, Usage: "znode under which lock nodes live", EnvVars: []string{"SEQD_ROOT"}}
+}
+
+func semaphoreRootFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "semaphore-root", Value: zklock.DefaultSemaphoreRoot, Usage: "znode under which semaphore nodes live", EnvVars: []string{"SEQD_SEMAPHORE_ROOT"}}
+}
+
+func electionRootFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "election-root", Value: zklock.DefaultElectionRoot, Usage: "znode under which election nodes live", EnvVars: []string{"SEQD_ELECTION_ROOT"}}
+}
+
+// checkRoots refuses roots of c's command that nest (exit 64).
+func checkRoots(c *cli.Context, flags ...string) error {
+	var roots []zklock.Root
+	for _, f := range flags {
+		roots = append(roots, zklock.Root{What: "--" + f, Path: c.String(f)})
+	}
+	if err := zklock.CheckRoots(roots...); err != nil {
+		return usageErrorf("%s", userMessage(err))
+	}
+	return nil
 }
 
 func sessionTimeoutFlag() *cli.DurationFlag {

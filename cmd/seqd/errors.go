@@ -74,8 +74,9 @@ func interrupted(ctx context.Context, command string) error {
 }
 
 func codeOf(err error) int {
-	if errors.Is(err, zklock.ErrTokenModeMismatch) {
-		return ExitUsage // the command line asks for the mode the root refuses
+	switch {
+	case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrNestedRoots):
+		return ExitUsage // the command line names roots that must not be used so
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 )
 
 // leaderWatchWait is how long each blocking read of `seqd leader --watch`
@@ -44,7 +44,7 @@ func leaderCommand() *cli.Command {
 	}
 }
 
-func termOf(st sequencer.ElectionStatus) uint64 {
+func termOf(st client.ElectionStatus) uint64 {
 	if st.Leader == nil {
 		return 0
 	}
@@ -54,16 +54,16 @@ func termOf(st sequencer.ElectionStatus) uint64 {
 // watchLeader prints the election's state now and after every change of
 // leader (a new term, a new value, or no leader), one compact JSON object
 // per line, until the command's context ends.
-func watchLeader(c *cli.Context, cl *sequencer.Client, name string) error {
+func watchLeader(c *cli.Context, cl *client.Client, name string) error {
 	enc := json.NewEncoder(c.App.Writer)
 	var (
 		index   uint64
-		printed *sequencer.LeaderView
+		printed *client.LeaderView
 		first   = true
 	)
 	for {
 		var (
-			st  sequencer.ElectionStatus
+			st  client.ElectionStatus
 			err error
 		)
 		if first {
@@ -87,7 +87,7 @@ func watchLeader(c *cli.Context, cl *sequencer.Client, name string) error {
 	}
 }
 
-func sameLeader(a, b *sequencer.LeaderView) bool {
+func sameLeader(a, b *client.LeaderView) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

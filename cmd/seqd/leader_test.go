@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -21,7 +21,7 @@ func TestLeaderCommand(t *testing.T) {
 	addr, _ := startServe(t, "--zk", c.ConnectString(), "--campaign", "web=10.0.0.9:80", "--campaign", "other")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var st sequencer.ElectionStatus
+	var st client.ElectionStatus
 	zktest.Eventually(t, 20*time.Second, "the daemon to lead web", func() bool {
 		code, out, _ := runCLI(ctx, "leader", "--addr", addr, "web")
 		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.Self
@@ -42,12 +42,12 @@ func TestLeaderCommand(t *testing.T) {
 		done <- exitCode(err, &errb)
 	}()
 	lines := bufio.NewScanner(pr)
-	readLine := func() sequencer.ElectionStatus {
+	readLine := func() client.ElectionStatus {
 		t.Helper()
 		if !lines.Scan() {
 			t.Fatal("seqd leader --watch ended early")
 		}
-		var s sequencer.ElectionStatus
+		var s client.ElectionStatus
 		if err := json.Unmarshal(lines.Bytes(), &s); err != nil {
 			t.Fatalf("line %q: %v", lines.Text(), err)
 		}
@@ -56,21 +56,24 @@ func TestLeaderCommand(t *testing.T) {
 	if first := readLine(); first.Leader != nil {
 		t.Fatalf("first line %+v, want no leader", first)
 	}
-	cl := &sequencer.Client{Addr: addr}
-	l, err := cl.Campaign(ctx, "solo", "me", "a", time.Minute, 0)
+	cl, err := client.New(addr, client.WithoutEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cl.Campaign(ctx, "solo", "a", client.Owner("me"), client.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := readLine(); got.Leader == nil || got.Leader.Term != l.Term || got.Leader.Value != "a" {
 		t.Fatalf("line after the campaign %+v", got)
 	}
-	if _, err := cl.Proclaim(ctx, "solo", l.LeaseID, l.Token, "b"); err != nil {
+	if _, err := cl.Proclaim(ctx, l, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if got := readLine(); got.Leader == nil || got.Leader.Value != "b" {
 		t.Fatalf("line after the proclaim %+v", got)
 	}
-	if err := cl.Resign(ctx, "solo", l.LeaseID, l.Token); err != nil {
+	if err := cl.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	if got := readLine(); got.Leader != nil {

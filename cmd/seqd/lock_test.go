@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -722,7 +722,7 @@ func TestStatusNamesLockHolder(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: exit %d, %s", code, errOut)
 	}
-	var st sequencer.LockStatus
+	var st client.LockStatus
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -149,21 +149,6 @@ func shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) e
 	return nil
 }
 
-// httpClient is the client commands' HTTP client, with TLS from --cacert,
-// --cert and --key.
-func httpClient(c *cli.Context) (*http.Client, error) {
-	if c.String("cacert") == "" && c.String("cert") == "" && c.String("key") == "" {
-		return nil, nil
-	}
-	cfg, err := security.ClientTLS(c.String("cacert"), c.String("cert"), c.String("key"))
-	if err != nil {
-		return nil, usageErrorf("TLS: %v", err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = cfg
-	return &http.Client{Transport: tr}, nil
-}
-
 func keygenCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "keygen",

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -47,7 +47,7 @@ func TestSignedSequencersEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire = %d %s", code, errs)
 	}
-	var l sequencer.Lease
+	var l client.Lease
 	if err := json.Unmarshal([]byte(out), &l); err != nil || !strings.Contains(l.Sequencer, ".k2026.") {
 		t.Fatalf("lease %s (%v): want a sequencer signed with key k2026", out, err)
 	}
@@ -206,11 +206,14 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 		return m != nil
 	})
 	base := "http://" + addr
-	client := &sequencer.Client{Addr: base, HTTP: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+	cl, err := client.New(base, client.WithoutEnv(), client.WithHTTPClient(&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	name := fmt.Sprintf("flood-%v", capped)
-	l, err := client.Acquire(ctx, name, "owner", 6*time.Second, 0)
+	l, err := cl.Acquire(ctx, name, client.Owner("owner"), client.TTL(6*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,12 +250,12 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 	for time.Now().Before(end) {
 		last := time.Now()
 		for {
-			_, err := client.Renew(ctx, name, l.LeaseID, l.Token, 0)
+			_, err := cl.Renew(ctx, l, 0)
 			if err == nil {
 				break
 			}
-			var ce *sequencer.ConflictError
-			if errors.As(err, &ce) || time.Since(last) > 4*time.Second {
+			var ae *client.APIError
+			if errors.As(err, &ae) && ae.Status == http.StatusConflict || time.Since(last) > 4*time.Second {
 				return fmt.Errorf("during the flood, renew failed after %d renewals: %w", renewals, err)
 			}
 			retries++
@@ -284,7 +287,7 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := client.Acquire(ctx, name+"-after", "owner", 6*time.Second, 0); err != nil {
+	if _, err := cl.Acquire(ctx, name+"-after", client.Owner("owner"), client.TTL(6*time.Second)); err != nil {
 		return fmt.Errorf("acquire after the ZooKeeper restart, during the flood: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqd/seqd/client"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +18,8 @@ func serveFlags(zkRequired bool) []cli.Flag {
 	fs := []cli.Flag{
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "HTTP listen address (loopback by default)", EnvVars: []string{"SEQD_LISTEN"}},
 		rootFlag(),
+		semaphoreRootFlag(),
+		electionRootFlag(),
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
 		logFormatFlag(),
@@ -146,8 +149,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	lockDelay, err := durationFlag(c, "lock-delay", 0, sequencer.MaxLockDelay)
+	lockDelay, err := durationFlag(c, "lock-delay", 0, client.MaxLockDelay)
 	if err != nil {
+		return err
+	}
+	if err := checkRoots(c, "root", "semaphore-root", "election-root"); err != nil {
 		return err
 	}
 	listen := c.String("listen")
@@ -188,6 +194,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	svc := sequencer.New(sequencer.Config{
 		Servers:        servers,
 		Root:           c.String("root"),
+		SemaphoreRoot:  c.String("semaphore-root"),
+		ElectionRoot:   c.String("election-root"),
 		SessionTimeout: st,
 		TokenMode:      mode,
 		Logger:         logger,
@@ -205,8 +213,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return withCode(ExitUnavailable, err)
 	}
 	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, Gatherer: reg, Logger: logger})
-	// An acquire may wait sequencer.MaxWait for its answer.
-	srv, ln, served, err := sec.start(listen, h, sequencer.MaxWait+30*time.Second, logger)
+	// An acquire may wait client.MaxWait for its answer.
+	srv, ln, served, err := sec.start(listen, h, client.MaxWait+30*time.Second, logger)
 	if err != nil {
 		svc.Close(context.Background())
 		return err

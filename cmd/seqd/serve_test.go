@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -101,7 +101,7 @@ func TestServeClientCommandsAndShutdown(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire exit %d: %s", code, errs)
 	}
-	var l sequencer.Lease
+	var l client.Lease
 	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Token == 0 || l.Sequencer == "" {
 		t.Fatalf("acquire printed %q (%v), want a lease", out, err)
 	}

@@ -1,41 +1,41 @@
-package sequencer
+package client
 
 import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/seqd/seqd/zklock"
 )
 
-// The wire types of the HTTP API, all in one place. Every body is JSON.
+// The wire types of the HTTP API, one definition that the daemon and this
+// client share. Every body is JSON. Three families of leases share one
+// shape of endpoints, with the family's name in the path:
 //
-//	POST /v1/locks/{name}/acquire  AcquireRequest → 200 Lease
-//	POST /v1/locks/{name}/renew    LeaseRequest   → 200 Lease
-//	POST /v1/locks/{name}/release  LeaseRequest   → 200 ReleaseResponse
-//	GET  /v1/locks/{name}[?index=I&wait=D]        → 200 LockStatus
-//	POST /v1/elections/{name}/campaign  CampaignRequest → 200 Lease (with term)
-//	POST /v1/elections/{name}/renew     LeaseRequest    → 200 Lease
-//	POST /v1/elections/{name}/resign    LeaseRequest    → 200 ReleaseResponse
-//	POST /v1/elections/{name}/proclaim  ProclaimRequest → 200 Lease
-//	GET  /v1/elections/{name}[?index=I&wait=D]          → 200 ElectionStatus
-//	GET  /v1/locks                                → 200 LeaseList
-//	POST /v1/semaphores/{name}/acquire  SemaphoreAcquireRequest → 200 Lease
-//	POST /v1/semaphores/{name}/renew    LeaseRequest   → 200 Lease
-//	POST /v1/semaphores/{name}/release  LeaseRequest   → 200 ReleaseResponse
-//	GET  /v1/semaphores/{name}                    → 200 SemaphoreStatus
-//	POST /v1/check                 CheckRequest   → 200 or 409 CheckResponse
-//	GET  /healthz, /readyz                        → 200 ProbeResponse
+//	family       grant action   renew   end action   extra
+//	locks        acquire        renew   release
+//	semaphores   acquire        renew   release
+//	elections    campaign       renew   resign       proclaim
 //
-// Every other failure is an ErrorBody with one of the Code* constants.
+//	POST /v1/{family}/{name}/{action}   body per action → 200
+//	GET  /v1/{family}/{name}[?index=I&wait=D]           → 200 status
+//	GET  /v1/{family}                                   → 200 LeaseList
+//	POST /v1/check   CheckRequest     → 200 or 409 CheckResponse
+//	POST /v1/renew   RenewManyRequest → 200 RenewManyResponse
+//	GET  /healthz, /readyz            → 200 ProbeResponse
 //
-// A GET of a lock's or an election's state with ?index=I is a blocking
-// read: it answers as soon as the state's index differs from I, or once
+// The bodies: AcquireRequest (locks), SemaphoreAcquireRequest, and
+// CampaignRequest grant a Lease; LeaseRequest renews (→ Lease) and ends
+// (→ ReleaseResponse) one of any family; ProclaimRequest changes a
+// leader's value. The status reads answer LockStatus, SemaphoreStatus and
+// ElectionStatus. Every other failure is an ErrorBody with one of the Code*
+// constants.
+//
+// Every GET of a status takes the same query: ?index=I makes it a blocking
+// read that answers as soon as the state's index differs from I, or once
 // wait (default DefaultBlockingWait, at most MaxWait) has passed, with the
 // same state. The index is opaque (compare it, do not compute with it); it
 // is in the body and in the X-Seqd-Index header of every such GET.
-// A lock name is a path of segments of [A-Za-z0-9._-] joined by "/", at
-// most 256 bytes; in a URL each segment is path-escaped.
+// A name is a path of segments of [A-Za-z0-9._-] joined by "/", at most
+// 256 bytes; in a URL each segment is path-escaped.
 
 // Limits on the durations of a request.
 const (
@@ -47,8 +47,11 @@ const (
 	// MaxWait bounds how long an acquire may wait; 0 tries once.
 	MaxWait = 10 * time.Minute
 	// MaxLockDelay bounds an acquire's lock_delay.
-	MaxLockDelay = zklock.MaxLockDelay
+	MaxLockDelay = time.Minute
 )
+
+// MaxSemaphoreLimit bounds a semaphore's limit.
+const MaxSemaphoreLimit = 1 << 16
 
 // DefaultBlockingWait is how long a blocking read waits when it names no
 // wait.
@@ -72,14 +75,18 @@ type AcquireRequest struct {
 	// label, not a proof.
 	Owner string `json:"owner"`
 	// LeaseID ("lease_id", optional, 32 lowercase hex digits) makes the
-	// acquire idempotent: if it is the owner's live lease on this lock, that
-	// lease comes back with the same token and its TTL extended; otherwise a
-	// new lease is granted under this id, so that a retry after a lost
-	// answer finds it. Without it, an acquire of a lock the owner already
-	// holds is 409 held like any other.
+	// acquire idempotent: if it is a live lease of this daemon, that lease
+	// comes back with the same token, its TTL extended, provided every
+	// other field the request gives (owner, mode, lock_delay) equals the
+	// lease's: a difference is a 400 naming the field, and changes nothing.
+	// Otherwise a new lease is granted under this id, so that a retry
+	// after a lost answer finds it. Without it, an acquire of a lock the
+	// owner already holds is 409 held like any other. The same rule holds
+	// for a semaphore's acquire (limit) and a campaign (value).
 	LeaseID string `json:"lease_id,omitempty"`
 	// TTL ("ttl", a Duration) is how long the lease lives without renewal:
-	// MinTTL..MaxTTL, DefaultTTL when absent.
+	// MinTTL..MaxTTL, DefaultTTL when absent; a retry without it keeps the
+	// lease's TTL.
 	TTL *Duration `json:"ttl,omitempty"`
 	// Wait ("wait", a Duration) is how long to wait for the lock before a
 	// 409 held: 0..MaxWait; absent or "0s" tries once.
@@ -116,17 +123,28 @@ type SemaphoreAcquireRequest struct {
 	TTL     *Duration `json:"ttl,omitempty"`
 	Wait    *Duration `json:"wait,omitempty"`
 	// Limit ("limit", required, 1..MaxSemaphoreLimit) is how many holders
-	// the semaphore admits at once; every holder must name the same.
+	// the semaphore admits at once. The first acquirer records it in
+	// ZooKeeper; an acquire naming another limit while that record stands
+	// (while anyone holds or waits) is a 409 limit_mismatch with the
+	// recorded limit. A retry with a lease_id may leave it out (0).
 	Limit int `json:"limit"`
 }
 
-// SemaphoreStatus is the answer of GET /v1/semaphores/{name}.
+// SemaphoreStatus is the answer of GET /v1/semaphores/{name}, read from
+// ZooKeeper, so that it counts holders on every daemon (and Curator's).
 type SemaphoreStatus struct {
 	// Name ("name") is the semaphore's name.
 	Name string `json:"name"`
-	// Holders ("holders") counts its lease nodes in ZooKeeper, on every
-	// daemon (and other clients), a waiter's included while it counts.
+	// Holders ("holders") counts its holders. An acquirer waiting for a
+	// slot has a node of its own meanwhile; it is not counted.
 	Holders int `json:"holders"`
+	// Limit ("limit") is the limit its holders agreed on (recorded by the
+	// first); 0 when nobody holds it.
+	Limit int `json:"limit"`
+	// Index ("index") as in LockStatus.
+	Index uint64 `json:"index"`
+	// SafeForMS ("safe_for_ms") as in LockStatus, for a semaphore lease.
+	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
 }
 
 // CampaignRequest is the body of POST /v1/elections/{name}/campaign.
@@ -189,12 +207,15 @@ type Lease struct {
 	// Token ("token") is the fencing token: higher for every new grant of
 	// the lock, the same across renewals.
 	Token uint64 `json:"token"`
-	// Sequencer ("sequencer") is "<name>@<token>", what the holder passes
-	// to a resource.
+	// Sequencer ("sequencer") is "[<kind>:]<name>@<token>", what the holder
+	// passes to a resource: the kind is "shared", "semaphore" or "election"
+	// (none for an exclusive lock). On a daemon that signs, it carries the
+	// signature (".<kid>.<sig>"): a bearer capability that only the
+	// holder's own answers carry, never a listing.
 	Sequencer string `json:"sequencer"`
 	// LeaseID ("lease_id") is 32 hex digits (128 random bits), needed with
-	// the token to renew or release: keep it secret. It is absent from the
-	// listing of GET /v1/locks.
+	// the token to renew or release: keep it secret. It is absent from
+	// listings.
 	LeaseID string `json:"lease_id,omitempty"`
 	// Owner ("owner") is the owner named at acquire.
 	Owner string `json:"owner"`
@@ -216,11 +237,79 @@ type Lease struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// LeaseList is the answer of GET /v1/locks: the live leases held through
-// this daemon, by name.
+// LeaseList is the answer of GET /v1/{family}: the live leases of the
+// family held through this daemon, by name, under the family's name:
+// {"locks":[…]} (exclusive and shared), {"semaphores":[…]} or
+// {"elections":[…]}. A listing gives neither lease ids nor signed
+// sequencers (its sequencers are unsigned): whoever can list the leases
+// must not be able to act as their holders.
 type LeaseList struct {
-	// Locks ("locks") is never null; [] when there are none.
-	Locks []Lease `json:"locks"`
+	Family string  // "locks", "semaphores" or "elections"
+	Leases []Lease // [] in JSON when there are none
+}
+
+// MarshalJSON writes {"<family>":[…]}.
+func (l LeaseList) MarshalJSON() ([]byte, error) {
+	leases := l.Leases
+	if leases == nil {
+		leases = []Lease{}
+	}
+	return json.Marshal(map[string][]Lease{l.Family: leases})
+}
+
+// UnmarshalJSON reads {"<family>":[…]}, one key.
+func (l *LeaseList) UnmarshalJSON(b []byte) error {
+	var m map[string][]Lease
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if len(m) != 1 {
+		return fmt.Errorf("a lease list has one key, the family's, not %d", len(m))
+	}
+	for k, v := range m {
+		l.Family, l.Leases = k, v
+	}
+	return nil
+}
+
+// MaxRenewBatch is the most leases one POST /v1/renew names.
+const MaxRenewBatch = 500
+
+// RenewManyRequest is the body of POST /v1/renew: many lock leases renewed
+// in one round trip, each as its own renew would be.
+type RenewManyRequest struct {
+	// Leases ("leases", required, 1 to MaxRenewBatch) are the leases to
+	// renew, each a lock's name with its lease_id and token. A malformed
+	// entry refuses the whole request (400) and renews nothing.
+	Leases []RenewItem `json:"leases"`
+	// TTL ("ttl", optional) is every lease's new TTL; without it each
+	// keeps its own.
+	TTL *Duration `json:"ttl,omitempty"`
+}
+
+// RenewItem is one lease of a RenewManyRequest.
+type RenewItem struct {
+	Name    string `json:"name"`
+	LeaseID string `json:"lease_id"`
+	Token   uint64 `json:"token"`
+}
+
+// RenewManyResponse answers POST /v1/renew: one result per lease, in the
+// request's order.
+type RenewManyResponse struct {
+	Results []RenewResult `json:"results"`
+}
+
+// RenewResult is the answer for one lease: Status is the HTTP status its
+// own renew would have had (200 with the lease, or 409, 503 … with the
+// error's sentence, code and, for a stale token, the current one).
+type RenewResult struct {
+	Name         string  `json:"name"`
+	Status       int     `json:"status"`
+	Lease        *Lease  `json:"lease,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	Code         string  `json:"code,omitempty"`
+	CurrentToken *uint64 `json:"current_token,omitempty"`
 }
 
 // ReleaseResponse is the answer of a release that ended the lease.
@@ -291,6 +380,8 @@ type ElectionStatus struct {
 	// as the daemon can no longer vouch for it, before another candidate
 	// can be elected.
 	Self bool `json:"self"`
+	// SafeForMS ("safe_for_ms") as in LockStatus, for a leadership lease.
+	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
 }
 
 // LeaderView is an election's leader.
@@ -340,6 +431,9 @@ type ErrorBody struct {
 	// CurrentToken ("current_token", 409 only) is the lock's current token,
 	// present where one is known.
 	CurrentToken *uint64 `json:"current_token,omitempty"`
+	// Limit ("limit", limit_mismatch only) is the semaphore's recorded
+	// limit.
+	Limit *int `json:"limit,omitempty"`
 }
 
 // The codes of ErrorBody and CheckResponse, with their HTTP status.
@@ -347,8 +441,12 @@ const (
 	// CodeBadRequest (400): an invalid name, a duration out of range,
 	// malformed JSON, an unknown field or a body over MaxBodyBytes.
 	CodeBadRequest = "bad_request"
-	// CodeHeld (409): the lock was not granted within the wait.
+	// CodeHeld (409): not granted within the wait: the lock is held (or in
+	// its lock-delay), the semaphore full, the election led by another.
 	CodeHeld = "held"
+	// CodeLimitMismatch (409): a semaphore acquire named another limit than
+	// the one its holders recorded (in the body's limit).
+	CodeLimitMismatch = "limit_mismatch"
 	// CodeStaleToken (409): the token is below the lock's current one.
 	CodeStaleToken = "stale_token"
 	// CodeLost (409): the lease has ended (released, expired or lost with

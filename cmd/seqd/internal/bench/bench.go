@@ -24,7 +24,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -224,8 +224,8 @@ type runner struct {
 	root   string // this run's znode: Base/<id>
 	id     string
 	acl    []zk.ACL
-	admin  *zk.Conn          // creates parents and cleans up
-	daemon *sequencer.Client // the http kind's
+	admin  *zk.Conn       // creates parents and cleans up
+	daemon *client.Client // the http kind's
 	// daemonNames is the prefix of the http kind's lock names: a subtree
 	// of the run's own on a running daemon, whose root is shared.
 	daemonNames string
@@ -304,7 +304,9 @@ func (r *runner) startHTTP(ctx context.Context) (stop func(), err error) {
 	}
 	hc := &http.Client{Transport: tr}
 	if r.cfg.Daemon != "" {
-		r.daemon = &sequencer.Client{Addr: r.cfg.Daemon, APIToken: r.cfg.DaemonToken, HTTP: hc}
+		if r.daemon, err = client.New(r.cfg.Daemon, client.WithoutEnv(), client.WithAPIToken(r.cfg.DaemonToken), client.WithHTTPClient(hc)); err != nil {
+			return nil, err
+		}
 		r.daemonNames = strings.TrimPrefix(r.root, "/") + "/"
 		return tr.CloseIdleConnections, nil
 	}
@@ -312,7 +314,10 @@ func (r *runner) startHTTP(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.daemon = &sequencer.Client{Addr: "http://" + addr, HTTP: hc}
+	if r.daemon, err = client.New("http://"+addr, client.WithoutEnv(), client.WithHTTPClient(hc)); err != nil {
+		stopDaemon()
+		return nil, err
+	}
 	return func() {
 		tr.CloseIdleConnections()
 		stopDaemon()

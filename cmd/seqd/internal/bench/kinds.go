@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
@@ -125,7 +126,7 @@ func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycle
 	case KindHTTP:
 		wait := time.Duration(0) // own locks are free: try once
 		if g.Locks == LocksHot {
-			wait = sequencer.MaxWait
+			wait = client.MaxWait
 		}
 		return &httpCycler{c: r.daemon, name: r.daemonNames + name, owner: "seqd-bench-" + strconv.Itoa(w), wait: wait}, func() {}, nil
 	}
@@ -173,20 +174,20 @@ func (c zklockCycler) cycle(ctx context.Context) error {
 
 // httpCycler acquires a lease through the daemon's API and releases it.
 type httpCycler struct {
-	c     *sequencer.Client
+	c     *client.Client
 	name  string
 	owner string
 	wait  time.Duration
 }
 
 func (c *httpCycler) cycle(ctx context.Context) error {
-	l, err := c.c.Acquire(ctx, c.name, c.owner, sequencer.DefaultTTL, c.wait)
+	l, err := c.c.Acquire(ctx, c.name, client.Owner(c.owner), client.Wait(c.wait))
 	if err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return c.c.Release(rctx, c.name, l.LeaseID, l.Token)
+	return c.c.Release(rctx, l)
 }
 
 // startDaemon runs the daemon in process, as `seqd serve` wires it (metrics,
@@ -216,7 +217,7 @@ func (r *runner) startDaemon(ctx context.Context) (addr string, stop func(), err
 		return "", nil, fmt.Errorf("listen: %w", err)
 	}
 	srv := httpserve.New(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}),
-		httpserve.Options{WriteTimeout: sequencer.MaxWait + 30*time.Second})
+		httpserve.Options{WriteTimeout: client.MaxWait + 30*time.Second})
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

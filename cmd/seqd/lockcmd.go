@@ -1,0 +1,289 @@
+package main
+
+// seqd lock and seqd campaign: their flags and command lines.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/internal/runlock"
+	"github.com/seqd/seqd/zklock"
+)
+
+// forwardedSignals reach the command's process group while it runs; while
+// seqd waits for the lock, any of them withdraws the contender and ends seqd
+// with 128+signal, and the command is never started.
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+const (
+	// lockReleaseTimeout bounds the release once the command has exited.
+	lockReleaseTimeout = 5 * time.Second
+	// minDialTimeout: a ZooKeeper that has not given us a session by then
+	// (or by the session timeout, if longer) counts as unreachable.
+	minDialTimeout = 5 * time.Second
+	// signalSettle bounds how long seqd looks for the signal behind a
+	// cancelled context (main's NotifyContext and our own channel are fed by
+	// the same delivery, in an order nobody promises).
+	signalSettle = time.Second
+)
+
+func lockCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "lock",
+		Usage:     "run a command while holding a lock; kill it if the lock is lost",
+		ArgsUsage: "NAME -- CMD [ARG...]",
+		Description: `Waits for the lock NAME, runs CMD in its own process group with SEQD_LOCK,
+SEQD_TOKEN and SEQD_SEQUENCER in its environment, forwards SIGINT, SIGTERM,
+SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to that group, and releases the lock as
+soon as CMD exits, exiting with CMD's status. While CMD runs the lock is
+watched: once it is lost, or ZooKeeper has been silent for so long that it
+could expire the session, the whole group is sent --kill-signal, SIGKILL
+after --kill-grace, and seqd exits 76.
+
+With -n N, NAME is a semaphore (under --semaphore-root) and CMD runs while at
+most N holders hold it.
+
+Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
+ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
+CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
+		Flags: runnerFlags(rootFlag(), semaphoreRootFlag(),
+			&cli.IntFlag{Name: "n", EnvVars: []string{"SEQD_N"},
+				Usage: "a semaphore: run CMD while at most `N` holders (seqd lock -n, Curator's InterProcessSemaphoreV2) hold NAME"},
+			lockDelayFlag("if seqd loses the lock uncleanly (killed, session lost), nobody gets it for this long (up to 1m); exiting releases it at once"),
+		),
+		Action: func(c *cli.Context) error {
+			if err := checkRoots(c, "root", "semaphore-root"); err != nil {
+				return err
+			}
+			cfg, err := parseLockConfig(c, fence.KindLock, "root")
+			if err != nil {
+				return err
+			}
+			return runUnder(c, cfg)
+		},
+	}
+}
+
+// campaignCommand is `seqd campaign NAME --value V -- CMD`: `seqd lock`'s
+// runner, with leadership of an election instead of a lock.
+func campaignCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "campaign",
+		Usage:     "run a command while leader of an election; kill it if leadership is lost",
+		ArgsUsage: "NAME -- CMD [ARG...]",
+		Description: `Campaigns in the election NAME with --value as the leader's published value,
+and once elected runs CMD as seqd lock does, with SEQD_ELECTION, SEQD_TERM (also
+SEQD_TOKEN), SEQD_SEQUENCER and SEQD_LOCK_SOCKET in its environment. When
+leadership is lost, or ZooKeeper has been silent for so long that it could
+expire the session, CMD's process group is killed before another candidate
+can be elected, and seqd exits 76. When CMD exits, seqd resigns at once.
+Exit statuses as for seqd lock.`,
+		Flags: runnerFlags(electionRootFlag(), &cli.StringFlag{Name: "value", Usage: "the value published while leader (an address, a pod name); default the host name", EnvVars: []string{"SEQD_VALUE"}}),
+		Action: func(c *cli.Context) error {
+			cfg, err := parseLockConfig(c, fence.KindElection, "election-root")
+			if err != nil {
+				return err
+			}
+			cfg.value = c.String("value")
+			if cfg.value == "" {
+				cfg.value, _ = os.Hostname()
+			}
+			return runUnder(c, cfg)
+		},
+	}
+}
+
+// runnerFlags are the flags of seqd lock and seqd campaign.
+func runnerFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		zkFlag(true),
+		sessionTimeoutFlag(),
+		tokenModeFlag(),
+		&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
+			Usage: "give up waiting after this `DURATION` and exit 75; 0 tries once (default: wait as long as it takes)"},
+		&cli.StringFlag{Name: "kill-signal", Value: "TERM", EnvVars: []string{"SEQD_KILL_SIGNAL"},
+			Usage: "`SIGNAL` sent to CMD's process group when the lock is lost (name or number)"},
+		&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, EnvVars: []string{"SEQD_KILL_GRACE"},
+			Usage: "SIGKILL the process group this `DURATION` after --kill-signal"},
+		&cli.BoolFlag{Name: "shell", EnvVars: []string{"SEQD_SHELL"},
+			Usage: "run CMD through sh -c (its words joined by spaces)"},
+		&cli.BoolFlag{Name: "verbose", EnvVars: []string{"SEQD_VERBOSE"},
+			Usage: "print the token and timings on stderr"},
+		signingKeyFlag(),
+	}, append(zkSecurityFlags(), extra...)...)
+}
+
+// runUnder runs cfg's command under its lock or leadership.
+func runUnder(c *cli.Context, cfg lockConfig) error {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	// seqd must never stop while it holds the lock: stopped, it
+	// could not notice the loss nor signal the command. Ctrl-Z and
+	// background terminal I/O would stop it by default, so those
+	// signals are caught and dropped. (Caught, not ignored: the
+	// command gets the default actions back when it is exec'd.)
+	jobControl := make(chan os.Signal, 4)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	defer signal.Stop(jobControl)
+	return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, zklock.WallClock())
+}
+
+// lockConfig is a validated `seqd lock` command line.
+type lockConfig struct {
+	name           string
+	argv           []string // CMD as given
+	path           string   // the program to exec (argv[0] resolved, or sh)
+	args           []string // its arguments, argv[0] included
+	servers        []string
+	kind           fence.Kind // KindLock, KindSemaphore (-n) or KindElection (seqd campaign)
+	root           string
+	sessionTimeout time.Duration
+	mode           zklock.TokenMode
+	wait           time.Duration
+	tryOnce        bool // --wait 0
+
+	lockDelay  time.Duration
+	limit      int // -n: a semaphore of this many holders; 0 for a lock
+	killSignal syscall.Signal
+	killGrace  time.Duration
+	verbose    bool
+	signer     *fence.Signer // signs SEQD_SEQUENCER, if set
+	value      string        // the leader's value, with KindElection
+	zk         zkSecurity
+}
+
+type lockIO struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// parseLockConfig checks the whole command line before ZooKeeper is touched:
+// every mistake is a usage error (exit 64), and a CMD that cannot be found is
+// 127 (as in a shell) rather than a lock taken for nothing. kind is the
+// command's (lock's -n makes it a semaphore), and rootFlag names its root.
+func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (lockConfig, error) {
+	cfg := lockConfig{kind: kind, root: c.String(rootFlag)}
+	var err error
+	if cfg.name, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
+		return cfg, err
+	}
+	// NewMutex validates the name and the root and does no I/O: it never
+	// touches the (absent) session.
+	if _, err := zklock.NewMutex(nil, cfg.name, zklock.WithRoot(cfg.root)); err != nil {
+		return cfg, usageErrorf("%s: %v", c.Command.Name, userMessage(err))
+	}
+	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
+		return cfg, err
+	}
+	if cfg.zk, err = parseZKSecurity(c); err != nil {
+		return cfg, err
+	}
+	if cfg.mode, err = tokenMode(c); err != nil {
+		return cfg, err
+	}
+	if cfg.sessionTimeout, err = durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout); err != nil {
+		return cfg, err
+	}
+	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
+		return cfg, err
+	}
+	// --wait 0 tries once, as everywhere; without --wait the wait is
+	// endless.
+	cfg.tryOnce = c.IsSet("wait") && cfg.wait == 0
+	if cfg.lockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
+		return cfg, err
+	}
+	if err := lockLimit(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
+		return cfg, err
+	}
+	if cfg.killSignal, err = runlock.ParseSignal(c.String("kill-signal")); err != nil {
+		return cfg, usageErrorf("lock: --kill-signal: %v", err)
+	}
+	cfg.verbose = c.Bool("verbose")
+	if cfg.signer, err = signer(c); err != nil {
+		return cfg, err
+	}
+	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
+	return cfg, err
+}
+
+// lockLimit reads -n: a semaphore lives under --semaphore-root, takes zxid
+// tokens only and has no lock-delay.
+func lockLimit(c *cli.Context, cfg *lockConfig) error {
+	if !c.IsSet("n") {
+		return nil
+	}
+	if err := zklock.ValidateSemaphoreName(cfg.name); err != nil {
+		return usageErrorf("lock: -n: %v", userMessage(err))
+	}
+	cfg.limit = c.Int("n")
+	switch {
+	case cfg.limit < 1 || cfg.limit > zklock.MaxSemaphoreLimit:
+		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.limit, zklock.MaxSemaphoreLimit)
+	case cfg.mode != zklock.TokenZxid:
+		return usageErrorf("lock: -n takes zxid tokens only, not --token-mode %s", cfg.mode)
+	case cfg.lockDelay != 0:
+		return usageErrorf("lock: -n and --lock-delay do not go together: a semaphore has no lock-delay")
+	}
+	cfg.kind, cfg.root = fence.KindSemaphore, c.String("semaphore-root")
+	return nil
+}
+
+// lockArgs splits `NAME [--] CMD [ARG...]`.
+func lockArgs(args []string) (name string, argv []string, err error) {
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+	}
+	name, args = args[0], args[1:]
+	if strings.HasPrefix(name, "-") {
+		return "", nil, usageErrorf("lock: %q is not a lock name; flags go before NAME", name)
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		return "", nil, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
+	}
+	if len(args) == 0 {
+		return "", nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", name)
+	}
+	return name, args, nil
+}
+
+// lockProgram resolves the program to exec and its arguments (argv[0]
+// included): argv itself, or with shell its words joined for sh -c.
+func lockProgram(argv []string, shell bool) (path string, args []string, err error) {
+	if shell {
+		return "/bin/sh", []string{"sh", "-c", strings.Join(argv, " ")}, nil
+	}
+	path, err = exec.LookPath(argv[0])
+	if err != nil {
+		return "", nil, commandError(err)
+	}
+	return path, argv, nil
+}
+
+// commandError maps a command that cannot be run to a shell's statuses:
+// 127 not found, 126 found but not executable.
+func commandError(err error) error {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return withCode(127, fmt.Errorf("lock: %w", err))
+	}
+	return withCode(126, fmt.Errorf("lock: %w", err))
+}

@@ -1,0 +1,339 @@
+package main
+
+// The run of seqd lock and seqd campaign: connect, wait for the grant, run
+// the command under it, kill it on loss, release.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/internal/runlock"
+	"github.com/seqd/seqd/zklock"
+)
+
+// runLock waits for the lock, runs the command under it and releases it. sigs
+// carries the forwarded signals; clk measures the kill grace.
+func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) error {
+	r := newLockRun(ctx, cfg, stdio, sigs, clk)
+	// Waiting — dialling included — ends at the first signal: the contender
+	// is withdrawn and the command never starts.
+	w := watchWait(ctx, sigs)
+	defer w.cancel(nil)
+	defer w.end()
+	sess, err := r.connect(w)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	grant, err := r.acquire(w, sess)
+	if err != nil {
+		return err
+	}
+	return r.supervise(sess, grant)
+}
+
+// lockRun is one `seqd lock` run: its configuration and what it reports to.
+type lockRun struct {
+	ctx    context.Context // main's: cancelled by SIGINT or SIGTERM
+	cfg    lockConfig
+	stdio  lockIO
+	sigs   <-chan os.Signal
+	clk    zklock.Clock
+	logger *slog.Logger
+}
+
+func newLockRun(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) *lockRun {
+	level := slog.LevelError
+	if cfg.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(stdio.stderr, &slog.HandlerOptions{Level: level}))
+	return &lockRun{ctx: ctx, cfg: cfg, stdio: stdio, sigs: sigs, clk: clk, logger: logger}
+}
+
+// say prints a line about the lock on stderr.
+func (r *lockRun) say(format string, args ...any) {
+	fmt.Fprintf(r.stdio.stderr, "seqd: %s %s: "+format+"\n", append([]any{noun(r.cfg.kind), r.cfg.name}, args...)...)
+}
+
+// verbose says it with --verbose only.
+func (r *lockRun) verbose(format string, args ...any) {
+	if r.cfg.verbose {
+		r.say(format, args...)
+	}
+}
+
+// interrupted is the status of a run that a signal ended while it waited.
+func (r *lockRun) interrupted(sig syscall.Signal) error {
+	r.verbose("%s while waiting: the command was not started", runlock.SignalName(sig))
+	return childStatus(128 + int(sig))
+}
+
+func (r *lockRun) release(g *zklock.Grant) { releaseGrant(r.ctx, g, r.verbose, r.say) }
+
+// connect dials ZooKeeper; no session within max(session timeout,
+// minDialTimeout) is exit 69.
+func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
+	start := time.Now()
+	sess, err := dialLock(w.ctx, r.cfg, r.logger, r.clk)
+	if err != nil {
+		w.end()
+		if sig, ok := w.signal(); ok {
+			return nil, r.interrupted(sig)
+		}
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s: %w", r.cfg.name, err))
+	}
+	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.servers, ","), sess.Timeout(), ms(time.Since(start)))
+	return sess, nil
+}
+
+func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk zklock.Clock) (*zklock.Session, error) {
+	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.sessionTimeout, minDialTimeout))
+	cfg.zk.warnIfOpen(logger) // shown with --verbose
+	defer cancelDial()
+	return zklock.Dial(dialCtx, cfg.servers, zklock.Options{
+		SessionTimeout: cfg.sessionTimeout,
+		Logger:         logger,
+		Clock:          clk,
+		Auth:           cfg.zk.auth,
+		ACL:            cfg.zk.acl,
+		TLS:            cfg.zk.tls,
+	})
+}
+
+// contender returns how to take the grant: wait for it, or with --wait 0
+// try once.
+func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*zklock.Grant, error), error) {
+	cfg := r.cfg
+	switch cfg.kind {
+	case fence.KindElection:
+		e, err := zklock.NewElection(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
+		if err != nil {
+			return nil, err
+		}
+		campaign := e.Campaign
+		if cfg.tryOnce {
+			campaign = e.TryCampaign
+		}
+		return func(ctx context.Context) (*zklock.Grant, error) {
+			l, err := campaign(ctx, []byte(cfg.value))
+			if err != nil {
+				return nil, err
+			}
+			return l.Grant, nil
+		}, nil
+	case fence.KindSemaphore:
+		sem, err := zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root), zklock.WithData(ownerData(cfg.argv)))
+		if err != nil {
+			return nil, err
+		}
+		return pick(cfg.tryOnce, sem.Acquire, sem.TryAcquire), nil
+	}
+	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
+	if err != nil {
+		return nil, err
+	}
+	return pick(cfg.tryOnce, m.Acquire, m.TryAcquire), nil
+}
+
+// pick is try when tryOnce, wait otherwise.
+func pick[F any](tryOnce bool, wait, try F) F {
+	if tryOnce {
+		return try
+	}
+	return wait
+}
+
+// acquire waits for the lock (for ever, or --wait) and checks that it is
+// still held before the command starts.
+func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
+	cfg := r.cfg
+	take, err := r.contender(sess)
+	if err != nil {
+		w.end()
+		return nil, usageErrorf("lock: %v", err)
+	}
+	acqCtx, cancelAcq := w.ctx, context.CancelFunc(func() {})
+	if cfg.wait > 0 {
+		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
+	}
+	waitStart := time.Now()
+	grant, err := take(acqCtx)
+	cancelAcq()
+	w.end()
+	if sig, ok := w.signal(); ok {
+		if grant != nil {
+			r.release(grant)
+		}
+		return nil, r.interrupted(sig)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, withCode(ExitTimeout, fmt.Errorf("%s %s was not acquired within %v: another holder kept it", noun(cfg.kind), cfg.name, cfg.wait))
+	case errors.Is(err, zklock.ErrHeld):
+		return nil, withCode(ExitTimeout, fmt.Errorf("%s %s was not acquired at the one try --wait 0 asks for: %s", noun(cfg.kind), cfg.name, userMessage(err)))
+	case errors.Is(err, zklock.ErrLimitMismatch):
+		return nil, withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
+	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
+	default:
+		return nil, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err)
+	}
+	r.verbose("acquired: token %d, sequencer %s, contender %s, waited %v", grant.Token, grant.Sequencer(), grant.Path, ms(time.Since(waitStart)))
+	select {
+	case <-grant.Lost():
+		// The command never ran: not 76 (lost while it ran) but the lock
+		// could not be held, as when ZooKeeper is unavailable.
+		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s (token %d) was lost before the command could start: %s", cfg.name, grant.Token, userMessage(grant.Err())))
+	default:
+	}
+	return grant, nil
+}
+
+// supervise runs the command under the grant until it exits, killing its
+// process group if the lock is lost, and releases the lock.
+func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
+	cfg := r.cfg
+	sock, err := startLockSocket(grant, r.sequencer(grant))
+	if err != nil {
+		r.release(grant)
+		return fmt.Errorf("the lock socket: %w", err)
+	}
+	defer sock.close()
+	cmd := r.command(grant, sock.path)
+	var term *os.File
+	if f, ok := r.stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
+		term = f // an interactive run: CMD gets the terminal
+	}
+	runStart := time.Now()
+	res, err := runlock.Run(cmd, runlock.Options{
+		Terminal:   term,
+		Lost:       grant.Lost(),
+		Signals:    r.sigs,
+		KillSignal: cfg.killSignal,
+		KillGrace:  cfg.killGrace,
+		Clock:      r.clk,
+		Logger:     r.logger,
+		OnLost:     func(pgid int) { r.reportLoss(sess, grant, pgid) },
+	})
+	if err != nil {
+		r.release(grant)
+		return commandError(err)
+	}
+	return r.finish(grant, res, ms(time.Since(runStart)))
+}
+
+// sequencer is the grant's sequencer, of its kind, signed with
+// --signing-key-file.
+func (r *lockRun) sequencer(grant *zklock.Grant) string {
+	seq := fence.Sequencer{Kind: r.cfg.kind, Name: r.cfg.name, Token: grant.Token}
+	if r.cfg.signer != nil {
+		return r.cfg.signer.Sign(seq)
+	}
+	return seq.String()
+}
+
+// command is CMD with the lock, the token, the sequencer and the lock
+// socket in its environment.
+func (r *lockRun) command(grant *zklock.Grant, socket string) *exec.Cmd {
+	cmd := exec.Command(r.cfg.path)
+	cmd.Args = r.cfg.args
+	cmd.Env = append(cmd.Environ(),
+		"SEQD_LOCK="+r.cfg.name,
+		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
+		"SEQD_SEQUENCER="+r.sequencer(grant),
+		"SEQD_LOCK_SOCKET="+socket,
+	)
+	if r.cfg.kind == fence.KindElection {
+		term := strconv.FormatUint(grant.Token, 10)
+		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.name, "SEQD_TERM="+term)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
+	return cmd
+}
+
+// reportLoss says, as the kill signal goes out, which token was lost and
+// when ZooKeeper last answered.
+func (r *lockRun) reportLoss(sess *zklock.Session, grant *zklock.Grant, pgid int) {
+	heard := sess.LastHeard()
+	r.say("lost (token %d): %s; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
+		grant.Token, userMessage(grant.Err()), runlock.SignalName(r.cfg.killSignal), pgid, r.cfg.killGrace,
+		heard.Format(time.RFC3339Nano), ms(r.clk.Now().Sub(heard)), sess.Timeout())
+}
+
+// finish releases the lock once the command has exited and picks seqd's
+// status: 76 if the lock was lost while it ran, else the command's own.
+func (r *lockRun) finish(grant *zklock.Grant, res runlock.Result, ran time.Duration) error {
+	if res.Lost {
+		r.release(grant)
+		how := fmt.Sprintf("status %d", res.Status)
+		if res.Killed {
+			how += fmt.Sprintf(", SIGKILL after the %v grace", r.cfg.killGrace)
+		}
+		return withCode(ExitLockLost, fmt.Errorf("lock %s (token %d) was lost while the command ran; it ended with %s", r.cfg.name, grant.Token, how))
+	}
+	if res.Stragglers {
+		r.say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(r.cfg.killSignal))
+	}
+	r.verbose("the command exited with status %d after %v", res.Status, ran)
+	r.release(grant)
+	return childStatus(res.Status)
+}
+
+// releaseGrant deletes the contender on a context that outlives ctx (which a
+// forwarded SIGTERM may have cancelled). If ZooKeeper cannot be reached,
+// closing the session removes the node, or ZooKeeper does when it expires it.
+func releaseGrant(ctx context.Context, g *zklock.Grant, verbose, say func(string, ...any)) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
+	defer cancel()
+	start := time.Now()
+	switch err := g.Release(rctx); {
+	case err == nil:
+		verbose("released token %d in %v", g.Token, ms(time.Since(start)))
+	case errors.Is(err, zklock.ErrLockLost):
+		// Already reported, or lost after the command ended: nothing to do.
+		verbose("token %d was already lost at release: %s", g.Token, userMessage(err))
+	default:
+		say("could not release token %d (%s); its node goes when the session ends", g.Token, userMessage(err))
+	}
+}
+
+// ownerData is stored in the contender node, so that whoever looks at the
+// lock (seqd status, GET /v1/locks/{name}) can tell who holds it: the same
+// JSON keys the daemon writes for its leases, owner user@host:pid and the
+// command run under the lock.
+func ownerData(argv []string) []byte {
+	host, _ := os.Hostname()
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	data, _ := json.Marshal(struct {
+		Owner   string `json:"owner"`
+		Command string `json:"command"`
+	}{fmt.Sprintf("%s@%s:%d", who, host, os.Getpid()), strings.Join(argv, " ")})
+	return data
+}
+
+// ms rounds a duration for people.
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// noun names a kind in messages: lock, semaphore, election.
+func noun(k fence.Kind) string {
+	if k == fence.KindLock {
+		return "lock"
+	}
+	return string(k)
+}

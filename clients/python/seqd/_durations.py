@@ -84,6 +84,8 @@ def to_seconds(value: Duration, what: str = "duration") -> float:
 
 def format_go_duration(ns: int) -> str:
     """A Go duration string for ``ns`` nanoseconds, exact: ``"15s"``, ``"1500ms"``."""
+    if ns == 0:
+        return "0s"
     for unit, scale in (("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)):
         if ns % scale == 0:
             return f"{ns // scale}{unit}"

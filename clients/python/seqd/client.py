@@ -372,8 +372,10 @@ class Client:
         The lock is acquired on entering the block (waiting up to ``wait``;
         ``None`` waits without limit, ``0`` tries once; :class:`HeldError`
         when not granted), renewed in the background every TTL/3 and
-        released on leaving it, also on an exception. See :class:`Lease`
-        for how a loss is signalled. ``renew=False`` never renews: the lease
+        released on leaving it, also on an exception. An unreachable daemon
+        is tried again until ``wait`` has passed (with no ``wait``, for
+        ``timeout`` seconds): then :class:`UnavailableError`. See
+        :class:`Lease` for how a loss is signalled. ``renew=False`` never renews: the lease
         ends at its TTL. ``watch=False`` learns of a loss from renewals only
         (at most one renew interval late) instead of a blocking read of the
         lock's state as well (a few milliseconds).

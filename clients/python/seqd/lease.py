@@ -382,8 +382,13 @@ class Lease:
         while not self._stopping:
             try:
                 st = self._client._watch(self.kind, self.name, index, _WATCH_WAIT, info.lease_id, self._watch_cancel)
-            except SeqdError:
+            except SeqdError as e:
                 if self._stopping:
+                    return
+                if e.status is not None and 400 <= e.status < 500:
+                    # Refused, not failed: asking again will not help. The
+                    # renewals still watch over the lease.
+                    log.warning("seqd: no blocking read of %s %r: %s", self.kind, self.name, e)
                     return
                 index = None
                 self._poke()  # the daemon failed: renew now to learn where the lease stands

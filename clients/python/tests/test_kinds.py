@@ -19,13 +19,16 @@ class SemaphoreTest(unittest.TestCase):
         self.addCleanup(self.client.close)
 
     def _most_at_once(self, name: str, limit: int, holders: int) -> int:
-        """Run holders threads through the semaphore, each holding its slot
-        for a while; return the most that held at once."""
+        """Run holders threads through the semaphore; return the most that
+        held at once. Each keeps its slot until as many as the limit have
+        held at once (or 5s), then a little longer, so that a semaphore that
+        let one more in would be seen doing it."""
         lock = threading.Lock()
         active = [0]
         most = [0]
         errors: List[BaseException] = []
         start = threading.Barrier(holders)
+        full = threading.Event()
 
         def hold() -> None:
             try:
@@ -35,7 +38,10 @@ class SemaphoreTest(unittest.TestCase):
                     with lock:
                         active[0] += 1
                         most[0] = max(most[0], active[0])
-                    time.sleep(0.4)
+                        if active[0] >= limit:
+                            full.set()
+                    full.wait(5)
+                    time.sleep(0.3)
                     self.assertFalse(lease.lost.is_set())
                     with lock:
                         active[0] -= 1

@@ -19,12 +19,12 @@ class LockTest(unittest.TestCase):
 
     def test_hold_past_three_ttls_renews_then_release_hands_over(self) -> None:
         name = unique("hold")
-        with self.client.lock(name, ttl="1s", wait="5s") as lease:
+        with self.client.lock(name, ttl="2s", wait="5s") as lease:
             self.assertIsInstance(lease.token, int)
             self.assertGreater(lease.token, 0)
             self.assertEqual(lease.owner, "py-test")
-            self.assertAlmostEqual(lease.renew_interval, 1 / 3)
-            end = time.monotonic() + 3.5  # past 3 TTLs
+            self.assertAlmostEqual(lease.renew_interval, 2 / 3)
+            end = time.monotonic() + 6.5  # past 3 TTLs
             while time.monotonic() < end:
                 self.assertFalse(lease.lost.wait(0.1), f"lost while held: {lease.lost_error}")
             self.assertTrue(self.client.check(lease.sequencer).valid, "the daemon no longer names us the holder after 3 TTLs")
@@ -46,8 +46,8 @@ class LockTest(unittest.TestCase):
         # The negative control of the test above: the same hold with the
         # renewals switched off loses the lease, at the daemon too.
         name = unique("norenew")
-        with self.client.lock(name, ttl="1s", wait="5s", renew=False) as lease:
-            self.assertTrue(lease.lost.wait(3.5), "a lease that is never renewed was not reported lost within 3 TTLs")
+        with self.client.lock(name, ttl="2s", wait="5s", renew=False) as lease:
+            self.assertTrue(lease.lost.wait(6.5), "a lease that is never renewed was not reported lost within 3 TTLs")
             self.assertEqual(lease.lost_error.code, "expired")
             self.assertEqual(lease.renewals, 0)
             self.assertEqual(lease.safe_for(), 0.0)

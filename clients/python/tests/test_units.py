@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ast
 import datetime
+import importlib.util
 import os
 import pathlib
+import subprocess
+import sys
 import tempfile
 import unittest
 from unittest import mock
@@ -35,7 +38,7 @@ class DurationTest(unittest.TestCase):
     def test_every_form_to_wire(self) -> None:
         for value, wire in [
             ("15s", "15s"), (15, "15s"), (1.5, "1500ms"), (datetime.timedelta(minutes=2), "2m"),
-            ("1m30s", "90s"), (0, "0h"), (0.000001, "1us"), (1e-9, "1ns"),
+            ("1m30s", "90s"), (0, "0s"), (0.000001, "1us"), (1e-9, "1ns"),
         ]:
             with self.subTest(value=value):
                 self.assertEqual(wire_duration(value, "ttl"), wire)
@@ -163,6 +166,24 @@ class PackagingTest(unittest.TestCase):
         for path in sorted(PACKAGE.glob("*.py")):
             with self.subTest(path=path.name):
                 ast.parse(path.read_text(), filename=str(path), feature_version=(3, 9))
+
+    @unittest.skipUnless(importlib.util.find_spec("pip"), "pip is not installed")
+    def test_pip_installs_it_without_an_index(self) -> None:
+        with tempfile.TemporaryDirectory() as target:
+            r = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--no-index", "--quiet", "--target", target, str(PACKAGE.parent)],
+                capture_output=True, text=True, timeout=120,
+            )
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertLessEqual({"__init__.py", "lease.py", "py.typed"}, set(os.listdir(os.path.join(target, "seqd"))))
+            r = subprocess.run(
+                [sys.executable, "-c", "import seqd; print(seqd.__version__, seqd.__file__)"],
+                capture_output=True, text=True, timeout=60, cwd=target, env={**os.environ, "PYTHONPATH": target},
+            )
+            self.assertEqual(r.returncode, 0, r.stderr)
+            version, path = r.stdout.split()
+            self.assertEqual(version, seqd.__version__)
+            self.assertTrue(path.startswith(target), path)
 
     def test_version_matches_pyproject(self) -> None:
         text = (PACKAGE.parent / "pyproject.toml").read_text()

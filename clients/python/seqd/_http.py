@@ -14,7 +14,7 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import SeqdError, UnauthorizedError, UnavailableError, error_from_answer
 
@@ -99,11 +99,11 @@ class Transport:
         self,
         method: str,
         path: str,
-        body: Optional[dict] = None,
+        body: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
         canceller: Optional[Canceller] = None,
         ok_statuses: Tuple[int, ...] = (),
-    ) -> Tuple[int, Any]:
+    ) -> Tuple[int, Dict[str, Any]]:
         """Send a request; return (status, decoded JSON) for a 2xx answer or a
         status in ``ok_statuses``, raise a :class:`SeqdError` otherwise.
 
@@ -147,7 +147,9 @@ class Transport:
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
-    def _roundtrip(conn, method, path, data, headers, timeout) -> Tuple[int, bytes, bool]:
+    def _roundtrip(
+        conn: http.client.HTTPConnection, method: str, path: str, data: Optional[bytes], headers: Dict[str, str], timeout: float
+    ) -> Tuple[int, bytes, bool]:
         conn.timeout = timeout
         if conn.sock is not None:
             conn.sock.settimeout(timeout)
@@ -174,7 +176,7 @@ class Transport:
             pass
         return None
 
-    def _decode(self, status: int, raw: bytes, ok_statuses: Tuple[int, ...]) -> Tuple[int, Any]:
+    def _decode(self, status: int, raw: bytes, ok_statuses: Tuple[int, ...]) -> Tuple[int, Dict[str, Any]]:
         try:
             doc = json.loads(raw) if raw else None
         except ValueError:

@@ -81,7 +81,8 @@ class Client:
                         ``SEQD_KEY``           key (PKCS#8, ECDSA or RSA)
     ==================  =====================  ===============================
 
-    An empty string turns a setting off even when the environment sets it.
+    An empty string turns a setting off even when the environment sets it
+    (an empty ``addr`` is the default address).
     ``owner`` (default ``<hostname>:<pid>``) labels this client's leases;
     every call that takes one can override it. ``timeout`` (seconds or a
     duration) bounds each request, on top of any wait it asks for.
@@ -104,7 +105,7 @@ class Client:
         timeout: Duration = DEFAULT_TIMEOUT,
     ) -> None:
         env = os.environ
-        addr = addr if addr is not None else env.get("SEQD_ADDR") or DEFAULT_ADDR
+        addr = addr or env.get("SEQD_ADDR") or DEFAULT_ADDR
         self.addr = _check_addr(addr.rstrip("/"))
         api_token_file = api_token_file if api_token_file is not None else env.get("SEQD_API_TOKEN_FILE", "")
         cacert = cacert if cacert is not None else env.get("SEQD_CACERT", "")

@@ -7,7 +7,7 @@ import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, TypeVar
 
 from ._http import Canceller
 from .errors import HeldError, LostError, SeqdError, StaleTokenError, UnavailableError
@@ -25,6 +25,8 @@ _WATCH_WAIT = 30.0
 """The wait of each blocking read of a lease's watcher."""
 
 _mono = time.monotonic
+
+_L = TypeVar("_L", bound="Lease")
 
 
 class LostSignal(threading.Event):
@@ -232,13 +234,13 @@ class Lease:
 
     # -- acquire --------------------------------------------------------------
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self: _L) -> _L:
         return self.acquire()
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
 
-    def acquire(self) -> "Lease":
+    def acquire(self: _L) -> _L:
         """Acquire the lease (waiting as the helper was told) and start renewing
         it. Raises :class:`HeldError` when not granted within the wait,
         :class:`UnavailableError` when the daemon stays unreachable, or any

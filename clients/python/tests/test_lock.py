@@ -3,6 +3,7 @@ refusals and stale tokens."""
 
 from __future__ import annotations
 
+import threading
 import time
 import unittest
 
@@ -36,6 +37,7 @@ class LockTest(unittest.TestCase):
             token = lease.token
         self.assertTrue(lease.released)
         self.assertFalse(lease.lost.is_set(), "a clean release is not a loss")
+        self.assertEqual([t.name for t in threading.enumerate() if t.name.endswith(" " + name)], [], "threads left behind")
         self.assertFalse(lease.held)
         self.assertFalse(self.client.status(name).held)
         # The next holder gets the lock at once, with a higher token.
@@ -53,6 +55,7 @@ class LockTest(unittest.TestCase):
             self.assertEqual(lease.safe_for(), 0.0)
             with self.assertRaises(seqd.LostError):
                 lease.raise_if_lost()
+            self.assertEqual([t.name for t in threading.enumerate() if t.name == f"seqd-watch lock {name}"], [], "a watcher without renewals")
             deadline = time.monotonic() + 5
             while self.client.check(lease.sequencer).valid:
                 self.assertLess(time.monotonic(), deadline, "the daemon still names the unrenewed lease the holder")

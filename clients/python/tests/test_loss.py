@@ -62,6 +62,7 @@ class LossTest(unittest.TestCase):
             self.assertFalse(self.client.check(lease.sequencer).valid)
         # The block ended normally: no 409 for the lost lease.
         self.assertFalse(lease.released)
+        self.assertEqual([t.name for t in threading.enumerate() if t.name.endswith(" " + name)], [], "threads left behind")
         self.assertGreater(steps[0], 0)
         return latency
 

@@ -370,13 +370,14 @@ class Client:
                 while not lease.lost.is_set():
                     step(fencing_token=lease.token)
 
-        The lock is acquired on entering the block (waiting up to ``wait``;
-        ``None`` waits without limit, ``0`` tries once; :class:`HeldError`
-        when not granted), renewed in the background every TTL/3 and
-        released on leaving it, also on an exception. An unreachable daemon
-        is tried again until ``wait`` has passed (with no ``wait``, for
-        ``timeout`` seconds): then :class:`UnavailableError`. See
-        :class:`Lease` for how a loss is signalled. ``renew=False`` never renews: the lease
+        The lock is acquired on entering the block, waiting up to ``wait``
+        (default: try once, as the daemon does; a wait over the daemon's
+        10m is asked for 10m at a time) and raising :class:`HeldError` when
+        not granted; renewed in the background every TTL/3; released on
+        leaving the block, also on an exception. An unreachable daemon is
+        tried again until ``wait`` has passed: then
+        :class:`UnavailableError`. See :class:`Lease` for how a loss is
+        signalled. ``renew=False`` never renews: the lease
         ends at its TTL. ``watch=False`` learns of a loss from renewals only
         (at most one renew interval late) instead of a blocking read of the
         lock's state as well (a few milliseconds).
@@ -385,7 +386,7 @@ class Client:
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
             return self.acquire(name, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, mode=mode, lock_delay=lock_delay, timeout=timeout)
 
-        return Lease(self, "lock", name, acquire, to_seconds(ttl, "ttl"), _opt_secs(wait), renew, watch, on_lost)
+        return Lease(self, "lock", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, watch, on_lost)
 
     def semaphore(
         self,
@@ -406,7 +407,7 @@ class Client:
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
             return self.semaphore_acquire(name, limit, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
-        return Lease(self, "semaphore", name, acquire, to_seconds(ttl, "ttl"), _opt_secs(wait), renew, False, on_lost)
+        return Lease(self, "semaphore", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, False, on_lost)
 
     def campaign(
         self,
@@ -431,7 +432,7 @@ class Client:
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
             return self.election_campaign(name, value, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
-        return Leadership(self, "election", name, acquire, to_seconds(ttl, "ttl"), _opt_secs(wait), renew, watch, on_lost)
+        return Leadership(self, "election", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, watch, on_lost)
 
     # -- shared pieces ---------------------------------------------------
 
@@ -487,8 +488,8 @@ def _limit(limit: Any) -> int:
     return limit
 
 
-def _opt_secs(wait: Optional[Duration]) -> Optional[float]:
-    return None if wait is None else to_seconds(wait, "wait")
+def _wait_secs(wait: Optional[Duration]) -> float:
+    return 0.0 if wait is None else to_seconds(wait, "wait")
 
 
 __all__ = ["Client", "DEFAULT_ADDR", "DEFAULT_TIMEOUT"]

@@ -88,7 +88,7 @@ class Lease:
         name: str,
         acquire: Callable[[float, str, float], LeaseInfo],
         ttl: float,
-        wait: Optional[float],
+        wait: float,
         renew: bool,
         watch: bool,
         on_lost: Optional[Callable[["Lease"], None]],
@@ -279,24 +279,18 @@ class Lease:
         # The lease id is chosen here, so that an acquire retried after an
         # answer that never arrived finds the lease it created.
         lease_id = secrets.token_hex(16)
-        timeout = self._client.timeout
-        give_up = None if self._wait is None else _mono() + self._wait
+        give_up = _mono() + self._wait
         delay = _retry_delay(self.renew_interval)
-        unreachable_since: Optional[float] = None
         while True:
-            left = _MAX_WAIT if give_up is None else max(0.0, give_up - _mono())
+            left = max(0.0, give_up - _mono())
             sent = _mono()
             try:
-                return self._acquire_fn(round(min(left, _MAX_WAIT), 3), lease_id, timeout), sent
+                return self._acquire_fn(round(min(left, _MAX_WAIT), 3), lease_id, self._client.timeout), sent
             except HeldError:
-                unreachable_since = None
-                if give_up is not None and _mono() >= give_up - 0.001:
+                if _mono() >= give_up - 0.001:
                     raise
             except UnavailableError as e:
-                if unreachable_since is None:
-                    unreachable_since = sent
-                now = _mono()
-                if (give_up is not None and now + delay >= give_up) or (give_up is None and now - unreachable_since >= timeout):
+                if _mono() + delay >= give_up:
                     raise
                 log.warning("seqd: acquire %s %r: %s; trying again", self.kind, self.name, e)
                 time.sleep(delay)

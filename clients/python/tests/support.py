@@ -65,10 +65,10 @@ class Proxy:
     through any more, as with a daemon that is stopped (SIGSTOP) or cut off
     by a partition."""
 
-    def __init__(self, target: str) -> None:
-        host, port = target.split("//", 1)[1].split(":")
-        self._target = (host, int(port))
-        self._ln = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, target: str, port: int = 0) -> None:
+        host, tport = target.split("//", 1)[1].split(":")
+        self._target = (host, int(tport))
+        self._ln = socket.create_server(("127.0.0.1", port))
         self.addr = "http://127.0.0.1:%d" % self._ln.getsockname()[1]
         self._hung = threading.Event()
         self._closed = False

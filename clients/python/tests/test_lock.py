@@ -6,10 +6,18 @@ from __future__ import annotations
 import threading
 import time
 import unittest
+from typing import Any, List
 
 import seqd
 
-from .support import ADDR, free_port, needs_daemon, unique
+from .support import ADDR, Proxy, eventually, free_port, needs_daemon, unique
+
+
+def _enter(lease: seqd.Lease) -> Any:
+    try:
+        return lease.acquire()
+    except BaseException as e:
+        return e
 
 
 @needs_daemon
@@ -126,6 +134,23 @@ class LockTest(unittest.TestCase):
                 with self.assertRaises(seqd.HeldError):
                     self.client.acquire(name, ttl="2s")  # a writer waits for the readers
                 self.assertFalse(r1.lost.is_set() or r2.lost.is_set())
+
+    def test_acquire_waits_for_a_daemon_that_starts_late(self) -> None:
+        # An app that starts before its sidecar: within its wait, the
+        # acquire is tried again until the daemon answers.
+        port = free_port()
+        client = seqd.Client(f"http://127.0.0.1:{port}", timeout=2)
+        got: List[Any] = []
+        t = threading.Thread(target=lambda: got.append(_enter(client.lock(unique("late"), ttl="2s", wait="20s"))))
+        with self.assertLogs("seqd", "WARNING") as logs:
+            t.start()
+            eventually(lambda: any("trying again" in line for line in logs.output), 10, "a refused attempt")
+            proxy = Proxy(ADDR, port)
+            self.addCleanup(proxy.close)
+            t.join(25)
+        self.assertEqual(len(got), 1)
+        self.assertIsInstance(got[0], seqd.Lease, got[0])
+        self.assertTrue(got[0].release())
 
     def test_daemon_down_is_unavailable(self) -> None:
         down = seqd.Client(f"http://127.0.0.1:{free_port()}", timeout=2)

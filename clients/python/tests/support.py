@@ -72,6 +72,7 @@ class Proxy:
         self.addr = "http://127.0.0.1:%d" % self._ln.getsockname()[1]
         self._hung = threading.Event()
         self._closed = False
+        self.accepted = 0
         self._socks: List[socket.socket] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -97,6 +98,7 @@ class Proxy:
                 return
             with self._lock:
                 self._socks.append(c)
+                self.accepted += 1
             if self._hung.is_set():
                 continue  # accepted, never answered
             try:

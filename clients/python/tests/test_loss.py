@@ -102,6 +102,7 @@ class LossTest(unittest.TestCase):
         proxy = Proxy(ADDR)
         self.addCleanup(proxy.close)
         client = seqd.Client(proxy.addr, owner="py-hang", timeout=5)
+        self.addCleanup(client.close)
         with client.lock(unique("hang"), ttl=TTL, wait="5s", watch=False) as lease:
             self.assertTrue(_wait_for(lambda: lease.renewals >= 1, 5))
             proxy.hang()

@@ -136,6 +136,11 @@ class Transport:
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 raise self._unreachable(e, canceller) from e
+            except BaseException:
+                # Interrupted (Ctrl-C): close now, so that the daemon sees the
+                # client gone and withdraws a waiting acquire.
+                conn.close()
+                raise
             finally:
                 if canceller is not None:
                     canceller._attach(None)

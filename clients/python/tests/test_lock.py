@@ -3,6 +3,7 @@ refusals and stale tokens."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 import unittest
@@ -153,6 +154,38 @@ class LockTest(unittest.TestCase):
         self.assertEqual(len(got), 1)
         self.assertIsInstance(got[0], seqd.Lease, got[0])
         self.assertTrue(got[0].release())
+
+    def test_exception_in_the_block_releases(self) -> None:
+        name = unique("raises")
+        with self.assertRaises(ZeroDivisionError):
+            with self.client.lock(name, ttl="5s") as lease:
+                1 / 0
+        self.assertTrue(lease.released)
+        self.assertFalse(self.client.status(name).held)
+
+    @unittest.skipUnless(hasattr(signal, "pthread_kill"), "needs signals")
+    def test_ctrl_c_while_waiting_withdraws(self) -> None:
+        name = unique("interrupted")
+        holder = self.client.acquire(name, ttl="10s")
+        self.addCleanup(self.client.release, name, holder.lease_id, holder.token)
+        main = threading.get_ident()
+
+        def interrupt_once_queued() -> None:
+            eventually(lambda: self.client.status(name).waiters == 1, 10, "the acquire to queue")
+            signal.pthread_kill(main, signal.SIGINT)
+
+        t = threading.Thread(target=interrupt_once_queued)
+        t.start()
+        self.addCleanup(t.join, 15)
+        kept = None
+        try:
+            with self.client.lock(name, ttl="2s", wait="20s"):
+                self.fail("granted a held lock")
+        except KeyboardInterrupt as e:
+            kept = e  # its traceback keeps every frame's locals alive, as a REPL or a log record would
+        self.assertIsNotNone(kept, "not interrupted")
+        eventually(lambda: self.client.status(name).waiters == 0, 10, "the daemon to withdraw the interrupted acquire")
+        del kept
 
     def test_connections_are_kept_alive(self) -> None:
         proxy = Proxy(ADDR)

@@ -1,0 +1,141 @@
+"""A PEP 517 build backend for the seqd package, standard library only.
+
+It exists so that ``pip install ./clients/python`` works without a package
+index (pip's isolated build would have to download setuptools). It builds
+what this one pure-Python package needs and nothing more: a ``py3-none-any``
+wheel of ``seqd/``, an editable wheel (PEP 660) that points at this source
+tree, and an sdist. The metadata comes from ``pyproject.toml``'s
+``[project]`` table (its flat string entries).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import re
+import tarfile
+import zipfile
+from typing import Dict, List, Optional, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = "seqd"
+
+
+def _project() -> Dict[str, str]:
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    if m is None:
+        raise RuntimeError("pyproject.toml has no [project] table")
+    fields = dict(re.findall(r'^([A-Za-z-]+)\s*=\s*"([^"]*)"\s*$', m.group(1), re.M))
+    for key in ("name", "version", "requires-python"):
+        if key not in fields:
+            raise RuntimeError(f"pyproject.toml: [project] needs {key} = \"...\"")
+    return fields
+
+
+def _metadata() -> str:
+    p = _project()
+    lines = [
+        "Metadata-Version: 2.1",
+        f"Name: {p['name']}",
+        f"Version: {p['version']}",
+        f"Summary: {p.get('description', '')}",
+        f"Requires-Python: {p['requires-python']}",
+        "Classifier: Programming Language :: Python :: 3",
+        "Classifier: Typing :: Typed",
+    ]
+    readme = os.path.join(ROOT, p.get("readme", "README.md"))
+    body = ""
+    if os.path.exists(readme):
+        lines.append("Description-Content-Type: text/markdown")
+        with open(readme, encoding="utf-8") as f:
+            body = f.read()
+    return "\n".join(lines) + "\n\n" + body
+
+
+def _package_files() -> List[Tuple[str, str]]:
+    """(path in the archive, path on disk) of the package's files."""
+    out = []
+    src = os.path.join(ROOT, PACKAGE)
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for fn in sorted(filenames):
+            if fn.endswith(".py") or fn == "py.typed":
+                full = os.path.join(dirpath, fn)
+                out.append((os.path.relpath(full, ROOT).replace(os.sep, "/"), full))
+    return out
+
+
+def _dist_name() -> str:
+    p = _project()
+    return f"{re.sub(r'[-_.]+', '_', p['name'])}-{p['version']}"
+
+
+def _write_wheel(directory: str, files: List[Tuple[str, bytes]]) -> str:
+    name = _dist_name()
+    info = f"{name}.dist-info"
+    files = files + [
+        (f"{info}/METADATA", _metadata().encode()),
+        (f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: seqd_backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+    ]
+    record = []
+    for path, data in files:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    files.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+    wheel = f"{name}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(directory, wheel), "w", zipfile.ZIP_DEFLATED) as z:
+        for path, data in files:
+            zi = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+            zi.external_attr = 0o644 << 16
+            z.writestr(zi, data, zipfile.ZIP_DEFLATED)
+    return wheel
+
+
+def build_wheel(wheel_directory: str, config_settings: Optional[dict] = None, metadata_directory: Optional[str] = None) -> str:
+    files = []
+    for arc, full in _package_files():
+        with open(full, "rb") as f:
+            files.append((arc, f.read()))
+    return _write_wheel(wheel_directory, files)
+
+
+def build_editable(wheel_directory: str, config_settings: Optional[dict] = None, metadata_directory: Optional[str] = None) -> str:
+    return _write_wheel(wheel_directory, [(f"_{PACKAGE}_editable.pth", (ROOT + "\n").encode())])
+
+
+def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) -> str:
+    name = _dist_name()
+    sdist = f"{name}.tar.gz"
+    paths = ["pyproject.toml", "README.md", "build_backend/seqd_backend.py"]
+    paths += [arc for arc, _ in _package_files()]
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "tests")):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        paths += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in sorted(filenames) if fn.endswith(".py")]
+    with tarfile.open(os.path.join(sdist_directory, sdist), "w:gz", format=tarfile.PAX_FORMAT) as t:
+        for rel in paths:
+            full = os.path.join(ROOT, rel)
+            if os.path.exists(full):
+                t.add(full, arcname=f"{name}/{rel}", recursive=False)
+        data = _metadata().encode()
+        ti = tarfile.TarInfo(f"{name}/PKG-INFO")
+        ti.size = len(data)
+        ti.mode = 0o644
+        t.addfile(ti, io.BytesIO(data))
+    return sdist
+
+
+def get_requires_for_build_wheel(config_settings: Optional[dict] = None) -> List[str]:
+    return []
+
+
+def get_requires_for_build_sdist(config_settings: Optional[dict] = None) -> List[str]:
+    return []
+
+
+def get_requires_for_build_editable(config_settings: Optional[dict] = None) -> List[str]:
+    return []

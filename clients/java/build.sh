@@ -14,7 +14,8 @@ cd "$(dirname "$0")"
 rm -rf build/classes build/test-classes
 mkdir -p build
 javac --release 17 -Xlint:all -Werror -d build/classes $(find src/main/java -name '*.java')
-jar --create --file build/seqd-client.jar -C build/classes .
+printf 'Automatic-Module-Name: dev.seqd.client\n' > build/MANIFEST.MF
+jar --create --file build/seqd-client.jar --manifest build/MANIFEST.MF -C build/classes .
 echo "built build/seqd-client.jar"
 [ "${1:-}" = test ] || exit 0
 

@@ -569,9 +569,14 @@ public final class Client implements AutoCloseable {
 
     private UnavailableException unreachable(String method, String path, Duration timeout, Throwable err) {
         Throwable cause = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
-        String why = cause instanceof HttpTimeoutException
-                ? "no answer within " + Json.formatDuration(timeout)
-                : cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+        String why;
+        if (cause instanceof HttpTimeoutException) {
+            why = "no answer within " + Json.formatDuration(timeout);
+        } else if (cause instanceof java.net.ConnectException && cause.getMessage() == null) {
+            why = "connection refused";
+        } else {
+            why = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+        }
         return new UnavailableException("cannot reach the daemon at " + base + " (" + method + " " + path + "): " + why,
                 0, "unavailable", null, cause);
     }

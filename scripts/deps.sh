@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what seqd's tests and `make run` need and are missing: ZooKeeper
 # (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
-# and docker-compose (for interop and config checks), and staticcheck.
+# and docker-compose (for interop and config checks), a JDK and JUnit 5
+# (to build and test the Java client), and staticcheck.
 # Usage: scripts/deps.sh [all|zookeeper]
 set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5)
 fi
 missing=()
 for p in "${want[@]}"; do

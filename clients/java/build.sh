@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the Java client with the JDK alone (no Maven): build/seqd-client.jar.
+#
+#   ./build.sh        compile and package
+#   ./build.sh test   also compile and run the tests with JUnit 5's console
+#                     launcher (Debian's junit5 package, or JUNIT_DIR naming
+#                     the folder of junit-platform-console-standalone.jar).
+#
+# The tests ending in IT talk to the daemons that clients/java_test.go starts
+# (go test ./clients/ -run TestJavaClient); run alone, they fail for want of
+# SEQD_ADDR and SEQD_TEST_CONTROL.
+set -euo pipefail
+cd "$(dirname "$0")"
+rm -rf build/classes build/test-classes
+mkdir -p build
+javac --release 17 -Xlint:all -Werror -d build/classes $(find src/main/java -name '*.java')
+printf 'Automatic-Module-Name: dev.seqd.client\n' > build/MANIFEST.MF
+jar --create --file build/seqd-client.jar --manifest build/MANIFEST.MF -C build/classes .
+echo "built build/seqd-client.jar"
+[ "${1:-}" = test ] || exit 0
+
+junit=${JUNIT_DIR:-/usr/share/java}/junit-platform-console-standalone.jar
+if ! [ -f "$junit" ]; then
+  echo "build.sh test needs JUnit 5: apt-get install junit5 (scripts/deps.sh does), or set JUNIT_DIR" >&2
+  exit 1
+fi
+javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" $(find src/test/java -name '*.java')
+exec java -jar "$junit" --disable-banner --details=tree --fail-if-no-tests \
+  -cp build/classes:build/test-classes --select-package dev.seqd.client \
+  --include-classname '.*(Test|IT)$' "${@:2}"

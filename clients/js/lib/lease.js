@@ -17,7 +17,6 @@ const MIN_RETRY_MS = 50;
 export class HeldLease {
   #client;
   #data;
-  #opts;
   #ttlMs;
   #deadline;
   #state = 'held'; // then 'lost' or 'released'
@@ -35,8 +34,6 @@ export class HeldLease {
    */
   constructor(client, data, sentAt, opts) {
     this.#client = client;
-    this.#data = data;
-    this.#opts = opts;
     this.#extend(data, sentAt);
     if (opts.renew) this.#scheduleRenew(this.#interval());
   }
@@ -229,7 +226,6 @@ export class HeldLease {
     this.#inflight?.abort();
     this.#inflight = null;
   }
-
 }
 
 if (Symbol.asyncDispose) {

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 
-import { Client, HeldError, LostError, StaleTokenError, UnavailableError } from '../index.js';
+import { BadRequestError, Client, HeldError, LostError, StaleTokenError, UnavailableError } from '../index.js';
 import { abortedAt, breakLease, control, needsDaemons, sleep, uniqueName } from './helpers.js';
 
 /**
@@ -186,6 +186,21 @@ describe('locks', needsDaemons, () => {
     assert.equal((await client.check(second.sequencer)).valid, true);
     await client.release(second);
     assert.equal((await client.check(second.sequencer)).code, 'not_held');
+  });
+
+  test('shared leases hold together and keep an exclusive one out; lockDelay is passed on', async () => {
+    const name = uniqueName('shared');
+    const r1 = await client.acquire(name, { mode: 'shared', ttl: '5s' });
+    const r2 = await new Client({ owner: 'reader-2' }).acquire(name, { mode: 'shared', ttl: '5s' });
+    assert.equal(r1.mode, 'shared');
+    assert.notEqual(r1.token, r2.token);
+    await assert.rejects(client.acquire(name, { wait: 0 }), HeldError);
+    await client.release(r1);
+    await client.release(r2);
+    const w = await client.acquire(name, { lockDelay: '1s', wait: '5s' });
+    assert.ok(w.token > r2.token);
+    await client.release(w);
+    await assert.rejects(client.acquire(name, { lockDelay: '2m' }), BadRequestError);
   });
 
   test('safeFor is the daemon figure for a live lock, 0 once released', async () => {

@@ -62,6 +62,8 @@ func (k *checker) restartCase(ctx context.Context) (caseResult, error) {
 	s2 := expect("the new holder writes", true, k.res.doWrite(ctx, key, b, k.value(6, 2, "w01")))
 	rctx, cancel := context.WithTimeout(ctx, k.restart.timeout)
 	defer cancel()
+	// Idle keep-alive connections would hold up a server's graceful stop.
+	k.res.hc.CloseIdleConnections()
 	start := time.Now()
 	s3 := step{What: "the restart", Expected: "restart", Observed: "failed"}
 	if err := k.restart.run(rctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -82,6 +83,16 @@ func wantVerdicts(t *testing.T, code int, rep fenceReport, errs, want string) {
 	}
 }
 
+// firstFailure is the detail of the first case that fails.
+func firstFailure(rep fenceReport) string {
+	for _, c := range rep.Cases {
+		if c.Verdict == verdictFails {
+			return c.Detail
+		}
+	}
+	return ""
+}
+
 func storeArgs(addr string) []string {
 	u := "http://" + addr + "/v1/kv/{key}"
 	return []string{"--write-url", u, "--read-url", u, "--token-header", "Fencing-Token"}
@@ -103,54 +114,72 @@ func TestFenceCheck(t *testing.T) {
 		code, rep, errs := runFenceCheck(t, daemon, append(storeArgs(addr), "--restart-cmd", r.restartCmd)...)
 		wantVerdicts(t, code, rep, errs, all)
 	})
-	t.Run("seqd store --fence off", func(t *testing.T) {
-		addr := startInProcessStore(t, "--fence", "off")
-		code, rep, errs := runFenceCheck(t, daemon, storeArgs(addr)...)
-		wantVerdicts(t, code, rep, errs, "holds holds fails fails fails skipped")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		code, out, _ := runCLI(ctx, append([]string{"fence-check", "--addr", daemon}, storeArgs(addr)...)...)
-		if code != ExitConflict || !strings.Contains(out, "FAILS: case 3, 4, 5; 2 of 6 cases hold; not run: 6") ||
-			!strings.Contains(out, "case 3 fails: the old holder") {
-			t.Fatalf("the table run = exit %d:\n%s", code, out)
-		}
-	})
+	t.Run("seqd store --fence off", func(t *testing.T) { fenceOff(t, daemon) })
 	t.Run("a JSON resource that holds, restarted", func(t *testing.T) {
-		addr := startFencedKVProcess(t, "disk")
-		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(addr.addr), "--restart-cmd", addr.restartCmd)...)
+		r := startFencedKVProcess(t, "disk")
+		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(r.addr), "--restart-cmd", r.restartCmd)...)
 		wantVerdicts(t, code, rep, errs, all)
 	})
-	t.Run("< in place of <=", func(t *testing.T) {
-		addr := startFencedKV(t, &fencedKV{strictLess: true})
-		code, rep, errs := runFenceCheck(t, daemon, fencedKVArgs(addr)...)
-		wantVerdicts(t, code, rep, errs, "holds fails holds holds fails skipped")
-	})
-	t.Run("reads do not advance the max", func(t *testing.T) {
-		addr := startFencedKV(t, &fencedKV{readsKeepMax: true})
-		code, rep, errs := runFenceCheck(t, daemon, fencedKVArgs(addr)...)
-		wantVerdicts(t, code, rep, errs, "holds holds holds fails holds skipped")
-		if d := rep.Cases[3].Detail; !strings.Contains(d, "only read") {
-			t.Errorf("case 4 fails at %q, want the write after the newer holder's read", d)
-		}
-	})
+	for _, tc := range []struct {
+		name, want, detail string
+		kv                 *fencedKV
+	}{
+		{"< in place of <=", "holds fails holds holds fails skipped", "again with the same token", &fencedKV{strictLess: true}},
+		{"reads do not advance the max", "holds holds holds fails holds skipped", "only read", &fencedKV{readsKeepMax: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, rep, errs := runFenceCheck(t, daemon, fencedKVArgs(startFencedKV(t, tc.kv))...)
+			wantVerdicts(t, code, rep, errs, tc.want)
+			if d := firstFailure(rep); !strings.Contains(d, tc.detail) {
+				t.Errorf("the first failure is %q, want the step %q", d, tc.detail)
+			}
+		})
+	}
 	t.Run("the max kept in memory, restarted", func(t *testing.T) {
-		addr := startFencedKVProcess(t, "memory")
-		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(addr.addr), "--restart-cmd", addr.restartCmd)...)
+		r := startFencedKVProcess(t, "memory")
+		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(r.addr), "--restart-cmd", r.restartCmd)...)
 		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails")
+	})
+	t.Run("restart command fails", func(t *testing.T) {
+		addr := startInProcessStore(t)
+		code, rep, errs := runFenceCheck(t, daemon, append(storeArgs(addr), "--restart-cmd", "exit 3")...)
+		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails")
+		if d := rep.Cases[5].Detail; !strings.Contains(d, "exit status 3") {
+			t.Errorf("case 6 detail %q, want the command's exit status", d)
+		}
 	})
 	t.Run("two runs at once", func(t *testing.T) { twoRunsAtOnce(t, daemon) })
 	t.Run("interrupted during the restart", func(t *testing.T) { interruptedRestart(t, daemon) })
-	t.Run("resource unreachable", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		code, _, errs := runCLI(ctx, append([]string{"fence-check", "--addr", daemon}, storeArgs(closedPort(t))...)...)
-		if code != ExitUnavailable || !strings.Contains(errs, "did not answer the first write") {
-			t.Fatalf("fence-check against a closed port = %d %q, want 69", code, errs)
-		}
-		if held := heldLocks(t, ctx, daemon, "fence-check/"); len(held) > 0 {
-			t.Errorf("the run left leases held: %q", held)
-		}
-	})
+	t.Run("resource unreachable", func(t *testing.T) { resourceUnreachable(t, daemon) })
+}
+
+// fenceOff is the negative control: seqd store --fence off admits the old
+// holder's write (case 3 fails), in the JSON and in the table.
+func fenceOff(t *testing.T, daemon string) {
+	addr := startInProcessStore(t, "--fence", "off")
+	code, rep, errs := runFenceCheck(t, daemon, storeArgs(addr)...)
+	wantVerdicts(t, code, rep, errs, "holds holds fails fails fails skipped")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, out, _ := runCLI(ctx, append([]string{"fence-check", "--addr", daemon}, storeArgs(addr)...)...)
+	if code != ExitConflict || !strings.Contains(out, "FAILS: case 3, 4, 5; 2 of 6 cases hold; not run: 6") ||
+		!strings.Contains(out, "case 3 fails: the old holder") {
+		t.Fatalf("the table run = exit %d:\n%s", code, out)
+	}
+}
+
+// resourceUnreachable: a resource that does not answer the first write
+// stops the run with 69, and the leases are released.
+func resourceUnreachable(t *testing.T, daemon string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, _, errs := runCLI(ctx, append([]string{"fence-check", "--addr", daemon}, storeArgs(closedPort(t))...)...)
+	if code != ExitUnavailable || !strings.Contains(errs, "did not answer the first write") {
+		t.Fatalf("fence-check against a closed port = %d %q, want 69", code, errs)
+	}
+	if held := heldLocks(t, ctx, daemon, "fence-check/"); len(held) > 0 {
+		t.Errorf("the run left leases held: %q", held)
+	}
 }
 
 // startFencedKVProcess runs a fencedKV as a process of its own (the test
@@ -166,27 +195,30 @@ func startFencedKVProcess(t *testing.T, maxIn string) *restartable {
 	return startRestartable(t, addr, []string{env}, exe, "-test.run=^TestFenceCheckHelperFencedKV$")
 }
 
-// twoRunsAtOnce runs two checks of one store at the same time: each takes
-// locks and keys of its own, and both hold.
+// twoRunsAtOnce runs two checks of one store at the same time, as two
+// processes: each takes locks and keys of its own, and both hold.
 func twoRunsAtOnce(t *testing.T, daemon string) {
 	addr := startInProcessStore(t)
+	bin := lockTestBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	codes, outs := make([]int, 2), make([]string, 2)
+	errs, outs := make([]error, 2), make([][]byte, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], outs[i], _ = runCLI(ctx, append([]string{"fence-check", "--json", "--addr", daemon}, storeArgs(addr)...)...)
+			cmd := exec.CommandContext(ctx, bin, append([]string{"fence-check", "--json", "--addr", daemon}, storeArgs(addr)...)...)
+			cmd.Env = lockEnv()
+			outs[i], errs[i] = cmd.Output()
 		}()
 	}
 	wg.Wait()
 	runs := map[string]bool{}
 	for i := range 2 {
 		var rep fenceReport
-		if codes[i] != 0 || json.Unmarshal([]byte(outs[i]), &rep) != nil {
-			t.Fatalf("run %d = exit %d:\n%s", i, codes[i], outs[i])
+		if errs[i] != nil || json.Unmarshal(outs[i], &rep) != nil {
+			t.Fatalf("run %d: %v\n%s", i, errs[i], outs[i])
 		}
 		runs[rep.Run] = true
 	}

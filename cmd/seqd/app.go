@@ -35,6 +35,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			statusCommand(),
 			leaderCommand(),
 			storeCommand(),
+			fenceCheckCommand(),
 			keygenCommand(),
 			benchCommand(),
 			versionCommand(info),

@@ -25,5 +25,5 @@ if [ "${1:-all}" = all ] && ! [ -x "$(go env GOPATH)/bin/staticcheck" ]; then
   go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
 if [ "${1:-all}" = all ] && ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null; then
-  echo "note: the JavaScript client's tests (TestJSClient) need Node.js 20 or later, which Debian 12 does not ship (it has 18); they are skipped without it" >&2
+  echo "note: the JavaScript client's tests (TestJSClient) need Node.js 20 or later, which Debian 12 does not ship (it has 18): they fail without it" >&2
 fi

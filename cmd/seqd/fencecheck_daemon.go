@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/client"
 )
 
 // fenceCheckTTL is the TTL of fence-check's leases: long enough for a case
@@ -32,7 +32,7 @@ type grantor interface {
 }
 
 // daemonGrantor is a grantor over the daemon's HTTP API.
-type daemonGrantor struct{ c *sequencer.Client }
+type daemonGrantor struct{ c *client.Client }
 
 // newGrantor builds the client from --addr, --api-token-file, --cacert,
 // --cert and --key, as the client commands do.
@@ -47,7 +47,7 @@ func newGrantor(c *cli.Context) (grantor, error) {
 // acquire tries once: fence-check's lock names are its own, so nobody else
 // holds them, and each holder releases before the next one asks.
 func (d daemonGrantor) acquire(ctx context.Context, lock, owner string) (grant, error) {
-	l, err := d.c.Acquire(ctx, lock, owner, fenceCheckTTL, 0)
+	l, err := d.c.Acquire(ctx, lock, client.Owner(owner), client.TTL(fenceCheckTTL))
 	if err != nil {
 		return grant{}, err
 	}
@@ -56,8 +56,8 @@ func (d daemonGrantor) acquire(ctx context.Context, lock, owner string) (grant, 
 
 // release releases g; a lease that has already ended is not an error.
 func (d daemonGrantor) release(ctx context.Context, g grant) error {
-	err := d.c.Release(ctx, g.lock, g.leaseID, g.token)
-	if errors.Is(err, sequencer.ErrLost) {
+	err := d.c.ReleaseID(ctx, client.Locks, g.lock, g.leaseID, g.token)
+	if errors.Is(err, client.ErrLost) {
 		return nil
 	}
 	return err

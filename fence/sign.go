@@ -178,7 +178,7 @@ func splitSigned(s string) (plain, kid, sig string, err error) {
 	plain, rest := s[:at+dot], s[at+dot+1:]
 	kid, sig, ok := strings.Cut(rest, ".")
 	if !ok {
-		return "", "", "", refused(ErrInvalidSequencer, "%.300q: a signed sequencer is <name>@<token>.<kid>.<sig>", s)
+		return "", "", "", refused(ErrInvalidSequencer, "%.300q: a signed sequencer is [<kind>:]<name>@<token>.<kid>.<sig>", s)
 	}
 	if err := checkKeyID(kid); err != nil {
 		return "", "", "", refused(ErrInvalidSequencer, "%s", reason(err))

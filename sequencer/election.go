@@ -105,7 +105,6 @@ func (s *Service) Proclaim(ctx context.Context, name string, req client.Proclaim
 	l.value = req.Value
 	out := l.view()
 	s.mu.Unlock()
-	s.watches.touch(watchKey{kind: fence.KindElection, name: name})
 	return out, nil
 }
 

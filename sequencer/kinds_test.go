@@ -389,3 +389,39 @@ func TestVersionModeElectionRootRefusal(t *testing.T) {
 		t.Fatalf("a version daemon's campaign on its own roots = %+v, %v; want term 1", l, err)
 	}
 }
+
+// TestCheckEveryKind: POST /v1/check answers for a sequencer of every
+// kind: valid while its grant holds, and refused once it ended.
+func TestCheckEveryKind(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	ctx := ctxT(t, time.Minute)
+	shared, err := d.client.Acquire(ctx, "k/shared", "r", time.Minute, 0, WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem, err := d.client.AcquireSemaphore(ctx, "k/sem", "s", 2, time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := d.client.Campaign(ctx, "k/el", "e", "", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := d.client.Acquire(ctx, "k/lock", "l", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []client.Lease{shared, sem, lead, lock} {
+		if r, err := d.client.CheckSequencer(ctx, l.Sequencer); err != nil || !r.Valid {
+			t.Fatalf("check of the live %q: %+v, %v; want valid", l.Sequencer, r, err)
+		}
+		if err := d.client.Client.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		r, err := d.client.CheckSequencer(ctx, l.Sequencer)
+		if r.Valid || !errors.Is(err, client.ErrNotHeld) && !errors.Is(err, fence.ErrStaleToken) {
+			t.Fatalf("check of the released %q: %+v, %v; want refused", l.Sequencer, r, err)
+		}
+	}
+}

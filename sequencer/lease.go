@@ -263,7 +263,11 @@ func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, re
 		}
 	}
 	// The lease is gone (or the token is older than the lease's): what is
-	// the current token now?
+	// the current token now? Without a session the answer cannot be known,
+	// whatever the kind.
+	if _, err := s.liveSession(); err != nil {
+		return nil, err
+	}
 	cur, err := s.currentToken(ctx, kind, name)
 	if err != nil {
 		return nil, err

@@ -93,49 +93,83 @@ func (s *Service) parseSequencer(seq string) (fence.Sequencer, error) {
 	return fence.ParseSequencer(seq)
 }
 
-// Check answers whether seq's token is its lock's current holder's token
-// (an election's: its leader's term), reading ZooKeeper, so that it answers
-// for holders on other daemons. It returns the current token, and a
-// *ConflictError when the token is not it. Shared holds and semaphore slots
-// have no single current token: their sequencers are refused (400).
+// Check answers whether seq's token is its grantor's current holder's,
+// reading ZooKeeper, so that it answers for holders on other daemons: an
+// exclusive lock's holder, an election's leader (its term), or, for the
+// kinds that hold side by side, one of a semaphore's holders or of a lock's
+// readers. It returns the current token (for a shared hold or a semaphore
+// slot: seq's own while it holds, 0 otherwise), and a *ConflictError when
+// the token does not hold: stale when a later token holds an exclusive
+// lock or leads the election.
 func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error) {
-	if seq.Kind == fence.KindShared || seq.Kind == fence.KindSemaphore {
-		return 0, badRequest("check answers for exclusive locks and elections: a %s has no single current holder to compare %s with", map[fence.Kind]string{fence.KindShared: "shared lock", fence.KindSemaphore: "semaphore"}[seq.Kind], seq)
-	}
 	if err := validateName(familyOf(seq.Kind), seq.Name); err != nil {
 		return 0, err
 	}
 	if seq.Token == 0 {
 		return 0, badRequest("token is required and must be a positive integer")
 	}
-	var (
-		held bool
-		cur  uint64
-	)
-	if seq.Kind == fence.KindElection {
-		l, err := s.leader(ctx, seq.Name)
-		if err != nil {
-			return 0, err
-		}
-		held, cur = l.Elected, l.Term
-	} else {
-		h, err := s.holder(ctx, seq.Name)
-		if err != nil {
-			return 0, err
-		}
-		held, cur = h.Held, h.Token
+	held, cur, err := s.current(ctx, seq)
+	if err != nil {
+		return 0, err
 	}
-	if held && cur == seq.Token {
-		return cur, nil
+	if held {
+		return seq.Token, nil
 	}
 	if seq.Token < cur {
-		if seq.Kind == fence.KindLock {
+		if seq.Kind != fence.KindElection {
 			s.m.StaleRejected(seq.Name, metrics.SourceCheck)
 		}
 		s.log.Warn("stale token rejected", noun(seq.Kind), seq.Name, "token", seq.Token, "current_token", cur, "source", metrics.SourceCheck)
 		return cur, &ConflictError{Err: &fence.StaleTokenError{Key: seq.Name, Token: seq.Token, Max: cur}, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
 	}
 	return cur, &ConflictError{Err: client.ErrNotHeld, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
+}
+
+// current reads whether seq's token holds now, and the token that rules
+// out older ones: the exclusive holder's token or the leader's term (0 for
+// a semaphore).
+func (s *Service) current(ctx context.Context, seq fence.Sequencer) (held bool, cur uint64, err error) {
+	switch seq.Kind {
+	case fence.KindElection:
+		l, err := s.leader(ctx, seq.Name)
+		return l.Elected && l.Term == seq.Token, l.Term, err
+	case fence.KindSemaphore:
+		sess, err := s.liveSession()
+		if err != nil {
+			return false, 0, err
+		}
+		sem, err := s.semaphore(sess, seq.Name)
+		if err != nil {
+			return false, 0, err
+		}
+		held, err := sem.HoldsToken(ctx, seq.Token)
+		if err != nil {
+			return false, 0, s.readError(ctx, err)
+		}
+		return held, 0, nil
+	}
+	h, err := s.holder(ctx, seq.Name)
+	if err != nil || seq.Kind == fence.KindLock {
+		return h.Held && h.Token == seq.Token, h.Token, err
+	}
+	// A reader: it holds while its node is among the readers ahead of
+	// every writer; an exclusive holder's later token makes it stale.
+	sess, err := s.liveSession()
+	if err != nil {
+		return false, 0, err
+	}
+	rl, err := zklock.NewReadLock(sess, seq.Name, zklock.WithRoot(s.cfg.Root))
+	if err != nil {
+		return false, 0, badRequest("%v", err)
+	}
+	held, err = rl.HoldsToken(ctx, seq.Token)
+	if err != nil {
+		return false, 0, s.readError(ctx, err)
+	}
+	if h.Held {
+		cur = h.Token // a writer holds: older readers are stale
+	}
+	return held, cur, nil
 }
 
 // Status reads a lock's state from ZooKeeper.

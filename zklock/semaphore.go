@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -422,4 +423,50 @@ func (sem *Semaphore) Observe(ctx context.Context) <-chan SemaphoreState {
 		close(out.ch)
 	}
 	return out.ch
+}
+
+// HoldsToken reports whether a holder of the semaphore has token: one of
+// its first limit lease nodes (in creation order; the limit recorded, or
+// every node when none is) was created with that zxid. It reads the lease
+// nodes' stats one by one, so it costs a request per holder.
+func (sem *Semaphore) HoldsToken(ctx context.Context, token uint64) (bool, error) {
+	s := sem.s
+	var children []string
+	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(sem.leases.path); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	limit, _, err := sem.readLimit(ctx)
+	if err != nil {
+		return false, err
+	}
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(seqSuffix(a), seqSuffix(b)) })
+	if limit > 0 && len(children) > limit {
+		children = children[:limit]
+	}
+	for _, ch := range children {
+		var (
+			ok bool
+			st *zk.Stat
+		)
+		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(sem.leases.path + "/" + ch); return err }); err != nil {
+			return false, err
+		}
+		if ok && uint64(st.Czxid) == token {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// seqSuffix is a sequential node's 10-digit suffix ("" if it has none), in
+// creation order as text.
+func seqSuffix(name string) string {
+	if len(name) < seqDigits {
+		return ""
+	}
+	return name[len(name)-seqDigits:]
 }

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 
@@ -124,4 +125,35 @@ func (r *ReadLock) writerAhead(ctx context.Context, own string, children []strin
 func (r *ReadLock) create(ctx context.Context, guid string) (created, error) {
 	m := r.m
 	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode, "")
+}
+
+// HoldsToken reports whether a reader that holds the lock now has token:
+// a reader's contender created with that zxid with no writer ahead of it.
+// It reads the readers' stats one by one.
+func (r *ReadLock) HoldsToken(ctx context.Context, token uint64) (bool, error) {
+	m := r.m
+	s := m.s
+	children, _, err := m.readChildren(ctx, false)
+	if errors.Is(err, ErrLockLost) { // no lock node
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, c := range sortContenders(children) {
+		if !c.reader {
+			return false, nil // readers behind a writer hold nothing yet
+		}
+		var (
+			ok bool
+			st *zk.Stat
+		)
+		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(m.path + "/" + c.node); return err }); err != nil {
+			return false, err
+		}
+		if ok && uint64(st.Czxid) == token {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -137,7 +137,7 @@ func acquireCommand() *cli.Command {
 		Usage:     "acquire a lease on a lock through the daemon; prints the lease (exit 75 if not granted within --wait)",
 		ArgsUsage: "NAME",
 		Flags: clientFlags(
-			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), Usage: "who holds the lease, shown by status (default: this host and the calling shell's pid)", EnvVars: []string{"SEQD_OWNER"}},
+			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), DefaultText: "HOST:PPID, this host and the calling shell's pid", Usage: "who holds the lease, shown by status", EnvVars: []string{"SEQD_OWNER"}},
 			&cli.StringFlag{Name: "lease-id", Usage: "retry an acquire: with the lease_id of your live lease you get it back (same token); a new 32-hex-digit id of your choosing makes the first try retryable", EnvVars: []string{"SEQD_LEASE_ID"}},
 			&cli.DurationFlag{Name: "ttl", Value: client.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},

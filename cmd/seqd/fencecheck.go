@@ -46,7 +46,7 @@ func fenceCheckFlags() []cli.Flag {
 		&cli.StringFlag{Name: "read-method", Value: http.MethodGet, Usage: "HTTP method of a read", EnvVars: []string{"SEQD_READ_METHOD"}},
 		&cli.StringFlag{Name: "read-body", Usage: "body template of a read (default: none)", EnvVars: []string{"SEQD_READ_BODY"}},
 		&cli.StringFlag{Name: "token-header", Usage: "send the token in this header (e.g. Fencing-Token)", EnvVars: []string{"SEQD_TOKEN_HEADER"}},
-		&cli.StringFlag{Name: "sequencer-header", Usage: "send the sequencer, name@token (signed if the daemon signs), in this header (e.g. Fencing-Sequencer)", EnvVars: []string{"SEQD_SEQUENCER_HEADER"}},
+		&cli.StringFlag{Name: "sequencer-header", Usage: "send the sequencer, [kind:]name@token (signed if the daemon signs), in this header (e.g. Fencing-Sequencer)", EnvVars: []string{"SEQD_SEQUENCER_HEADER"}},
 		&cli.StringSliceFlag{Name: "header", Usage: "a `HEADER` sent with every request to the resource, written NAME: VALUE (repeatable), e.g. its Authorization", EnvVars: []string{"SEQD_HEADER"}},
 		&cli.IntFlag{Name: "refuse-status", Usage: "the HTTP status with which the resource refuses a stale token; 0: any 4xx", DefaultText: "any 4xx", EnvVars: []string{"SEQD_REFUSE_STATUS"}},
 		&cli.StringFlag{Name: "restart-cmd", Usage: "shell command that restarts the resource, for the restart case (not run without it)", EnvVars: []string{"SEQD_RESTART_CMD"}},

@@ -37,7 +37,7 @@ run: build
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions). Histories and porcupine's
 # visualization of failed runs go to CHAOS_OUT. It ends with the fuzzers: the
-# store's recovery and sequencer signatures.
+# store's recovery, sequencer signatures and the HTTP API's strict decoder.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m
@@ -50,6 +50,7 @@ chaos: deps
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 1m ./sequencer/
 
 # bench: `seqd bench --dev` (about a minute and a half): lock cycles/s and
 # latency of raw create+delete, go-zookeeper's zk.Lock, zklock and the

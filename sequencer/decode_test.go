@@ -1,0 +1,87 @@
+package sequencer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/seqd/seqd/client"
+)
+
+// keysOnce reports whether no object in the JSON text b repeats a key, at
+// any depth.
+func keysOnce(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var walk func() bool
+	walk = func() bool {
+		t, err := dec.Token()
+		if err != nil {
+			return true // not the strictness under test
+		}
+		switch t {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return true
+				}
+				ks, _ := k.(string)
+				if seen[ks] {
+					return false
+				}
+				seen[ks] = true
+				if !walk() {
+					return false
+				}
+			}
+			dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if !walk() {
+					return false
+				}
+			}
+			dec.Token()
+		}
+		return true
+	}
+	return walk()
+}
+
+// FuzzDecodeBody: whatever the body, the strict decoder never panics; what
+// it accepts repeats no key at any depth, spells every key as the wire type
+// does, and decodes to what its re-encoding decodes to.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{
+		`{"owner":"a","ttl":"15s","wait":"0s","lease_id":"0123456789abcdef0123456789abcdef","mode":"shared","lock_delay":"1s"}`,
+		`{"owner":"a","owner":"b"}`,
+		`{"OWNER":"a"}`,
+		`{"leases":[{"name":"a","lease_id":"x","token":1,"token":2}]}`,
+		`{"leases":[{"name":"a","lease_id":"0123456789abcdef0123456789abcdef","token":1}],"ttl":"5s"}`,
+		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, v := range []any{&client.AcquireRequest{}, &client.RenewManyRequest{}, &client.CampaignRequest{}} {
+			err := decodeBytes(body, v)
+			if err == nil && len(bytes.TrimSpace(body)) > 0 {
+				if !keysOnce(body) {
+					t.Fatalf("%T accepted %q, which repeats a key", v, body)
+				}
+				again := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+				b, _ := json.Marshal(v)
+				if err := decodeBytes(b, again); err != nil || !reflect.DeepEqual(v, again) {
+					t.Fatalf("%T: %q decoded to %+v; its encoding %s to %+v, %v", v, body, v, b, again, err)
+				}
+			}
+			var re *RequestError
+			if err != nil && !errors.As(err, &re) {
+				t.Fatalf("%T: %q refused with %v, not a 400", v, body, err)
+			}
+		}
+	})
+}

@@ -298,7 +298,16 @@ func TestSemaphoreBlockingRead(t *testing.T) {
 	}
 	got := make(chan client.SemaphoreStatus, 1)
 	go func() {
-		s, _ := d.client.WaitSemaphore(ctx, "watched", st.Index, 30*time.Second)
+		// A client follows the index from change to change (the limit's
+		// record is one, the holder's node another) until it sees a holder.
+		s := st
+		for s.Holders == 0 && ctx.Err() == nil {
+			next, err := d.client.WaitSemaphore(ctx, "watched", s.Index, 30*time.Second)
+			if err != nil || next.Index == s.Index {
+				break
+			}
+			s = next
+		}
 		got <- s
 	}()
 	// Whether the read blocks before the grant or starts after it, it
@@ -308,8 +317,8 @@ func TestSemaphoreBlockingRead(t *testing.T) {
 	}
 	select {
 	case s := <-got:
-		if s.Holders != 1 || s.Index == st.Index {
-			t.Fatalf("blocking read answered %+v, want 1 holder and a new index", s)
+		if s.Holders != 1 || s.Limit != 3 || s.Index == st.Index {
+			t.Fatalf("blocking reads answered %+v, want 1 holder of 3 and a new index", s)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the blocking read did not answer the grant")

@@ -71,8 +71,8 @@ type handler struct {
 	s          *Service
 	token      string
 	adminToken string
-	log      *slog.Logger
-	families map[client.Family]*family
+	log        *slog.Logger
+	families   map[client.Family]*family
 }
 
 // family is the routes of one family of leases, one row of the table in

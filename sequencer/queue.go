@@ -176,7 +176,6 @@ func printable(data []byte) string {
 	return s
 }
 
-
 // queueLock adds the holders and the queue to a lock's status.
 func (s *Service) queueLock(ctx context.Context, st *client.LockStatus) (err error) {
 	st.Holding, st.Queue, st.Unread, err = s.readQueue(ctx, client.Locks, st.Name)

@@ -82,7 +82,7 @@ type Service struct {
 	leases map[leaseID]*lease   // live ones only
 	byName map[byNameKey]*lease // the live lease per exclusive lock and election
 	closed bool
-	exp    expiries // every live lease by expiry
+	exp    expiries  // every live lease by expiry
 	broken brokenSet // the leases broken lately, for their holders' next call
 
 	wake chan struct{} // session ended: redial

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what seqd's tests and `make run` need and are missing: ZooKeeper
 # (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
-# and docker-compose (for interop and config checks), a JDK and JUnit 5,
-# Chromium (the status page's browser test, headless)
-# (to build and test the Java client), and staticcheck.
+# and docker-compose (for interop and config checks), a JDK and JUnit 5
+# (to build and test the Java client), Chromium (the status page's
+# headless browser test) and staticcheck.
 # Usage: scripts/deps.sh [all|zookeeper]
 set -euo pipefail
 want=(zookeeper)

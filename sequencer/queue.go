@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -178,19 +179,87 @@ func printable(data []byte) string {
 
 // queueLock adds the holders and the queue to a lock's status.
 func (s *Service) queueLock(ctx context.Context, st *client.LockStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.readQueue(ctx, client.Locks, st.Name)
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Locks, st.Name, st.Index)
 	return err
 }
 
 // queueSemaphore adds the holders and the queue to a semaphore's status.
 func (s *Service) queueSemaphore(ctx context.Context, st *client.SemaphoreStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.readQueue(ctx, client.Semaphores, st.Name)
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Semaphores, st.Name, st.Index)
 	return err
 }
 
 // queueElection adds the leader and the other candidates to an election's
 // status.
 func (s *Service) queueElection(ctx context.Context, st *client.ElectionStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.readQueue(ctx, client.Elections, st.Name)
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Elections, st.Name, st.Index)
 	return err
+}
+
+// Readers of one state share one queue read: a change wakes every blocked
+// reader of a name at once, and a thousand of them must not cost a
+// thousand reads. A read is shared by the readers of the same name and
+// state index for queueShare.
+const queueShare = time.Second
+
+type queueKey struct {
+	f     client.Family
+	name  string
+	index uint64
+}
+
+type queueRead struct {
+	done             chan struct{}
+	at               time.Time
+	holding, waiting []client.Contender
+	unread           int
+	err              error
+}
+
+type queueReads struct {
+	mu sync.Mutex
+	m  map[queueKey]*queueRead
+}
+
+// sharedQueue is readQueue shared by the readers of one state.
+func (s *Service) sharedQueue(ctx context.Context, f client.Family, name string, index uint64) ([]client.Contender, []client.Contender, int, error) {
+	qs := &s.queues
+	k := queueKey{f, name, index}
+	now := time.Now()
+	qs.mu.Lock()
+	if qs.m == nil {
+		qs.m = map[queueKey]*queueRead{}
+	}
+	r := qs.m[k]
+	if r == nil || now.Sub(r.at) > queueShare {
+		for key, old := range qs.m { // few entries: the names read this second
+			if now.Sub(old.at) > queueShare {
+				delete(qs.m, key)
+			}
+		}
+		r = &queueRead{done: make(chan struct{}), at: now}
+		qs.m[k] = r
+		qs.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SessionTimeout)
+		r.holding, r.waiting, r.unread, r.err = s.readQueue(rctx, f, name)
+		cancel()
+		if r.err != nil {
+			qs.mu.Lock()
+			if qs.m[k] == r {
+				delete(qs.m, k) // not shared past its readers: the next one tries again
+			}
+			qs.mu.Unlock()
+		}
+		close(r.done)
+	} else {
+		qs.mu.Unlock()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, nil, 0, ctx.Err()
+	}
+	// The callers fill their own answers: copies, so that none shares
+	// another's slices.
+	return append([]client.Contender{}, r.holding...), append([]client.Contender{}, r.waiting...), r.unread, r.err
 }

@@ -84,6 +84,7 @@ type Service struct {
 	closed bool
 	exp    expiries  // every live lease by expiry
 	broken brokenSet // the leases broken lately, for their holders' next call
+	queues queueReads // queue reads shared by the readers of one state
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}

@@ -186,6 +186,12 @@ func (s *Service) queueLock(ctx context.Context, st *client.LockStatus) (err err
 // queueSemaphore adds the holders and the queue to a semaphore's status.
 func (s *Service) queueSemaphore(ctx context.Context, st *client.SemaphoreStatus) (err error) {
 	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Semaphores, st.Name, st.Index)
+	if err == nil && st.Unread == 0 {
+		// The queue was read after the state: its count is the newer (a
+		// state read between an acquirer's limit record and its lease
+		// node shows none).
+		st.Holders = len(st.Holding)
+	}
 	return err
 }
 

@@ -82,8 +82,8 @@ type Service struct {
 	leases map[leaseID]*lease   // live ones only
 	byName map[byNameKey]*lease // the live lease per exclusive lock and election
 	closed bool
-	exp    expiries  // every live lease by expiry
-	broken brokenSet // the leases broken lately, for their holders' next call
+	exp    expiries   // every live lease by expiry
+	broken brokenSet  // the leases broken lately, for their holders' next call
 	queues queueReads // queue reads shared by the readers of one state
 
 	wake chan struct{} // session ended: redial

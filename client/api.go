@@ -16,8 +16,10 @@ import (
 //	elections    campaign       renew   resign       proclaim
 //
 //	POST /v1/{family}/{name}/{action}   body per action → 200
+//	POST /v1/{family}/{name}/break      BreakRequest (admin token) → 200 BreakResponse
 //	GET  /v1/{family}/{name}[?index=I&wait=D]           → 200 status
 //	GET  /v1/{family}                                   → 200 LeaseList
+//	GET  /v1/{family}?all=1[&index=I&wait=D]            → 200 Overview
 //	POST /v1/check   CheckRequest     → 200 or 409 CheckResponse
 //	POST /v1/renew   RenewManyRequest → 200 RenewManyResponse
 //	GET  /healthz, /readyz            → 200 ProbeResponse
@@ -145,6 +147,12 @@ type SemaphoreStatus struct {
 	Index uint64 `json:"index"`
 	// SafeForMS ("safe_for_ms") as in LockStatus, for a semaphore lease.
 	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
+	// Holding ("holding") is every holder (a lease node within the
+	// limit), oldest first; Queue ("queue") the acquirers waiting for a
+	// slot, in order; Unread as in LockStatus.
+	Holding []Contender `json:"holding"`
+	Queue   []Contender `json:"queue"`
+	Unread  int         `json:"unread,omitempty"`
 }
 
 // CampaignRequest is the body of POST /v1/elections/{name}/campaign.
@@ -361,7 +369,115 @@ type LockStatus struct {
 	// Index ("index") differs whenever the state may have changed; send it
 	// back as ?index= to wait for a change.
 	Index uint64 `json:"index"`
+	// Holding ("holding") is the holder: one contender, or for shared
+	// holders every reader that holds; [] when nobody holds.
+	Holding []Contender `json:"holding"`
+	// Queue ("queue") is every contender behind the holders, in the order
+	// they will be granted; [] when none waits.
+	Queue []Contender `json:"queue"`
+	// Unread ("unread", omitted when 0) counts contenders past
+	// MaxQueueRead, neither in Holding nor in Queue.
+	Unread int `json:"unread,omitempty"`
 }
+
+// MaxQueueRead bounds the contenders a status read lists; the rest are
+// counted in its unread.
+const MaxQueueRead = 1000
+
+// Contender is a holder or a waiter of a lock, a semaphore or an election,
+// as far as its ZooKeeper node tells: seqd's own contenders name their
+// owner and daemon; those of other recipes on the same path give their
+// node's data as the owner (kazoo's identifier, Curator's address).
+type Contender struct {
+	// Node ("node") is the contender's child node name.
+	Node string `json:"node"`
+	// Client ("client") names what made it, from its name and data:
+	// "seqd" (a daemon's lease or a `seqd lock`), "kazoo", "curator",
+	// "zk.Lock" (a Curator-style node with no data, as go-zookeeper's
+	// zk.Lock leaves), "planted" (not ephemeral: no session owns it; it
+	// blocks the queue until someone deletes it) or "unknown".
+	Client string `json:"client"`
+	// Owner ("owner") is the lease's owner, a `seqd lock`'s user@host:pid,
+	// or another recipe's node data (printable text, at most 256 bytes);
+	// "" when unknown or rewritten since the node was made.
+	Owner string `json:"owner,omitempty"`
+	// Daemon ("daemon") is the daemon that holds the contender for its
+	// owner (its --identity, host:pid by default); "" for a `seqd lock` or
+	// another recipe.
+	Daemon string `json:"daemon,omitempty"`
+	// Command ("command") is the command a `seqd lock` runs under it.
+	Command string `json:"command,omitempty"`
+	// Mode ("mode", locks only) is "exclusive" or "shared".
+	Mode string `json:"mode,omitempty"`
+	// Value ("value", elections only) is the candidate's published value.
+	// A candidate's node carries no owner: Owner is known for the
+	// leaderships of the daemon that answers, and Client is "unknown" for
+	// the others but kazoo's.
+	Value string `json:"value,omitempty"`
+	// Since ("since", RFC 3339) is when the contender queued: its node's
+	// creation time (ZooKeeper's clock).
+	Since time.Time `json:"since"`
+	// Token ("token", holders only) is the holder's token (an election's
+	// term); absent for waiters, whose token is decided at their grant.
+	Token uint64 `json:"token,omitempty"`
+	// ExpiresAt ("expires_at", RFC 3339) is when the holder's lease ends
+	// unless renewed: known for the leases of the daemon that answers.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// BreakRequest is the body of POST /v1/{family}/{name}/break, which needs
+// the daemon's admin token.
+type BreakRequest struct {
+	// Reason ("reason", required, at most MaxReasonBytes) says why: it
+	// goes into the audit log and the broken lease's answers.
+	Reason string `json:"reason"`
+	// Token ("token", optional) is the token (an election's term) of the
+	// holder to break: it is broken only if it still holds, otherwise the
+	// answer is a 409 with the current token. Without it the lock's or
+	// election's one holder is broken; a semaphore, or a lock held by
+	// several readers, needs it.
+	Token uint64 `json:"token,omitempty"`
+}
+
+// MaxReasonBytes bounds a break's reason.
+const MaxReasonBytes = 1024
+
+// BreakResponse is the answer of a break: the holder whose contender was
+// deleted. The next grant gets a higher token.
+type BreakResponse struct {
+	// Broken ("broken") is always true.
+	Broken bool `json:"broken"`
+	// Token ("token") is the broken holder's token (term).
+	Token uint64 `json:"token"`
+	// Holder ("holder") is the broken contender, as a status read showed
+	// it.
+	Holder Contender `json:"holder"`
+	// Reason ("reason") is the request's reason.
+	Reason string `json:"reason"`
+}
+
+// Overview is the answer of GET /v1/{family}?all=1: the status of every
+// name of the family that has contenders under the daemon's root for it,
+// by name, at most MaxOverview of them. Its index (in the body and the
+// X-Seqd-Index header) makes it a blocking read like a status read's:
+// ?all=1&index=I&wait=D answers once a listed name's state changes, or a
+// name appears or goes, or wait passes.
+type Overview struct {
+	// Family ("family") is "locks", "semaphores" or "elections".
+	Family string `json:"family"`
+	// Exactly one of Locks ("locks"), Semaphores ("semaphores") and
+	// Elections ("elections") is present, the family's.
+	Locks      []LockStatus      `json:"locks,omitempty"`
+	Semaphores []SemaphoreStatus `json:"semaphores,omitempty"`
+	Elections  []ElectionStatus  `json:"elections,omitempty"`
+	// More ("more") says that the root holds more names than listed.
+	More bool `json:"more"`
+	// Index ("index") as in LockStatus.
+	Index uint64 `json:"index"`
+}
+
+// MaxOverview bounds the names of an Overview.
+const MaxOverview = 200
 
 // ElectionStatus is the answer of GET /v1/elections/{name}, read from
 // ZooKeeper, so that it shows leaders on any daemon (and those of
@@ -382,6 +498,12 @@ type ElectionStatus struct {
 	Self bool `json:"self"`
 	// SafeForMS ("safe_for_ms") as in LockStatus, for a leadership lease.
 	SafeForMS *int64 `json:"safe_for_ms,omitempty"`
+	// Holding ("holding") is the leader's candidate ([] when nobody
+	// leads); Queue ("queue") the other candidates in the order they would
+	// lead; Unread as in LockStatus.
+	Holding []Contender `json:"holding"`
+	Queue   []Contender `json:"queue"`
+	Unread  int         `json:"unread,omitempty"`
 }
 
 // LeaderView is an election's leader.
@@ -434,6 +556,8 @@ type ErrorBody struct {
 	// Limit ("limit", limit_mismatch only) is the semaphore's recorded
 	// limit.
 	Limit *int `json:"limit,omitempty"`
+	// Reason ("reason", broken only) is the reason the break gave.
+	Reason string `json:"reason,omitempty"`
 }
 
 // The codes of ErrorBody and CheckResponse, with their HTTP status.
@@ -452,9 +576,16 @@ const (
 	// CodeLost (409): the lease has ended (released, expired or lost with
 	// the session) and nobody has been granted the lock since.
 	CodeLost = "lost"
-	// CodeNotHeld (409, check only): the token is not below the current
-	// one, but nobody holds the lock with it.
+	// CodeNotHeld (409): a check's token is not below the current one,
+	// but nobody holds the lock with it; a break's token (or, without
+	// one, anyone) does not hold it now.
 	CodeNotHeld = "not_held"
+	// CodeBroken (409): the lease was broken by an operator (POST
+	// …/break); the body's reason says why. A loss like CodeLost.
+	CodeBroken = "broken"
+	// CodeForbidden (403): a break without the admin token, or on a daemon
+	// that has none.
+	CodeForbidden = "forbidden"
 	// CodeUnavailable (503): ZooKeeper cannot be reached now; try again.
 	CodeUnavailable = "unavailable"
 	// CodeBadSignature (403, check only): a signed sequencer whose

@@ -281,7 +281,7 @@ func apiError(status int, raw []byte, out any) error {
 	if eb.Valid != nil && out != nil { // a failed check has its body
 		json.Unmarshal(raw, out)
 	}
-	return &APIError{Status: status, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken, Limit: eb.Limit}
+	return &APIError{Status: status, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken, Limit: eb.Limit, Reason: eb.Reason}
 }
 
 // path is the URL path of a name under a family, each segment escaped.

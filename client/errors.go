@@ -17,6 +17,10 @@ var (
 	// ErrLost: the lease ended (TTL passed, session lost, released or
 	// broken) and nobody has been granted the lock since.
 	ErrLost = errors.New("seqd: lease lost")
+	// ErrBroken: an operator broke the lease (an *APIError whose Reason
+	// says why). It is a loss: an error that matches ErrBroken matches
+	// ErrLost too.
+	ErrBroken = errors.New("seqd: lease broken")
 	// ErrUnavailable: ZooKeeper cannot be reached now; try again.
 	ErrUnavailable = errors.New("seqd: zookeeper unavailable")
 	// ErrBadRequest: the request was malformed or out of range; nothing
@@ -44,6 +48,8 @@ type APIError struct {
 	CurrentToken *uint64
 	// Limit is a semaphore's recorded limit (limit_mismatch).
 	Limit *int
+	// Reason is the reason of a break (broken).
+	Reason string
 }
 
 func (e *APIError) Error() string {
@@ -60,7 +66,9 @@ func (e *APIError) Is(target error) bool {
 	case ErrHeld:
 		return e.Code == CodeHeld
 	case ErrLost:
-		return e.Code == CodeLost
+		return e.Code == CodeLost || e.Code == CodeBroken
+	case ErrBroken:
+		return e.Code == CodeBroken
 	case ErrUnavailable:
 		return e.Code == CodeUnavailable
 	case ErrBadRequest:

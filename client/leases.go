@@ -284,3 +284,31 @@ func NewLeaseID() string {
 	rand.Read(b[:]) // never fails (crypto/rand)
 	return hex.EncodeToString(b[:])
 }
+
+// Break deletes the contender of the holder of family f's name, so that the
+// next in its queue is granted (with a higher token), and records reason
+// in the daemon's audit log and in the broken lease's answers (a renew of
+// it is an error matching ErrBroken and ErrLost). token, if not 0, names
+// the holder: it is broken only while it still holds, otherwise the error
+// matches ErrNotHeld with the current token. The daemon must run with an
+// admin token and c must send it (WithAPIToken with the admin token: it
+// is accepted wherever the API token is); otherwise the error matches
+// ErrUnauthorized.
+func (c *Client) Break(ctx context.Context, f Family, name, reason string, token uint64) (BreakResponse, error) {
+	var res BreakResponse
+	err := c.do(ctx, http.MethodPost, path(string(f), name)+"/break", BreakRequest{Reason: reason, Token: token}, &res)
+	return res, err
+}
+
+// Overview reads the status of every name of family f that has contenders
+// under the daemon's root for it (at most MaxOverview names). With index
+// not 0 it is a blocking read, as WaitStatus.
+func (c *Client) Overview(ctx context.Context, f Family, index uint64, wait time.Duration) (Overview, error) {
+	var o Overview
+	q := "?all=1"
+	if index != 0 {
+		q = blockingQuery(index, wait) + "&all=1"
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/"+string(f)+q, nil, &o)
+	return o, err
+}

@@ -67,7 +67,8 @@ func (r *descRecorder) Register(c prometheus.Collector) error {
 			continue
 		}
 		r.names = append(r.names, m[1])
-		if _, ok := c.(prometheus.Histogram); ok {
+		_, vec := c.(*prometheus.HistogramVec)
+		if _, ok := c.(prometheus.Histogram); ok || vec {
 			r.names = append(r.names, m[1]+"_bucket", m[1]+"_sum", m[1]+"_count")
 		}
 	}
@@ -415,6 +416,19 @@ func TestGrafanaDashboard(t *testing.T) {
 	known := append(exportedMetrics(t), electionMetrics...)
 	var d struct {
 		UID    string `json:"uid"`
+		Inputs []struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			PluginID string `json:"pluginId"`
+		} `json:"__inputs"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Type       string `json:"type"`
+				Query      any    `json:"query"`
+				IncludeAll bool   `json:"includeAll"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			Title      string `json:"title"`
 			Datasource struct {
@@ -431,11 +445,30 @@ func TestGrafanaDashboard(t *testing.T) {
 	if len(d.Panels) == 0 {
 		t.Fatalf("%s: no panels", dashboard)
 	}
-	ds := readFile(t, grafanaDS)
+	// The datasource is a variable (provisioned: the default one;
+	// imported: the one the import's input names), so that the dashboard
+	// imports into an existing Grafana; the job variable lists every job
+	// that exports seqd_build_info, the store's included.
+	if len(d.Inputs) != 1 || d.Inputs[0].Type != "datasource" || d.Inputs[0].PluginID != "prometheus" {
+		t.Errorf("%s: __inputs %+v, want one prometheus datasource input", dashboard, d.Inputs)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = fmt.Sprintf("%s %v all=%v", v.Type, v.Query, v.IncludeAll)
+	}
+	if vars["datasource"] != "datasource prometheus all=false" {
+		t.Errorf("%s: datasource variable %q, want a prometheus datasource variable", dashboard, vars["datasource"])
+	}
+	if !strings.Contains(vars["job"], "label_values(seqd_build_info, job)") || !strings.HasSuffix(vars["job"], "all=true") {
+		t.Errorf("%s: job variable %q, want the jobs of seqd_build_info (daemons and store) with All", dashboard, vars["job"])
+	}
+	if !strings.Contains(readFile(t, grafanaDS), "isDefault: true") {
+		t.Errorf("%s: the provisioned datasource is not the default the dashboard's variable picks", grafanaDS)
+	}
 	used := map[string]bool{}
 	for _, p := range d.Panels {
-		if !strings.Contains(ds, "uid: "+p.Datasource.UID+"\n") {
-			t.Errorf("panel %q: datasource uid %q is not provisioned in %s", p.Title, p.Datasource.UID, grafanaDS)
+		if p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q: datasource uid %q, want ${datasource}", p.Title, p.Datasource.UID)
 		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
@@ -453,7 +486,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"seqd_grants_total", "seqd_stale_tokens_rejected_total", "seqd_lock_waiters", "seqd_acquire_duration_seconds_bucket", "seqd_zk_connected", "seqd_leader"} {
+	for _, want := range []string{"seqd_grants_total", "seqd_stale_tokens_rejected_total", "seqd_lock_waiters", "seqd_acquire_duration_seconds_bucket", "seqd_zk_connected", "seqd_leader", "seqd_lock_wait_seconds_bucket", "seqd_lock_hold_seconds_bucket"} {
 		if !used[want] {
 			t.Errorf("%s: no panel charts %s", dashboard, want)
 		}

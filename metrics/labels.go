@@ -23,13 +23,18 @@ type labelSet struct {
 	max   int    // < 0: every name is OtherLock
 	idle  time.Duration
 	now   func() time.Time
-	vecs  []*prometheus.CounterVec // the vectors with the label
+	vecs  []labelled // the vectors with the label
 	mu    sync.RWMutex
 	last  map[string]*atomic.Int64 // name -> unix nanos of its last event
 	later int64                    // no name can be evicted before this
 }
 
-func newLabelSet(key string, max int, vecs ...*prometheus.CounterVec) *labelSet {
+// labelled is a vector with the label: a counter or a histogram vector.
+type labelled interface {
+	DeletePartialMatch(prometheus.Labels) int
+}
+
+func newLabelSet(key string, max int, vecs ...labelled) *labelSet {
 	return &labelSet{key: key, max: max, idle: LabelIdle, now: time.Now, vecs: vecs, last: map[string]*atomic.Int64{}}
 }
 

@@ -29,6 +29,7 @@ const (
 	ReasonReleased = "released"
 	ReasonExpired  = "expired"
 	ReasonLost     = "lost"
+	ReasonBroken   = "broken" // by an operator
 )
 
 // Sources of stale-token rejections, the values of the source label.
@@ -66,6 +67,8 @@ type Metrics struct {
 	locksHeld         prometheus.Gauge
 	lockWaiters       prometheus.Gauge
 	acquireDuration   prometheus.Histogram
+	lockWait          *prometheus.HistogramVec
+	lockHold          *prometheus.HistogramVec
 	zkConnected       prometheus.Gauge
 	sessionExpiration prometheus.Counter
 
@@ -91,7 +94,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 		}, []string{"lock"}),
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seqd_releases_total",
-			Help: "Leases ended, by reason: released by the holder, expired (TTL passed) or lost (session or contender gone).",
+			Help: "Leases ended, by reason: released by the holder, expired (TTL passed), lost (session or contender gone) or broken (by an operator).",
 		}, []string{"lock", "reason"}),
 		staleRejected: newStaleRejected(),
 		regressions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -119,6 +122,16 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Help:    "Time from the start of an acquire to its grant.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}),
+		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seqd_lock_wait_seconds",
+			Help:    "Time from the start of an acquire to its grant, per lock (semaphores count under their names).",
+			Buckets: waitBuckets,
+		}, []string{"lock"}),
+		lockHold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seqd_lock_hold_seconds",
+			Help:    "Time from a grant to its end (released, expired, lost or broken), per lock (semaphores count under their names).",
+			Buckets: holdBuckets,
+		}, []string{"lock"}),
 		zkConnected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seqd_zk_connected",
 			Help: "1 while the ZooKeeper session is connected, else 0.",
@@ -128,12 +141,20 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Help: "ZooKeeper sessions that expired; every lock they held was lost.",
 		}),
 	}
-	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked)
+	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked, m.lockWait, m.lockHold)
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked,
-		m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
+		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
 	m.elections = newElections(reg, opts.MaxLockLabels)
 	return m
 }
+
+// The buckets of the per-lock histograms: few, since each lock label has a
+// series per bucket. Waits run from a round trip to minutes; holds from a
+// round trip to an hour (a lease's longest TTL, renewed or not).
+var (
+	waitBuckets = []float64{.005, .025, .1, .5, 2.5, 10, 60, 300}
+	holdBuckets = []float64{.01, .1, 1, 10, 60, 300, 1800, 3600}
+)
 
 // newStaleRejected is seqd_stale_tokens_rejected_total, shared by the daemon's
 // collectors and the store's, which count it with source="fence".
@@ -217,7 +238,8 @@ func (m *Metrics) Waiting(_ string, delta int) {
 }
 
 // Granted counts a grant of lock in seqd_grants_total, adds it to
-// seqd_locks_held and observes wait in seqd_acquire_duration_seconds.
+// seqd_locks_held and observes wait in seqd_acquire_duration_seconds and
+// seqd_lock_wait_seconds.
 func (m *Metrics) Granted(lock string, wait time.Duration) {
 	if m == nil {
 		return
@@ -225,6 +247,16 @@ func (m *Metrics) Granted(lock string, wait time.Duration) {
 	m.labels.with(lock, func(l string) { m.grants.WithLabelValues(l).Inc() })
 	m.locksHeld.Inc()
 	m.acquireDuration.Observe(wait.Seconds())
+	m.labels.with(lock, func(l string) { m.lockWait.WithLabelValues(l).Observe(wait.Seconds()) })
+}
+
+// Held observes in seqd_lock_hold_seconds how long a grant of lock was
+// held (zklock.HoldObserver).
+func (m *Metrics) Held(lock string, held time.Duration) {
+	if m == nil {
+		return
+	}
+	m.labels.with(lock, func(l string) { m.lockHold.WithLabelValues(l).Observe(held.Seconds()) })
 }
 
 // GrantEnded takes an ended grant, released or lost, off seqd_locks_held.

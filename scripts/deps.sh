@@ -2,12 +2,13 @@
 # Installs what seqd's tests and `make run` need and are missing: ZooKeeper
 # (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
 # and docker-compose (for interop and config checks), a JDK and JUnit 5
-# (to build and test the Java client), and staticcheck.
+# (to build and test the Java client), Chromium (the status page's
+# headless browser test) and staticcheck.
 # Usage: scripts/deps.sh [all|zookeeper]
 set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium)
 fi
 missing=()
 for p in "${want[@]}"; do

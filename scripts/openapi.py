@@ -99,6 +99,28 @@ SCHEMAS = {
         "mode": {"type": "string", "enum": ["shared"], "description": "a shared lease"},
     }, ["name", "token", "sequencer", "owner", "ttl", "expires_at"], strict=False),
     "ReleaseResponse": obj({"released": {"type": "boolean"}}, ["released"], strict=False),
+    "Contender": obj({
+        "node": {"type": "string"},
+        "client": {"type": "string", "enum": ["seqd", "kazoo", "curator", "zk.Lock", "planted", "unknown"]},
+        "owner": {"type": "string"},
+        "daemon": {"type": "string"},
+        "command": {"type": "string"},
+        "mode": {"type": "string", "enum": ["exclusive", "shared"]},
+        "value": {"type": "string"},
+        "since": {"type": "string", "format": "date-time", "description": "when it queued (its node's creation)"},
+        "token": dict(TOKEN, description="holders only"),
+        "expires_at": {"type": "string", "format": "date-time"},
+    }, ["node", "client", "since"], strict=False, description="a holder or a waiter, as far as its node tells"),
+    "BreakRequest": obj({
+        "reason": {"type": "string", "maxLength": 1024, "description": "why; recorded in the audit log and told to the broken holder"},
+        "token": dict(TOKEN, description="break only if this token still holds"),
+    }, ["reason"]),
+    "BreakResponse": obj({
+        "broken": {"type": "boolean"},
+        "token": TOKEN,
+        "holder": ref("Contender"),
+        "reason": {"type": "string"},
+    }, ["broken", "token", "holder", "reason"], strict=False),
     "LockStatus": obj({
         "name": NAME,
         "held": {"type": "boolean"},
@@ -111,14 +133,20 @@ SCHEMAS = {
         "blocked_by": {"type": "string"},
         "owner_rewritten": {"type": "boolean"},
         "index": {"type": "integer", "format": "uint64"},
-    }, ["name", "held", "token", "owner", "expires_at", "waiters", "index"], strict=False),
+        "holding": {"type": "array", "items": ref("Contender"), "description": "the holder(s), oldest first"},
+        "queue": {"type": "array", "items": ref("Contender"), "description": "the waiters, in the order they would be granted"},
+        "unread": {"type": "integer", "description": "contenders past the 1000 listed"},
+    }, ["name", "held", "token", "owner", "expires_at", "waiters", "index", "holding", "queue"], strict=False),
     "SemaphoreStatus": obj({
         "name": NAME,
         "holders": {"type": "integer", "description": "an acquirer waiting for a slot is not counted"},
         "limit": {"type": "integer", "description": "the recorded limit; 0 when nobody holds it"},
         "index": {"type": "integer", "format": "uint64"},
         "safe_for_ms": {"type": "integer"},
-    }, ["name", "holders", "limit", "index"], strict=False),
+        "holding": {"type": "array", "items": ref("Contender"), "description": "the holder(s), oldest first"},
+        "queue": {"type": "array", "items": ref("Contender"), "description": "the waiters, in the order they would be granted"},
+        "unread": {"type": "integer", "description": "contenders past the 1000 listed"},
+    }, ["name", "holders", "limit", "index", "holding", "queue"], strict=False),
     "LeaderView": obj({
         "owner": {"type": "string"},
         "value": {"type": "string"},
@@ -132,13 +160,17 @@ SCHEMAS = {
         "index": {"type": "integer", "format": "uint64"},
         "self": {"type": "boolean"},
         "safe_for_ms": {"type": "integer"},
-    }, ["name", "leader", "candidates", "index", "self"], strict=False),
+        "holding": {"type": "array", "items": ref("Contender"), "description": "the holder(s), oldest first"},
+        "queue": {"type": "array", "items": ref("Contender"), "description": "the waiters, in the order they would be granted"},
+        "unread": {"type": "integer", "description": "contenders past the 1000 listed"},
+    }, ["name", "leader", "candidates", "index", "self", "holding", "queue"], strict=False),
     "ProbeResponse": obj({"status": {"type": "string", "enum": ["ok", "ready"]}}, ["status"], strict=False),
     "Error": obj({
         "error": {"type": "string", "description": "a sentence for people"},
         "code": {"type": "string", "description": "a word for programs"},
         "current_token": {"type": "integer", "format": "uint64", "description": "409: the current token, where known"},
         "limit": {"type": "integer", "description": "limit_mismatch: the recorded limit"},
+        "reason": {"type": "string", "description": "broken: the reason the break gave"},
     }, ["error", "code"], strict=False),
 }
 
@@ -147,11 +179,11 @@ SCHEMAS = {
 # codes of each action.
 FAMILIES = [
     {"name": "locks", "noun": "lock", "grant": "acquire", "end": "release", "request": "AcquireRequest",
-     "status": "LockStatus", "grant409": ["held"], "renew409": ["stale_token", "lost"]},
+     "status": "LockStatus", "grant409": ["held"], "renew409": ["stale_token", "lost", "broken"]},
     {"name": "semaphores", "noun": "semaphore", "grant": "acquire", "end": "release", "request": "SemaphoreAcquireRequest",
-     "status": "SemaphoreStatus", "grant409": ["held", "limit_mismatch"], "renew409": ["lost"]},
+     "status": "SemaphoreStatus", "grant409": ["held", "limit_mismatch"], "renew409": ["lost", "broken"]},
     {"name": "elections", "noun": "election", "grant": "campaign", "end": "resign", "request": "CampaignRequest",
-     "status": "ElectionStatus", "grant409": ["held"], "renew409": ["stale_token", "lost"], "extra": {"proclaim": "ProclaimRequest"}},
+     "status": "ElectionStatus", "grant409": ["held"], "renew409": ["stale_token", "lost", "broken"], "extra": {"proclaim": "ProclaimRequest"}},
 ]
 
 
@@ -174,7 +206,7 @@ def errors(*statuses, conflict=None, forbidden=None):
         elif s == 401:
             out["401"] = answer("a missing or wrong bearer token (with --api-token-file)", "Error", ["unauthorized"])
         elif s == 403:
-            out["403"] = answer(forbidden or "refused", "Error", ["bad_signature"])
+            out["403"] = answer(forbidden[0], "Error", [forbidden[1]])
         elif s == 409:
             out["409"] = answer("refused: " + ", ".join(conflict), "Error", conflict)
         elif s == 503:
@@ -213,11 +245,26 @@ def family_paths(f):
         "parameters": [NAME_PARAM] + QUERY,
         "responses": dict({"200": dict(answer("the state; its index is also in the X-Seqd-Index header", f["status"]))},
                           **errors(400, 401, 503))}}
+    paths[f"/v1/{n}/{{name}}/break"] = {"post": {
+        "summary": f"break the {f['noun']}'s holder (with token: only if it still holds): its contender is deleted, the next "
+                   "grant has a higher token, its renew answers 409 broken; needs the admin token",
+        "parameters": [NAME_PARAM], "requestBody": json_body("BreakRequest"),
+        "responses": dict({"200": answer("broken (the audit line is written first)", "BreakResponse")},
+                          **errors(400, 401, 403, 409, 503, conflict=["not_held"],
+                                   forbidden=("no admin token sent, or the daemon has none", "forbidden")))}}
     paths[f"/v1/{n}"] = {"get": {
-        "summary": f"the live {n} leases of this daemon, without lease ids or signed sequencers",
-        "responses": dict({"200": {"description": f'{{"{n}":[Lease…]}}', "content": {"application/json": {"schema": {
-            "type": "object", "properties": {n: {"type": "array", "items": ref("Lease")}}, "required": [n]}}}}},
-            **errors(400, 401))}}
+        "summary": f"without a query: the live {n} leases of this daemon, without lease ids or signed sequencers; with "
+                   f"all=1: the state of every {f['noun']} under the daemon's root (holders and queues), a blocking read with index",
+        "parameters": [
+            {"name": "all", "in": "query", "schema": {"type": "integer", "enum": [1]}},
+            {"name": "index", "in": "query", "schema": {"type": "integer", "format": "uint64"}, "description": "with all=1"},
+            {"name": "wait", "in": "query", "schema": DURATION, "description": "with all=1 and index"},
+        ],
+        "responses": dict({"200": {"description": f'{{"{n}":[Lease…]}}, or with all=1 {{"family","{n}":[status…],"more","index"}}',
+                                   "content": {"application/json": {"schema": {"type": "object", "properties": {
+                                       n: {"type": "array", "items": {}}, "family": {"type": "string"},
+                                       "more": {"type": "boolean"}, "index": {"type": "integer"}}, "required": [n]}}}}},
+                          **errors(400, 401))}}
     return paths
 
 
@@ -231,7 +278,7 @@ def spec():
         "responses": dict({
             "200": answer("valid", "CheckResponse"),
             "409": dict(answer("not valid: stale (below the current token) or not held", "CheckResponse"), **{"x-codes": ["stale_token", "not_held"]}),
-        }, **errors(400, 401, 403, 503, forbidden="a signed sequencer whose signature does not check with the daemon's keys"))}}
+        }, **errors(400, 401, 403, 503, forbidden=("a signed sequencer whose signature does not check with the daemon's keys", "bad_signature")))}}
     paths["/v1/renew"] = {"post": {
         "summary": "renew many lock leases in one request, each answered as its own renew would be",
         "requestBody": json_body("RenewManyRequest"),
@@ -240,6 +287,8 @@ def spec():
                                  "responses": {"200": answer("ok", "ProbeResponse")}}}
     paths["/readyz"] = {"get": {"summary": "the ZooKeeper session is connected", "security": [],
                                 "responses": dict({"200": answer("ready", "ProbeResponse")}, **errors(503))}}
+    paths["/ui/"] = {"get": {"summary": "the status page (it asks for the API token and reads the API)", "security": [],
+                             "responses": {"200": {"description": "one HTML page, no external assets", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     paths["/metrics"] = {"get": {"summary": "Prometheus text", "security": [],
                                  "responses": {"200": {"description": "the metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
     return {

@@ -292,6 +292,11 @@ func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (clie
 		}
 	})
 	if l.kind == fence.KindElection {
+		s.audit(l, AuditTerm, "")
+	} else {
+		s.audit(l, AuditGrant, "")
+	}
+	if l.kind == fence.KindElection {
 		s.m.ElectionWon(l.name)
 		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
 		s.log.Info("elected", "election", l.name, "term", gr.Token, "owner", l.owner, "ttl", l.ttl)

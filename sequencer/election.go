@@ -134,7 +134,8 @@ func (s *Service) ElectionStatus(ctx context.Context, name string) (client.Elect
 	if err != nil {
 		return client.ElectionStatus{}, err
 	}
-	return s.electionStatus(name, l), nil
+	st := s.electionStatus(name, l)
+	return st, s.queueElection(ctx, &st)
 }
 
 // electionStatus is the API form of l; self is decided now, from the

@@ -68,9 +68,16 @@ type ConflictError struct {
 	// Limit is, for client.ErrLimitMismatch, the recorded limit; for a full
 	// semaphore, the limit asked for.
 	Limit int
+	// Reason is, for client.ErrBroken, the reason the break gave.
+	Reason string
 }
 
 func (e *ConflictError) Unwrap() error { return e.Err }
+
+// Is makes a broken lease a lost one too: errors.Is(err, client.ErrLost).
+func (e *ConflictError) Is(target error) bool {
+	return target == client.ErrLost && errors.Is(e.Err, client.ErrBroken)
+}
 
 func (e *ConflictError) Error() string {
 	what := fmt.Sprintf("%s %q", noun(e.Kind), e.Name)
@@ -81,8 +88,15 @@ func (e *ConflictError) Error() string {
 		return fmt.Sprintf("%s has limit %d, recorded by its holders; every holder must name the same limit", what, e.Limit)
 	case errors.Is(e.Err, client.ErrHeld):
 		return e.heldMessage(what)
+	case errors.Is(e.Err, client.ErrNotHeld) && e.Token == 0:
+		return fmt.Sprintf("nobody holds %s", what)
 	case errors.Is(e.Err, client.ErrNotHeld):
 		return fmt.Sprintf("%s %d does not hold %s: it is free or held with another %s", tokenWord(e.Kind), e.Token, what, tokenWord(e.Kind))
+	case errors.Is(e.Err, client.ErrBroken):
+		if e.Kind == fence.KindElection {
+			return fmt.Sprintf("the leadership of %s with term %d was broken by an operator: %s", what, e.Token, e.Reason)
+		}
+		return fmt.Sprintf("the lease on %s with token %d was broken by an operator: %s", what, e.Token, e.Reason)
 	}
 	lease := fmt.Sprintf("the lease on %s with token %d", what, e.Token)
 	if e.Kind == fence.KindElection {

@@ -62,6 +62,10 @@ type daemonOpts struct {
 	delay     time.Duration // the daemon's lock-delay
 	// groupCommit turns group commit on (seqd serve --group-commit).
 	groupCommit bool
+	// apiToken and adminToken are the handler's; audit the service's
+	// audit log.
+	apiToken, adminToken string
+	audit                *AuditLog
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -95,11 +99,12 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ZKTLS:          o.zkTLS,
 		LockDelay:      o.delay,
 		GroupCommit:    o.groupCommit,
+		Audit:          o.audit,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg}))
+	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg, APIToken: o.apiToken, AdminToken: o.adminToken}))
 	t.Cleanup(func() {
 		srv.Close()
 		svc.Close(context.Background())

@@ -24,6 +24,10 @@ type HandlerOptions struct {
 	// APIToken, if set, is required as "Authorization: Bearer <token>" on
 	// every /v1/ call.
 	APIToken string
+	// AdminToken, if set, is required as "Authorization: Bearer <token>"
+	// on every break (POST /v1/{family}/{name}/break), and accepted
+	// wherever APIToken is. Without it, breaks are refused (403).
+	AdminToken string
 	// Gatherer serves /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -36,7 +40,7 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http"), families: routes()}
+	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes()}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
 		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
@@ -55,6 +59,8 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 			metricsHandler.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/v1/"):
 			v1.ServeHTTP(w, r)
+		case p == "/ui" || strings.HasPrefix(p, "/ui/"):
+			serveUI(w, r)
 		default:
 			writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, p), Code: client.CodeNotFound})
 		}
@@ -62,10 +68,11 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 }
 
 type handler struct {
-	s        *Service
-	token    string
-	log      *slog.Logger
-	families map[client.Family]*family
+	s          *Service
+	token      string
+	adminToken string
+	log        *slog.Logger
+	families   map[client.Family]*family
 }
 
 // family is the routes of one family of leases, one row of the table in
@@ -92,6 +99,7 @@ func routes() map[client.Family]*family {
 				"acquire": post((*Service).Acquire),
 				"renew":   post(renewIn(client.Locks)),
 				"release": post(releaseIn(client.Locks)),
+				"break":   breakIn(client.Locks),
 			},
 			status: lockStatus,
 		},
@@ -100,6 +108,7 @@ func routes() map[client.Family]*family {
 				"acquire": post((*Service).AcquireSemaphore),
 				"renew":   post(renewIn(client.Semaphores)),
 				"release": post(releaseIn(client.Semaphores)),
+				"break":   breakIn(client.Semaphores),
 			},
 			status: semaphoreStatusRead,
 		},
@@ -109,6 +118,7 @@ func routes() map[client.Family]*family {
 				"renew":    post(renewIn(client.Elections)),
 				"resign":   post(releaseIn(client.Elections)),
 				"proclaim": post((*Service).Proclaim),
+				"break":    breakIn(client.Elections),
 			},
 			status: electionStatusRead,
 		},
@@ -139,6 +149,8 @@ func releaseIn(f client.Family) func(*Service, context.Context, string, client.L
 	}
 }
 
+// auth lets through the calls that carry the API token or the admin
+// token (any call, when there is no API token).
 func (h *handler) auth(next http.Handler) http.Handler {
 	if h.token == "" {
 		return next
@@ -146,13 +158,32 @@ func (h *handler) auth(next http.Handler) http.Handler {
 	want := []byte("Bearer " + h.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		if subtle.ConstantTimeCompare(got, want) != 1 && !h.isAdmin(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
 			writeError(w, http.StatusUnauthorized, client.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: client.CodeUnauthorized})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isAdmin reports whether r carries the admin token.
+func (h *handler) isAdmin(r *http.Request) bool {
+	if h.adminToken == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.adminToken)) == 1
+}
+
+// admin refuses a request that does not carry the admin token (403).
+func (h *handler) admin(r *http.Request) error {
+	switch {
+	case h.adminToken == "":
+		return &ForbiddenError{Msg: "breaking a holder needs the admin token, and this daemon has none: start it with --admin-token-file"}
+	case !h.isAdmin(r):
+		return &ForbiddenError{Msg: "breaking a holder needs the admin token (the daemon's --admin-token-file): send Authorization: Bearer <admin token>; the API token is not enough"}
+	}
+	return nil
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +226,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f == nil:
 		writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: client.CodeNotFound})
+	case rest == "" && r.URL.Query().Has("all"):
+		if allow(w, r, http.MethodGet) {
+			h.overview(w, r, client.Family(fam))
+		}
 	case rest == "":
 		if allow(w, r, http.MethodGet) && h.noQuery(w, r) {
 			writeJSON(w, http.StatusOK, client.LeaseList{Family: fam, Leases: h.s.Leases(client.Family(fam))})
@@ -378,6 +413,8 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err erro
 
 func conflictCode(ce *ConflictError) string {
 	switch {
+	case errors.Is(ce.Err, client.ErrBroken):
+		return client.CodeBroken
 	case errors.Is(ce.Err, fence.ErrStaleToken):
 		return client.CodeStaleToken
 	case errors.Is(ce.Err, client.ErrHeld):
@@ -403,8 +440,15 @@ func (h *handler) failure(r *http.Request, err error) (int, client.ErrorBody) {
 		re *RequestError
 		ue *UnavailableError
 		se *fence.SequencerError
+		fe *ForbiddenError
+		ae *auditError
 	)
 	switch {
+	case errors.As(err, &fe):
+		return http.StatusForbidden, client.ErrorBody{Error: fe.Msg, Code: client.CodeForbidden}
+	case errors.As(err, &ae):
+		h.log.Error("audit log", "err", ae.err)
+		return http.StatusInternalServerError, client.ErrorBody{Error: ae.Error(), Code: client.CodeInternal}
 	case errors.As(err, &ce):
 		body := client.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
 		if ce.CurrentToken != 0 {
@@ -413,6 +457,7 @@ func (h *handler) failure(r *http.Request, err error) (int, client.ErrorBody) {
 		if errors.Is(ce.Err, client.ErrLimitMismatch) {
 			body.Limit = &ce.Limit
 		}
+		body.Reason = ce.Reason
 		return http.StatusConflict, body
 	case errors.As(err, &re):
 		return http.StatusBadRequest, client.ErrorBody{Error: re.Msg, Code: client.CodeBadRequest}

@@ -222,11 +222,17 @@ var (
 
 // normalize replaces what changes from run to run with stable names: the
 // known lease ids and tokens by their names, times by TIME.
-var indexRE = regexp.MustCompile(`"index":\d+`)
+var (
+	indexRE  = regexp.MustCompile(`"index":\d+`)
+	nodeRE   = regexp.MustCompile(`_c_[0-9a-f-]{36}-lock-\d{10}`)
+	daemonRE = regexp.MustCompile(`"daemon":"[^"]*"`)
+)
 
 func normalize(s string, names map[string]string) string {
 	s = timeRE.ReplaceAllString(s, `"TIME"`)
 	s = indexRE.ReplaceAllString(s, `"index":INDEX`)
+	s = nodeRE.ReplaceAllString(s, `NODE`)
+	s = daemonRE.ReplaceAllString(s, `"daemon":"DAEMON"`)
 	s = hexRE.ReplaceAllStringFunc(s, func(h string) string {
 		if n, ok := names[h]; ok {
 			return n

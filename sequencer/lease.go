@@ -24,6 +24,7 @@ const (
 	released
 	expired
 	lost
+	broken
 )
 
 // familyOf is the family of the API that serves leases of kind k.
@@ -201,13 +202,14 @@ func (s *Service) claimLocked(l *lease, state leaseState) bool {
 func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason string, closing bool) {
 	release := l.grant.Release
 	switch {
-	case state == expired:
+	case state == expired, state == broken:
 		// Not a clean release: a lock-delay applies before the next grant.
 		release = l.grant.Abandon
 	case closing:
 		release = l.grant.ReleaseOnClose
 	}
 	err := release(ctx)
+	s.auditEnd(l, state, closing)
 	if l.kind == fence.KindElection {
 		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
@@ -219,6 +221,8 @@ func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason 
 		s.log.Warn("lease expired", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner)
 	case state == lost:
 		s.log.Warn("lease lost", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner, "err", l.grant.Err())
+	case state == broken:
+		s.log.Warn("lease broken", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner)
 	case closing:
 		// One line for all of them: Close logs how many.
 		s.log.Debug("released", noun(l.kind), l.name, "token", l.grant.Token, "owner", l.owner)
@@ -248,8 +252,14 @@ func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, re
 	}
 	s.mu.Lock()
 	l := s.lookupLocked(req.LeaseID)
+	b, isBroken := s.broken.get(req.LeaseID)
 	s.mu.Unlock()
 	kind := kindsOf(f)[0]
+	if isBroken && familyOf(b.kind) == f && b.name == name && b.token == req.Token {
+		// Broken by an operator: say so, whoever holds the lock now.
+		cur, _ := s.currentToken(ctx, b.kind, name)
+		return nil, &ConflictError{Err: client.ErrBroken, Kind: b.kind, Name: name, Token: req.Token, CurrentToken: cur, Reason: b.reason}
+	}
 	if l != nil {
 		if familyOf(l.kind) != f || l.name != name {
 			return nil, badRequest("lease %s is for %s %q, not %s %q", req.LeaseID, noun(l.kind), l.name, noun(kind), name)
@@ -295,13 +305,39 @@ func (s *Service) endedAs(l *lease) string {
 		return "released"
 	case expired:
 		return "expired"
+	case broken:
+		return "broken"
 	}
 	return "lost"
 }
 
 // lostError is the 409 of a live lease found ended.
 func (s *Service) lostError(l *lease, token uint64) error {
+	s.mu.Lock()
+	b, ok := s.broken.get(l.id.String())
+	s.mu.Unlock()
+	if ok {
+		return &ConflictError{Err: client.ErrBroken, Kind: l.kind, Name: l.name, Token: token, Reason: b.reason}
+	}
 	return &ConflictError{Err: client.ErrLost, Kind: l.kind, Name: l.name, Token: token, Ended: s.endedAs(l)}
+}
+
+// auditEnd records the end of l in the audit log: a break has recorded
+// its own line, and a release at Close is a release.
+func (s *Service) auditEnd(l *lease, state leaseState, closing bool) {
+	switch {
+	case state == broken:
+	case state == expired:
+		s.audit(l, AuditExpiry, "its ttl passed without renewal")
+	case state == lost:
+		s.audit(l, AuditLoss, "its zookeeper session or contender node went away")
+	case l.kind == fence.KindElection:
+		s.audit(l, AuditResignation, "")
+	case closing:
+		s.audit(l, AuditRelease, "the daemon shut down")
+	default:
+		s.audit(l, AuditRelease, "")
+	}
 }
 
 // Renew extends a live lease of family f by its TTL (or req.TTL, which then

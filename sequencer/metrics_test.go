@@ -97,7 +97,7 @@ func TestMetricsLint(t *testing.T) {
 }
 
 const (
-	metricReleasesHead = `# HELP seqd_releases_total Leases ended, by reason: released by the holder, expired (TTL passed) or lost (session or contender gone).
+	metricReleasesHead = `# HELP seqd_releases_total Leases ended, by reason: released by the holder, expired (TTL passed), lost (session or contender gone) or broken (by an operator).
 # TYPE seqd_releases_total counter
 `
 	metricStaleHead = `# HELP seqd_stale_tokens_rejected_total Operations refused because they carried a token below the current one.

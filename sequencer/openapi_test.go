@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,13 +71,36 @@ type apiCheck struct {
 	t    *testing.T
 	spec openAPI
 	seen map[string]bool
+	// bearer is the token sent to the servers whose URLs start with a key.
+	bearer map[string]string
+}
+
+// send sends one request, with the bearer token of its server if any.
+func (c *apiCheck) send(method, url, body string) (int, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for base, tok := range c.bearer {
+		if strings.HasPrefix(url, base) {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // do sends a request for route and checks that its status is want and is
 // documented for route, with its code.
 func (c *apiCheck) do(route, method, url, body string, want int) map[string]any {
 	c.t.Helper()
-	status, resp := httpDo(c.t, method, url, body)
+	status, resp := c.send(method, url, body)
 	var m map[string]any
 	json.Unmarshal([]byte(resp), &m)
 	if status != want {
@@ -129,7 +154,10 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	closed := startDaemon(t, daemonOpts{servers: zkc.Servers()})
 	closed.svc.Close(context.Background())
 	authed := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret-token-for-tests"}))
-	c := &apiCheck{t: t, spec: spec, seen: map[string]bool{}}
+	const adminToken = "admin-token-for-tests-0123456789"
+	admin := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{AdminToken: adminToken}))
+	closedAdmin := httpTestServer(t, NewHandler(closed.svc.Service, HandlerOptions{AdminToken: adminToken}))
+	c := &apiCheck{t: t, spec: spec, seen: map[string]bool{}, bearer: map[string]string{admin: adminToken, closedAdmin: adminToken}}
 	u := d.srv.URL
 	for _, f := range testFamilies {
 		grant := fmt.Sprintf("/v1/%s/{name}/%s", f.name, f.grant)
@@ -169,6 +197,21 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 			c.do(proclaim, "POST", closed.srv.URL+"/v1/elections/api/proclaim", lease(id1, tokenOf(a)), 503)
 			c.do(proclaim, "POST", authed+"/v1/elections/api/proclaim", `{}`, 401)
 		}
+		// A break: 403 without the admin token, then done with it; the
+		// broken lease's renew is 409 broken.
+		brk := fmt.Sprintf("/v1/%s/{name}/break", f.name)
+		c.do(brk, "POST", at("api", "/break"), `{"reason":"test"}`, 403)
+		c.do(brk, "POST", admin+"/v1/"+f.name+"/api/break", `{}`, 400)
+		c.do(brk, "POST", admin+"/v1/"+f.name+"/nobody/break", `{"reason":"none holds it"}`, 409)
+		c.do(brk, "POST", closedAdmin+"/v1/"+f.name+"/api/break", `{"reason":"no zookeeper"}`, 503)
+		c.do(brk, "POST", authed+"/v1/"+f.name+"/api/break", `{"reason":"no token"}`, 401)
+		victim := c.do(grant, "POST", at("victim", "/"+f.grant), body("v", id2), 200)
+		c.do(brk, "POST", admin+"/v1/"+f.name+"/victim/break", fmt.Sprintf(`{"reason":"test","token":%d}`, tokenOf(victim)), 200)
+		if m := c.do(renew, "POST", at("victim", "/renew"), lease(id2, tokenOf(victim)), 409); m["code"] != client.CodeBroken {
+			t.Errorf("renew of a broken %s lease: code %v, want %s", f.name, m["code"], client.CodeBroken)
+		}
+		c.do(list, "GET", u+list+"?all=1", "", 200)
+		c.do(list, "GET", u+list+"?all=2", "", 400)
 		c.do(end, "POST", at("api", "/"+f.end), lease(id1, tokenOf(a)), 200)
 		if f.name == "elections" {
 			c.do("/v1/elections/{name}/proclaim", "POST", at("api", "/proclaim"), fmt.Sprintf(`{"lease_id":%q,"token":%d,"value":"v3"}`, id1, tokenOf(a)), 409)
@@ -214,6 +257,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	c.do("/readyz", "GET", closed.srv.URL+"/readyz", "", 503)
 	c.wrongMethod("/readyz", "POST", u+"/readyz")
 	c.do("/metrics", "GET", u+"/metrics", "", 200)
+	c.do("/ui/", "GET", u+"/ui/", "", 200)
 
 	var missing []string
 	for key := range spec.responses {
@@ -226,7 +270,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		t.Errorf("docs/openapi.yaml documents %s, which the handler did not answer here", key)
 	}
 	// Every code the API has is documented.
-	for _, code := range []string{client.CodeBadRequest, client.CodeHeld, client.CodeLimitMismatch, client.CodeStaleToken, client.CodeLost, client.CodeNotHeld,
+	for _, code := range []string{client.CodeBadRequest, client.CodeHeld, client.CodeLimitMismatch, client.CodeStaleToken, client.CodeLost, client.CodeNotHeld, client.CodeBroken, client.CodeForbidden,
 		client.CodeUnavailable, client.CodeBadSignature, client.CodeUnauthorized, client.CodeNotFound, client.CodeMethod, client.CodeInternal} {
 		if !slices.Contains(spec.codes, code) {
 			t.Errorf("code %q is not documented in docs/openapi.yaml", code)

@@ -88,7 +88,8 @@ func (s *Service) SemaphoreStatus(ctx context.Context, name string) (client.Sema
 	if err != nil {
 		return client.SemaphoreStatus{}, s.readError(ctx, err)
 	}
-	return semaphoreStatus(name, st), nil
+	out := semaphoreStatus(name, st)
+	return out, s.queueSemaphore(ctx, &out)
 }
 
 func semaphoreStatus(name string, st zklock.SemaphoreState) client.SemaphoreStatus {

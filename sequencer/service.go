@@ -61,6 +61,10 @@ type Config struct {
 	// of different locks that wait at the same time as one ZooKeeper
 	// transaction (zklock.Options.GroupCommit).
 	GroupCommit bool
+	// Audit, if set, records every grant, release, expiry, loss, break,
+	// term and resignation of the daemon's leases (and every break it
+	// makes).
+	Audit *AuditLog
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When
@@ -78,7 +82,9 @@ type Service struct {
 	leases map[leaseID]*lease   // live ones only
 	byName map[byNameKey]*lease // the live lease per exclusive lock and election
 	closed bool
-	exp    expiries // every live lease by expiry
+	exp    expiries   // every live lease by expiry
+	broken brokenSet  // the leases broken lately, for their holders' next call
+	queues queueReads // queue reads shared by the readers of one state
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}

@@ -289,7 +289,7 @@ func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait 
 	}
 	out := s.lockStatus(name, st.holder)
 	out.Index = st.index
-	return out, nil
+	return out, s.queueLock(ctx, &out)
 }
 
 // WaitSemaphore is a blocking read of a semaphore's state, as WaitLock.
@@ -300,7 +300,7 @@ func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, 
 	}
 	out := semaphoreStatus(name, st.sem)
 	out.Index = st.index
-	return out, nil
+	return out, s.queueSemaphore(ctx, &out)
 }
 
 // WaitElection is a blocking read of an election's state, as WaitLock.
@@ -311,7 +311,7 @@ func (s *Service) WaitElection(ctx context.Context, name string, index uint64, w
 	}
 	out := s.electionStatus(name, st.leader)
 	out.Index = st.index
-	return out, nil
+	return out, s.queueElection(ctx, &out)
 }
 
 func (s *Service) awaitState(ctx context.Context, f client.Family, name string, index uint64, wait time.Duration) (state, error) {

@@ -181,7 +181,8 @@ func (s *Service) Status(ctx context.Context, name string) (client.LockStatus, e
 	if err != nil {
 		return client.LockStatus{}, err
 	}
-	return s.lockStatus(name, h), nil
+	st := s.lockStatus(name, h)
+	return st, s.queueLock(ctx, &st)
 }
 
 // lockStatus is the API form of h; s.mu must not be held.

@@ -25,6 +25,7 @@ type Grant struct {
 
 	m     *Mutex
 	guid  string
+	at    time.Time     // when it was granted
 	lost  chan struct{} // closed when the grant ends, for any reason
 	stop  chan struct{} // closed by Release to end the monitor
 	ended chan struct{} // closed when the monitor has returned
@@ -77,7 +78,11 @@ func (g *Grant) end(err error, report ...func()) bool {
 	}
 	g.err = err
 	g.m.s.grants.remove(g)
-	g.m.observer().GrantEnded(g.Name, err)
+	obs := g.m.observer()
+	if ho, ok := obs.(HoldObserver); ok {
+		ho.Held(g.Name, g.m.s.clock.Now().Sub(g.at))
+	}
+	obs.GrantEnded(g.Name, err)
 	for _, r := range report {
 		r()
 	}

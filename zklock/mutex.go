@@ -374,6 +374,7 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, k
 		stop:  make(chan struct{}),
 		ended: make(chan struct{}),
 		guid:  guid,
+		at:    s.clock.Now(),
 	}
 	m.mu.Lock()
 	m.grant = g

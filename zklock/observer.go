@@ -39,6 +39,14 @@ type Observer interface {
 	Blocked(lock string)
 }
 
+// HoldObserver is an Observer that is also told how long each grant was
+// held: Held is called right before GrantEnded, with the time from the
+// grant to its end (release or loss). An Observer without it is not told.
+type HoldObserver interface {
+	Observer
+	Held(lock string, held time.Duration)
+}
+
 // nopObserver is the default Observer: it records nothing.
 type nopObserver struct{}
 

@@ -87,7 +87,8 @@ func NewSemaphore(s *Session, name string, limit int, opts ...SemaphoreOption) (
 	if err != nil {
 		return nil, err
 	}
-	lock.quiet = true // its grants are not the semaphore's
+	lock.quiet = true       // its grants are not the semaphore's
+	lock.data = leases.data // so that a queue read names who waits
 	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, lock: lock, leases: leases, data: leases.data}
 	leases.path = sem.path + "/" + semLeases
 	leases.leaseSet = true

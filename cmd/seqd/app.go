@@ -33,6 +33,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			releaseCommand(),
 			checkCommand(),
 			statusCommand(),
+			breakCommand(),
 			leaderCommand(),
 			storeCommand(),
 			fenceCheckCommand(),

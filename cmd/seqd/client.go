@@ -35,11 +35,16 @@ func clientFlags(extra ...cli.Flag) []cli.Flag {
 // --cacert, --cert and --key (each also from its SEQD_* variable, which
 // urfave/cli reads: the client package is told to read none itself).
 func newClient(c *cli.Context) (*client.Client, error) {
-	addr, err := daemonAddr(c.String("addr"))
+	tok, err := apiToken(c)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := apiToken(c)
+	return newClientToken(c, tok)
+}
+
+// newClientToken is newClient sending tok as its bearer token.
+func newClientToken(c *cli.Context, tok string) (*client.Client, error) {
+	addr, err := daemonAddr(c.String("addr"))
 	if err != nil {
 		return nil, err
 	}
@@ -302,42 +307,6 @@ func checkCommand() *cli.Command {
 				return &exitError{code: ExitConflict, err: err, quiet: true}
 			}
 			return nil
-		},
-	}
-}
-
-func statusCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "status",
-		Usage:     "show a lock's state (read from ZooKeeper), or with no NAME the leases held through the daemon",
-		ArgsUsage: "[NAME]",
-		Flags:     clientFlags(),
-		Action: func(c *cli.Context) error {
-			cl, err := newClient(c)
-			if err != nil {
-				return err
-			}
-			switch c.NArg() {
-			case 0:
-				ls, err := cl.Leases(c.Context, client.Locks)
-				if err != nil {
-					return clientError(c, err)
-				}
-				if c.Bool("token-only") {
-					for _, l := range ls {
-						fmt.Fprintln(c.App.Writer, l.Token)
-					}
-					return nil
-				}
-				return printOut(c, client.LeaseList{Family: string(client.Locks), Leases: ls}, 0)
-			case 1:
-				st, err := cl.Status(c.Context, c.Args().First())
-				if err != nil {
-					return clientError(c, err)
-				}
-				return printOut(c, st, st.Token)
-			}
-			return usageErrorf("status takes at most one NAME")
 		},
 	}
 }

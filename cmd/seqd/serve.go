@@ -30,6 +30,8 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		campaignFlag(),
 		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
+		&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the admin token that breaks holders (POST …/break, seqd break; mode 600, at least 16 bytes); without it breaks are refused", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
+		&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per grant, release, expiry, loss, break, term and resignation to this `FILE` (- for standard output)", EnvVars: []string{"SEQD_AUDIT_LOG"}},
 		&cli.BoolFlag{Name: "group-commit", Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (fewer requests for ZooKeeper, one more round trip for a batched grant)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
@@ -189,6 +191,16 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		zkSec.warnIfOpen(logger)
 	}
 
+	admin, err := adminToken(c, sec.token)
+	if err != nil {
+		return err
+	}
+	audit, closeAudit, err := openAuditLog(c)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
@@ -208,11 +220,12 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKTLS:          zkSec.tls,
 		LockDelay:      lockDelay,
 		GroupCommit:    c.Bool("group-commit"),
+		Audit:          audit,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return withCode(ExitUnavailable, err)
 	}
-	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, Gatherer: reg, Logger: logger})
+	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.
 	srv, ln, served, err := sec.start(listen, h, client.MaxWait+30*time.Second, logger)
 	if err != nil {
@@ -220,7 +233,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))
+	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "breaks", admin != "", "audit_log", c.String("audit-log"), "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))
 	if ready != nil {
 		ready(addr)
 	}

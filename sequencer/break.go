@@ -1,0 +1,193 @@
+package sequencer
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/zklock"
+)
+
+// Breaking a lock: an operator deletes a holder's contender, with a reason
+// that goes into the audit log and into the broken lease's answers. The
+// next grant's token is higher than the broken holder's, so a resource
+// that fences refuses the broken holder's late writes.
+
+// Break deletes the contender of the holder of family f's name that
+// req.Token names (without one: its only holder), after the request passed
+// the admin check. by is where the request came from, for the audit log.
+// The audit line is written and synced before Break returns; if it cannot
+// be, the error says so (the break itself happened).
+func (s *Service) Break(ctx context.Context, f client.Family, name string, req client.BreakRequest, by string) (client.BreakResponse, error) {
+	if err := validateName(f, name); err != nil {
+		return client.BreakResponse{}, err
+	}
+	reason := strings.TrimSpace(req.Reason)
+	switch {
+	case reason == "":
+		return client.BreakResponse{}, badRequest("reason is required: say why the holder is broken (it goes into the audit log)")
+	case len(reason) > client.MaxReasonBytes:
+		return client.BreakResponse{}, badRequest("reason is %d bytes, longer than %d", len(reason), client.MaxReasonBytes)
+	case !utf8.ValidString(reason):
+		return client.BreakResponse{}, badRequest("reason is not UTF-8 text")
+	}
+	sess, err := s.liveSession()
+	if err != nil {
+		return client.BreakResponse{}, err
+	}
+	q, parent, err := s.queueOf(ctx, sess, f, name)
+	if err != nil {
+		return client.BreakResponse{}, err
+	}
+	kind := kindsOf(f)[0]
+	holding, _ := s.contenders(f, name, q)
+	target, err := pickHolder(kind, name, holding, q.Nodes, req.Token)
+	if err != nil {
+		return client.BreakResponse{}, err
+	}
+	h := holding[target]
+	if h.Mode == client.ModeShared {
+		kind = fence.KindShared
+	}
+	// A lease of this daemon ends as broken (its holder's next call says
+	// so); the ending deletes its contender as an expiry would.
+	if l := s.leaseAt(f, name, h.Token, parent+"/"+h.Node); l != nil {
+		s.mu.Lock()
+		ok := s.claimLocked(l, broken)
+		if ok {
+			s.broken.add(l, reason)
+		}
+		s.mu.Unlock()
+		if ok {
+			s.ended(context.WithoutCancel(ctx), l, broken, metrics.ReasonBroken, false)
+		}
+	}
+	gone, err := sess.BreakNode(ctx, parent, h.Node)
+	if err != nil {
+		if ctx.Err() != nil {
+			return client.BreakResponse{}, ctx.Err()
+		}
+		return client.BreakResponse{}, unavailable("zookeeper did not delete the holder's node", err)
+	}
+	_ = gone // deleted now, or by the lease's end just before: broken either way
+	s.log.Warn("broken", noun(kind), name, "token", h.Token, "owner", h.Owner, "daemon", h.Daemon, "reason", reason, "by", by)
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by}
+	if err := s.cfg.Audit.Record(e, true); err != nil {
+		return client.BreakResponse{}, &auditError{err: err}
+	}
+	return client.BreakResponse{Broken: true, Token: h.Token, Holder: h, Reason: reason}, nil
+}
+
+// auditError: the break happened, but its audit line is not on disk.
+type auditError struct{ err error }
+
+func (e *auditError) Error() string {
+	return "the holder was broken, but its audit line could not be recorded: " + e.err.Error()
+}
+
+func (e *auditError) Unwrap() error { return e.err }
+
+// pickHolder is the index in holding of the holder a break names: the one
+// with token, or the only one.
+func pickHolder(kind fence.Kind, name string, holding []client.Contender, nodes []zklock.QueuedNode, token uint64) (int, error) {
+	var cur uint64
+	if len(holding) == 1 {
+		cur = holding[0].Token
+	}
+	if token != 0 {
+		for i, h := range holding {
+			if h.Token == token {
+				return i, nil
+			}
+		}
+		return 0, &ConflictError{Err: client.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
+	}
+	switch len(holding) {
+	case 0:
+		return 0, &ConflictError{Err: client.ErrNotHeld, Kind: kind, Name: name}
+	case 1:
+		return 0, nil
+	}
+	return 0, badRequest("%s %q has %d holders: name the token of the one to break", noun(kind), name, len(holding))
+}
+
+// leaseAt is this daemon's live lease of family f on name with token
+// whose contender is at path, or nil.
+func (s *Service) leaseAt(f client.Family, name string, token uint64, path string) *lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range kindsOf(f) {
+		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token && l.grant.Path == path {
+			return l
+		}
+	}
+	for _, l := range s.leases {
+		if l.name == name && familyOf(l.kind) == f && l.grant.Token == token && l.grant.Path == path {
+			return l
+		}
+	}
+	return nil
+}
+
+// brokenSet remembers the last maxBroken leases broken on this daemon, so
+// that their holders' renew or release answers broken with the reason.
+type brokenSet struct {
+	m     map[string]brokenLease
+	order []string
+}
+
+const maxBroken = 1024
+
+type brokenLease struct {
+	kind   fence.Kind
+	name   string
+	token  uint64
+	reason string
+}
+
+// add remembers l as broken; s.mu must be held.
+func (b *brokenSet) add(l *lease, reason string) {
+	if b.m == nil {
+		b.m = map[string]brokenLease{}
+	}
+	id := l.id.String()
+	if len(b.order) >= maxBroken {
+		delete(b.m, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.m[id] = brokenLease{kind: l.kind, name: l.name, token: l.grant.Token, reason: reason}
+	b.order = append(b.order, id)
+}
+
+// get finds a broken lease by its id; s.mu must be held.
+func (b *brokenSet) get(id string) (brokenLease, bool) {
+	l, ok := b.m[id]
+	return l, ok
+}
+
+// breakAction serves POST /v1/{family}/{name}/break: only with the admin
+// token.
+func breakIn(f client.Family) action {
+	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
+		if err := h.admin(r); err != nil {
+			return nil, err
+		}
+		var req client.BreakRequest
+		if err := decode(w, r, &req); err != nil {
+			return nil, err
+		}
+		return h.s.Break(r.Context(), f, name, req, r.RemoteAddr)
+	}
+}
+
+// ForbiddenError is a request the caller's token does not allow: a 403.
+type ForbiddenError struct{ Msg string }
+
+func (e *ForbiddenError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, client.ErrUnauthorized) true.
+func (e *ForbiddenError) Is(target error) bool { return target == client.ErrUnauthorized }

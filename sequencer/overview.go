@@ -1,0 +1,227 @@
+package sequencer
+
+import (
+	"context"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/zklock"
+)
+
+// The overview: every name of a family that has contenders under the
+// daemon's root for it, with its status, as one read (GET
+// /v1/{family}?all=1), blocking like a status read when it names an index.
+// It serves the status page, which would otherwise need a blocking read
+// per name (a browser opens six connections to a host at most).
+
+// overviewRelist is how often a blocking overview looks for names that
+// appeared or went: the names' own changes wake it at once.
+const overviewRelist = time.Second
+
+// overview serves GET /v1/{family}?all=1[&index=I&wait=D].
+func (h *handler) overview(w http.ResponseWriter, r *http.Request, f client.Family) {
+	vals, err := splitQuery(r.URL.RawQuery)
+	if err == nil && (len(vals["all"]) != 1 || vals["all"][0] != "1") {
+		err = badRequest("all takes the value 1: ?all=1 lists every name under the root")
+	}
+	var q query
+	if err == nil {
+		var rest []string
+		for _, part := range strings.Split(r.URL.RawQuery, "&") {
+			if k, _, _ := strings.Cut(part, "="); k != "all" {
+				rest = append(rest, part)
+			}
+		}
+		q, err = parseQuery(strings.Join(rest, "&"))
+	}
+	if err == nil && q.leaseID != "" {
+		err = badRequest("an overview takes no lease_id")
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
+	if err == nil {
+		w.Header().Set(client.IndexHeader, strconv.FormatUint(o.Index, 10))
+	}
+	h.answer(w, r, o, err)
+}
+
+// Overview reads the status of every name of family f under its root (at
+// most client.MaxOverview). blocking makes it wait, up to wait, for a state
+// whose index differs from index: a listed name's state changed, or a name
+// appeared or went.
+func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, index uint64, wait time.Duration) (client.Overview, error) {
+	root, shape := s.cfg.Root, zklock.ShapeLock
+	switch f {
+	case client.Semaphores:
+		root, shape = s.cfg.SemaphoreRoot, zklock.ShapeSemaphore
+	case client.Elections:
+		root = s.cfg.ElectionRoot
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		sess, err := s.liveSession()
+		if err != nil {
+			return client.Overview{}, err
+		}
+		names, more, err := sess.Names(ctx, root, shape, client.MaxOverview)
+		if err != nil {
+			return client.Overview{}, s.readError(ctx, err)
+		}
+		if !blocking {
+			return s.overviewOf(ctx, f, names, more, 0)
+		}
+		ws := make([]*watched, 0, len(names))
+		for _, n := range names {
+			if w := s.watches.subscribe(watchKey{kind: kindsOf(f)[0], name: n}); w != nil {
+				ws = append(ws, w)
+			}
+		}
+		idx, changed := overviewIndex(names, ws)
+		if idx != index {
+			o, err := s.overviewOf(ctx, f, names, more, idx)
+			s.unsubscribeAll(ws)
+			return o, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			o, err := s.overviewOf(ctx, f, names, more, idx)
+			s.unsubscribeAll(ws)
+			return o, err
+		}
+		err = waitAny(ctx, changed, min(left, overviewRelist))
+		s.unsubscribeAll(ws)
+		if err != nil {
+			return client.Overview{}, err
+		}
+	}
+}
+
+func (s *Service) unsubscribeAll(ws []*watched) {
+	for _, w := range ws {
+		s.watches.unsubscribe(w)
+	}
+}
+
+// overviewIndex is the overview's index: a hash of the names and of their
+// watched states' indexes, so that it differs when any of them changes;
+// changed is the channels that close at their next change.
+func overviewIndex(names []string, ws []*watched) (uint64, []chan struct{}) {
+	h := fnv.New64a()
+	changed := make([]chan struct{}, 0, len(ws))
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	for _, w := range ws {
+		w.mu.Lock()
+		h.Write([]byte(strconv.FormatUint(w.index, 10)))
+		h.Write([]byte{0})
+		changed = append(changed, w.changed)
+		w.mu.Unlock()
+	}
+	idx := h.Sum64()
+	if idx == 0 {
+		idx = 1 // 0 is no index
+	}
+	return idx, changed
+}
+
+// waitAny returns when one of chans closes, d passes or ctx ends.
+func waitAny(ctx context.Context, chans []chan struct{}, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, ch := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ch:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	<-wctx.Done()
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// overviewReads is how many status reads an overview runs at once.
+const overviewReads = 8
+
+// overviewOf reads the status of every name.
+func (s *Service) overviewOf(ctx context.Context, f client.Family, names []string, more bool, index uint64) (client.Overview, error) {
+	o := client.Overview{Family: string(f), More: more, Index: index}
+	errs := make([]error, len(names))
+	switch f {
+	case client.Semaphores:
+		o.Semaphores = make([]client.SemaphoreStatus, len(names))
+	case client.Elections:
+		o.Elections = make([]client.ElectionStatus, len(names))
+	default:
+		o.Locks = make([]client.LockStatus, len(names))
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(overviewReads, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				switch f {
+				case client.Semaphores:
+					o.Semaphores[i], errs[i] = s.SemaphoreStatus(ctx, names[i])
+				case client.Elections:
+					o.Elections[i], errs[i] = s.ElectionStatus(ctx, names[i])
+				default:
+					o.Locks[i], errs[i] = s.Status(ctx, names[i])
+				}
+			}
+		}()
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return client.Overview{}, err
+		}
+	}
+	if index == 0 {
+		o.Index = plainIndex(o)
+	}
+	return o, nil
+}
+
+// plainIndex is the index of an overview read without blocking: a hash of
+// its names and their states' indexes.
+func plainIndex(o client.Overview) uint64 {
+	h := fnv.New64a()
+	add := func(name string, idx uint64) {
+		h.Write([]byte(name + "\x00" + strconv.FormatUint(idx, 10) + "\x00"))
+	}
+	for _, st := range o.Locks {
+		add(st.Name, st.Index)
+	}
+	for _, st := range o.Semaphores {
+		add(st.Name, st.Index)
+	}
+	for _, st := range o.Elections {
+		add(st.Name, st.Index)
+	}
+	return max(h.Sum64(), 1)
+}

@@ -1,0 +1,271 @@
+package sequencer
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/zklock"
+)
+
+// Queues in status reads: who holds and who waits, as far as the contender
+// nodes tell, for seqd's own contenders and those of other recipes.
+
+// queueOf reads the contenders of family f's name and the znode they are
+// children of (a semaphore's: its leases node).
+func (s *Service) queueOf(ctx context.Context, sess *zklock.Session, f client.Family, name string) (zklock.Queue, string, error) {
+	var (
+		q      zklock.Queue
+		parent string
+		err    error
+	)
+	switch f {
+	case client.Semaphores:
+		sem, serr := s.semaphore(sess, name)
+		if serr != nil {
+			return q, "", serr
+		}
+		parent = sem.LeasesPath()
+		q, err = sem.Queue(ctx)
+	case client.Elections:
+		e, eerr := s.election(sess, name)
+		if eerr != nil {
+			return q, "", eerr
+		}
+		parent = e.Path()
+		q, err = e.Queue(ctx)
+	default:
+		mu, merr := s.mutex(sess, name)
+		if merr != nil {
+			return q, "", merr
+		}
+		parent = mu.Path()
+		q, err = mu.Queue(ctx)
+	}
+	if err != nil {
+		return q, "", s.readError(ctx, err)
+	}
+	return q, parent, nil
+}
+
+// readQueue reads the holders and the queue of family f's name.
+func (s *Service) readQueue(ctx context.Context, f client.Family, name string) (holding, queue []client.Contender, unread int, err error) {
+	sess, err := s.liveSession()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	q, _, err := s.queueOf(ctx, sess, f, name)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	holding, queue = s.contenders(f, name, q)
+	return holding, queue, q.Unread, nil
+}
+
+// contenders is q in the API's form: the holders and the waiters.
+func (s *Service) contenders(f client.Family, name string, q zklock.Queue) (holding, queue []client.Contender) {
+	holding, queue = []client.Contender{}, []client.Contender{}
+	for i, n := range q.Nodes {
+		c := contenderOf(n, f)
+		if i < q.Holding {
+			c.Token = n.Czxid
+			if q.Token != 0 && !n.Shared {
+				c.Token = q.Token // version mode: the node's counter
+			}
+			c.ExpiresAt = s.expiresAt(f, name, c.Token)
+			if owner, ok := s.localOwner(f, name, c.Token); ok && f == client.Elections {
+				c.Owner, c.Daemon, c.Client = owner, s.cfg.Identity, "seqd"
+			}
+			holding = append(holding, c)
+			continue
+		}
+		queue = append(queue, c)
+	}
+	return holding, queue
+}
+
+// expiresAt is when this daemon's lease of family f on name with token
+// expires; nil when it has none.
+func (s *Service) expiresAt(f client.Family, name string, token uint64) *time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range kindsOf(f) {
+		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
+			t := l.expires.UTC()
+			return &t
+		}
+	}
+	if f == client.Locks || f == client.Semaphores {
+		for _, l := range s.leases {
+			if l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
+				t := l.expires.UTC()
+				return &t
+			}
+		}
+	}
+	return nil
+}
+
+// localOwner is the owner of this daemon's lease of family f on name with
+// token, if it has one.
+func (s *Service) localOwner(f client.Family, name string, token uint64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range kindsOf(f) {
+		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
+			return l.owner, true
+		}
+	}
+	return "", false
+}
+
+// contenderOf names what made node n and who it is for.
+func contenderOf(n zklock.QueuedNode, f client.Family) client.Contender {
+	c := client.Contender{Node: n.Node, Since: n.Created.UTC()}
+	if f == client.Locks {
+		c.Mode = client.ModeExclusive
+		if n.Shared {
+			c.Mode = client.ModeShared
+		}
+	}
+	var cd contenderData
+	seqd := len(n.Data) > 0 && n.Data[0] == '{' && json.Unmarshal(n.Data, &cd) == nil && cd.Owner != ""
+	switch {
+	case n.Session == 0:
+		c.Client = "planted"
+	case n.Marker == "__lock__" || n.Marker == "__rlock__":
+		c.Client = "kazoo"
+	case seqd:
+		c.Client = "seqd"
+	case n.Marker == "__WRIT__" || n.Marker == "__READ__" || n.Marker == "-lease-" || len(n.Data) > 0:
+		c.Client = "curator"
+	default:
+		c.Client = "zk.Lock"
+	}
+	if f == client.Elections {
+		// A candidate's data is its published value: seqd's look like
+		// Curator's LeaderSelector's.
+		c.Value = printable(n.Data)
+		if c.Client != "kazoo" && c.Client != "planted" {
+			c.Client = "unknown"
+		}
+		return c
+	}
+	if seqd {
+		c.Owner, c.Daemon, c.Command = cd.Owner, cd.Daemon, cd.Command
+		return c
+	}
+	c.Owner = printable(n.Data)
+	return c
+}
+
+// printable is data as text if it is short printable UTF-8 (kazoo's
+// identifier, Curator's address), else "".
+func printable(data []byte) string {
+	if len(data) == 0 || len(data) > 256 || !utf8.Valid(data) {
+		return ""
+	}
+	s := string(data)
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return ""
+	}
+	return s
+}
+
+// queueLock adds the holders and the queue to a lock's status.
+func (s *Service) queueLock(ctx context.Context, st *client.LockStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Locks, st.Name, st.Index)
+	return err
+}
+
+// queueSemaphore adds the holders and the queue to a semaphore's status.
+func (s *Service) queueSemaphore(ctx context.Context, st *client.SemaphoreStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Semaphores, st.Name, st.Index)
+	if err == nil && st.Unread == 0 {
+		// The queue was read after the state: its count is the newer (a
+		// state read between an acquirer's limit record and its lease
+		// node shows none).
+		st.Holders = len(st.Holding)
+	}
+	return err
+}
+
+// queueElection adds the leader and the other candidates to an election's
+// status.
+func (s *Service) queueElection(ctx context.Context, st *client.ElectionStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Elections, st.Name, st.Index)
+	return err
+}
+
+// Readers of one state share one queue read: a change wakes every blocked
+// reader of a name at once, and a thousand of them must not cost a
+// thousand reads. A read is shared by the readers of the same name and
+// state index for queueShare.
+const queueShare = time.Second
+
+type queueKey struct {
+	f     client.Family
+	name  string
+	index uint64
+}
+
+type queueRead struct {
+	done             chan struct{}
+	at               time.Time
+	holding, waiting []client.Contender
+	unread           int
+	err              error
+}
+
+type queueReads struct {
+	mu sync.Mutex
+	m  map[queueKey]*queueRead
+}
+
+// sharedQueue is readQueue shared by the readers of one state.
+func (s *Service) sharedQueue(ctx context.Context, f client.Family, name string, index uint64) ([]client.Contender, []client.Contender, int, error) {
+	qs := &s.queues
+	k := queueKey{f, name, index}
+	now := time.Now()
+	qs.mu.Lock()
+	if qs.m == nil {
+		qs.m = map[queueKey]*queueRead{}
+	}
+	r := qs.m[k]
+	if r == nil || now.Sub(r.at) > queueShare {
+		for key, old := range qs.m { // few entries: the names read this second
+			if now.Sub(old.at) > queueShare {
+				delete(qs.m, key)
+			}
+		}
+		r = &queueRead{done: make(chan struct{}), at: now}
+		qs.m[k] = r
+		qs.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SessionTimeout)
+		r.holding, r.waiting, r.unread, r.err = s.readQueue(rctx, f, name)
+		cancel()
+		if r.err != nil {
+			qs.mu.Lock()
+			if qs.m[k] == r {
+				delete(qs.m, k) // not shared past its readers: the next one tries again
+			}
+			qs.mu.Unlock()
+		}
+		close(r.done)
+	} else {
+		qs.mu.Unlock()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, nil, 0, ctx.Err()
+	}
+	// The callers fill their own answers: copies, so that none shares
+	// another's slices.
+	return append([]client.Contender{}, r.holding...), append([]client.Contender{}, r.waiting...), r.unread, r.err
+}

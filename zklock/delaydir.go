@@ -102,9 +102,14 @@ func (m *Mutex) markerAbsence(ctx context.Context) *absence {
 	s.delayDirs.mu.Lock()
 	defer s.delayDirs.mu.Unlock()
 	d.arming = false
-	if err != nil || exists {
-		d.present = exists
-		return nil // present (markers may exist: read them) or unknown
+	switch {
+	case err != nil:
+		// Unknown: markers are read. A read that timed out may still be
+		// running and write exists and ch: neither is looked at.
+		return nil
+	case exists:
+		d.present = true // markers may exist: read them from now on
+		return nil
 	}
 	d.absent, d.conn = ch, conn
 	a := &absence{watch: ch, conn: conn}

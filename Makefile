@@ -50,6 +50,7 @@ chaos: deps
 	$(GO) test -count=1 -v -run TestPowerLoss ./store/ \
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecoverRefusesSplicedBatches$$' -fuzztime 1m ./store/
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAcquire$$' -fuzztime 1m ./sequencer/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime 1m ./sequencer/

@@ -5,6 +5,12 @@
 // with one write and one fsync per acknowledged operation (several
 // concurrent operations may share that fsync), never in a second write.
 //
+// The log trusts nothing it did not write: its batches are numbered and
+// chained to one another and to the store's identity, and store.meta
+// records the last batch written, so that a batch removed, repeated, moved,
+// taken from another store's log, or cut off the end is refused at Open
+// rather than replayed (docs/store.md says what stays undetectable).
+//
 // It is not a database: the whole state lives in memory, values are at most
 // MaxValueBytes, and the log is one file compacted by rewriting.
 package store

@@ -659,8 +659,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stopMarks)
 	<-s.marksDone
-	if cerr := s.meta.Sync(); err == nil {
-		err = cerr
+	if s.markDirty { // no one else touches it once the syncer is gone
+		if cerr := s.meta.Sync(); err == nil {
+			err = cerr
+		}
 	}
 	if cerr := s.meta.Close(); err == nil {
 		err = cerr

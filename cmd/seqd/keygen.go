@@ -42,7 +42,7 @@ func writeKeyPair(dir, kid string) (string, string, error) {
 	}
 	sk, vk := filepath.Join(dir, "signing.key"), filepath.Join(dir, "verify.keys")
 	dfd := int(d.Fd())
-	vf, existing, err := openVerifyKeys(dfd, vk, kid)
+	vf, existing, prefix, err := openVerifyKeys(dfd, vk, kid)
 	if err != nil {
 		return "", "", err
 	}
@@ -62,10 +62,7 @@ func writeKeyPair(dir, kid string) (string, string, error) {
 		return "", "", err
 	}
 	// Rotation: the new public key is added next to the old ones.
-	line := verify
-	if !existing {
-		line = append([]byte(verifyKeysHeader), verify...)
-	}
+	line := append(prefix, verify...)
 	if err := writeSyncClose(vf, line); err != nil {
 		syscall.Unlinkat(dfd, "signing.key")
 		return "", "", err
@@ -101,60 +98,67 @@ func checkKeyDir(d *os.File, dir string) error {
 // regular file with one link (not a symbolic or hard link to a file
 // elsewhere), owned by this user, writable by no one else, starting with
 // keygen's first line, holding only key lines, and not yet holding kid.
-func openVerifyKeys(dfd int, path, kid string) (*os.File, bool, error) {
+// It also returns what to write before the new key's line: keygen's first
+// line for a new file, a newline for a file that does not end in one.
+func openVerifyKeys(dfd int, path, kid string) (*os.File, bool, []byte, error) {
 	fd, err := syscall.Openat(dfd, "verify.keys", syscall.O_RDWR|syscall.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, syscall.ENOENT):
 		fd, err = syscall.Openat(dfd, "verify.keys", syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", path, err)
+			return nil, false, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return os.NewFile(uintptr(fd), path), false, nil
+		return os.NewFile(uintptr(fd), path), false, []byte(verifyKeysHeader), nil
 	case errors.Is(err, syscall.ELOOP):
-		return nil, false, refuseVerifyKeys(path, "is not a regular file but a symbolic link")
+		return nil, false, nil, refuseVerifyKeys(path, "is not a regular file but a symbolic link")
 	case err != nil:
-		return nil, false, fmt.Errorf("%s: %w", path, err)
+		return nil, false, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
-	if err := checkVerifyKeys(f, path, kid); err != nil {
+	b, err := checkVerifyKeys(f, path, kid)
+	if err != nil {
 		f.Close()
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	return f, true, nil
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		return f, true, []byte("\n"), nil
+	}
+	return f, true, nil, nil
 }
 
-func checkVerifyKeys(f *os.File, path, kid string) error {
+// checkVerifyKeys checks an existing verify.keys and returns its contents.
+func checkVerifyKeys(f *os.File, path, kid string) ([]byte, error) {
 	st, err := statOf(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	euid := uint32(os.Geteuid())
 	switch {
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
-		return refuseVerifyKeys(path, "is not a regular file")
+		return nil, refuseVerifyKeys(path, "is not a regular file")
 	case st.Nlink != 1:
-		return refuseVerifyKeys(path, fmt.Sprintf("has %d hard links: it is also a file elsewhere", st.Nlink))
+		return nil, refuseVerifyKeys(path, fmt.Sprintf("has %d hard links: it is also a file elsewhere", st.Nlink))
 	case st.Uid != euid:
-		return refuseVerifyKeys(path, fmt.Sprintf("is owned by uid %d, not by this user (uid %d)", st.Uid, euid))
+		return nil, refuseVerifyKeys(path, fmt.Sprintf("is owned by uid %d, not by this user (uid %d)", st.Uid, euid))
 	case st.Mode&0o022 != 0:
-		return refuseVerifyKeys(path, fmt.Sprintf("is writable by group or others (mode %04o)", st.Mode&0o7777))
+		return nil, refuseVerifyKeys(path, fmt.Sprintf("is writable by group or others (mode %04o)", st.Mode&0o7777))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	first, _, _ := bytes.Cut(b, []byte("\n"))
 	if string(first)+"\n" != verifyKeysHeader {
-		return refuseVerifyKeys(path, "was not written by seqd keygen (its first line is not keygen's)")
+		return nil, refuseVerifyKeys(path, "was not written by seqd keygen (its first line is not keygen's)")
 	}
 	keys, err := fence.ParseVerifyKeys(b)
 	if err != nil {
-		return refuseVerifyKeys(path, "does not read as a verify keys file: "+userMessage(err))
+		return nil, refuseVerifyKeys(path, "does not read as a verify keys file: "+userMessage(err))
 	}
 	if _, dup := keys[kid]; dup {
-		return usageErrorf("keygen: %s already holds key %q: pick another --kid", path, kid)
+		return nil, usageErrorf("keygen: %s already holds key %q: pick another --kid", path, kid)
 	}
-	return nil
+	return b, nil
 }
 
 func refuseVerifyKeys(path, why string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -115,8 +116,9 @@ func TestKeygenRefusesVerifyKeysItDidNotWrite(t *testing.T) {
 }
 
 // TestKeygenRotation: keygen into a private directory, move the signing key
-// away, keygen again with a new key id: verify.keys holds both keys, and a
-// resource loading it accepts either.
+// away, keygen again with a new key id: verify.keys holds both keys (even
+// after an edit dropped its last newline), and a resource loading it
+// accepts either.
 func TestKeygenRotation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -125,6 +127,12 @@ func TestKeygenRotation(t *testing.T) {
 		t.Fatalf("first keygen = %d %q", code, errs)
 	}
 	if err := os.Rename(filepath.Join(dir, "signing.key"), filepath.Join(dir, "signing.key.old")); err != nil {
+		t.Fatal(err)
+	}
+	// An edit that dropped the last newline must not glue the next key on.
+	vk := filepath.Join(dir, "verify.keys")
+	b, _ := os.ReadFile(vk)
+	if err := os.WriteFile(vk, bytes.TrimSuffix(b, []byte("\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errs := runCLI(ctx, "keygen", "--dir", dir, "--kid", "new"); code != 0 {

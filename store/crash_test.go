@@ -143,6 +143,16 @@ func (f *recordingFile) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// WriteAt records the bytes at the offset given (store.meta's slots).
+func (f *recordingFile) WriteAt(b []byte, off int64) (int, error) {
+	n, err := f.file.WriteAt(b, off)
+	f.fs.mu.Lock()
+	f.fs.sizes[f.id] = max(f.fs.sizes[f.id], int(off)+n)
+	f.fs.events = append(f.fs.events, event{op: "write", id: f.id, off: int(off), data: bytes.Clone(b[:n])})
+	f.fs.mu.Unlock()
+	return n, err
+}
+
 func (f *recordingFile) Truncate(size int64) error {
 	if err := f.file.Truncate(size); err != nil {
 		return err
@@ -406,13 +416,27 @@ func powerLoss(t *testing.T, seed uint64, nOps int, ignoreSync bool) (points, im
 		points++
 		for range *crashImages {
 			images++
-			if err := checkImage(t, m.image(rng), dir, keys, allowed); err != nil {
+			err := checkImage(t, m.image(rng), dir, keys, allowed)
+			var refused *refusedError
+			if ignoreSync && errors.As(err, &refused) {
+				// A disk whose fsync promises nothing may also lose
+				// store.meta or tear the log's first batch, which recovery
+				// refuses; the control is after a lost acknowledged write
+				// that recovery does not see.
+				continue
+			}
+			if err != nil {
 				return points, images, fmt.Errorf("power loss after event %d of %d (%d operations acknowledged): %w", k, len(rfs.events), m.acked, err)
 			}
 		}
 	}
 	return points, images, nil
 }
+
+// refusedError is a recovery that did not start.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "recovery failed: " + e.err.Error() }
 
 func checkImage(t *testing.T, img map[string][]byte, origDir string, keys []string, allowed []kvState) error {
 	dir := t.TempDir()
@@ -427,7 +451,7 @@ func checkImage(t *testing.T, img map[string][]byte, origDir string, keys []stri
 	}
 	s, err := Open(Options{Dir: dir})
 	if err != nil {
-		return fmt.Errorf("recovery failed: %w", err)
+		return &refusedError{err}
 	}
 	defer s.Close()
 	got := readState(s, keys)

@@ -23,6 +23,7 @@ type fileSystem interface {
 // file is an open file of a fileSystem.
 type file interface {
 	io.Writer
+	io.WriterAt // store.meta's slots; the log is only appended to
 	Sync() error
 	Truncate(size int64) error
 	// Size is the file's length now.

@@ -13,12 +13,65 @@ const (
 	kindPut    byte = 1 // key = value, written with token; max
 	kindDelete byte = 2 // tombstone: the value is gone, the max stays
 	kindFence  byte = 3 // only the max moved (a fenced read raised it)
-	// kindCommit ends every batch written with one write and one fsync;
-	// its token field holds the log offset where the batch starts, its key
-	// and value are empty and its max 0. Recovery uses it to tell a batch
-	// torn by a crash (only the last one can be) from damage to a batch
-	// that was synced and acknowledged before a later one was written.
+	// kindCommit ended every batch of the first log format (no header, no
+	// batch numbers); its token field holds the log offset where the batch
+	// starts, its key and value are empty and its max 0. Such a log is still
+	// read, and rewritten in the current format when the store opens it.
 	kindCommit byte = 4
+	// kindHeader is the first record of a log: which store it belongs to,
+	// the number of the batch before its first one, and the store's floor
+	// (see header).
+	kindHeader byte = 5
+	// kindSeal ends every batch written with one write and one fsync: its
+	// number, where it starts, a checksum of its records, and a link to the
+	// record that ended the batch before it (see seal). Recovery uses it to
+	// tell a batch torn by a crash (only the last one can be) from damage to
+	// a batch that was synced and acknowledged, and to refuse batches that
+	// were removed, repeated, moved or brought in from another log.
+	kindSeal byte = 6
+)
+
+// logFormat is the version of the log the header names.
+const logFormat = 2
+
+// storeIDBytes is the length of a store's identity, random at creation.
+const storeIDBytes = 16
+
+// header is what a log's first record says: the store it belongs to
+// (the identity also kept in store.meta), the number of the batch before
+// its first batch (0 for a new store; the last batch folded into a
+// compaction), and the floor, a max every key has at least (raised by a
+// repair that lost records; 0 otherwise).
+//
+// On disk: kind 5, max = format, token = base, key empty, value = id |
+// u64 floor.
+type header struct {
+	id    [storeIDBytes]byte
+	base  uint64
+	floor uint64
+}
+
+// seal is what the record ending a batch says:
+//   - seq: the batch's number, one more than the batch before it;
+//   - start: the log offset of the batch's first record;
+//   - link: the CRC field of the record that ended the batch before (the
+//     header's, for the first batch of a log), so that each batch names its
+//     predecessor and, through it, the header and the store;
+//   - sum: CRC-32C of the batch's bytes from start to the seal;
+//   - ceiling: the highest max of any key once the batch is applied, which
+//     lets a repair that lost records raise every key to it.
+//
+// On disk: kind 6, max = seq, token = start, key empty, value = u32 link |
+// u32 sum | u64 ceiling.
+type seal struct {
+	seq, start uint64
+	link, sum  uint32
+	ceiling    uint64
+}
+
+const (
+	headerValue = storeIDBytes + 8
+	sealValue   = 4 + 4 + 8
 )
 
 // On disk a record is
@@ -104,9 +157,20 @@ func decodeRecord(b []byte) (record, int, error) {
 	r.value = p[bodyFixed+klen:]
 	// A record that checks but says something impossible was written by a
 	// bug, not torn by a crash: it is refused all the same.
-	if r.kind == kindCommit {
+	switch r.kind {
+	case kindCommit:
 		if r.key != "" || len(r.value) != 0 || r.max != 0 {
 			return record{}, 0, fmt.Errorf("%w: commit record with a key, value or max", errCorrupt)
+		}
+		return r, recordHeader + body, nil
+	case kindHeader:
+		if r.key != "" || len(r.value) != headerValue || r.max != logFormat {
+			return record{}, 0, fmt.Errorf("%w: header of format %d with %d bytes", errCorrupt, r.max, len(r.value))
+		}
+		return r, recordHeader + body, nil
+	case kindSeal:
+		if r.key != "" || len(r.value) != sealValue || r.max == 0 {
+			return record{}, 0, fmt.Errorf("%w: seal record with a key, a value of %d bytes or no number", errCorrupt, len(r.value))
 		}
 		return r, recordHeader + body, nil
 	}
@@ -127,11 +191,60 @@ func decodeRecord(b []byte) (record, int, error) {
 	return r, recordHeader + body, nil
 }
 
-// appendCommit appends the commit record of a batch that starts at offset
-// start of the log.
+// appendCommit appends the commit record of a first-format batch that
+// starts at offset start of the log (tests write old logs with it).
 func appendCommit(b []byte, start int64) []byte {
 	return appendRecord(b, &record{kind: kindCommit, token: uint64(start)})
 }
+
+// appendHeader appends h as a header record.
+func appendHeader(b []byte, h header) []byte {
+	v := make([]byte, 0, headerValue)
+	v = append(v, h.id[:]...)
+	v = binary.LittleEndian.AppendUint64(v, h.floor)
+	return appendRecord(b, &record{kind: kindHeader, max: logFormat, token: h.base, value: v})
+}
+
+func parseHeader(r *record) header {
+	var h header
+	copy(h.id[:], r.value)
+	h.base = r.token
+	h.floor = binary.LittleEndian.Uint64(r.value[storeIDBytes:])
+	return h
+}
+
+// appendSeal ends the batch that b holds from offset from on (its records
+// are the bytes b[from:]), which the log will hold from offset s.start on,
+// filling in its sum. It returns b and the seal's CRC field, the link the
+// next batch names.
+func appendSeal(b []byte, from int, s seal) ([]byte, uint32) {
+	s.sum = crc32.Checksum(b[from:], castagnoli)
+	return appendSealSum(b, s)
+}
+
+// appendSealSum is appendSeal with the sum already in s.
+func appendSealSum(b []byte, s seal) ([]byte, uint32) {
+	v := make([]byte, 0, sealValue)
+	v = binary.LittleEndian.AppendUint32(v, s.link)
+	v = binary.LittleEndian.AppendUint32(v, s.sum)
+	v = binary.LittleEndian.AppendUint64(v, s.ceiling)
+	at := len(b)
+	b = appendRecord(b, &record{kind: kindSeal, max: s.seq, token: s.start, value: v})
+	return b, crcField(b[at:])
+}
+
+func parseSeal(r *record) seal {
+	return seal{
+		seq:     r.max,
+		start:   r.token,
+		link:    binary.LittleEndian.Uint32(r.value),
+		sum:     binary.LittleEndian.Uint32(r.value[4:]),
+		ceiling: binary.LittleEndian.Uint64(r.value[8:]),
+	}
+}
+
+// crcField is the CRC stored in the encoded record at the start of b.
+func crcField(b []byte) uint32 { return binary.LittleEndian.Uint32(b[4:]) }
 
 // plausibleAt is a cheap look at whether a record could start at b, run
 // before the CRC while recovery searches damaged bytes for the next record.
@@ -145,5 +258,5 @@ func plausibleAt(b []byte) bool {
 	}
 	kind := b[recordHeader]
 	klen := int(binary.LittleEndian.Uint16(b[recordHeader+17:]))
-	return kind >= kindPut && kind <= kindCommit && bodyFixed+klen <= body
+	return kind >= kindPut && kind <= kindSeal && bodyFixed+klen <= body
 }

@@ -100,15 +100,16 @@ func FuzzDecodeRecord(f *testing.F) {
 }
 
 // TestRecoverTornTail damages the last batch of a real log in the ways a
-// crash can and checks that reopening keeps every earlier batch, drops the
-// last, and truncates the file so that new records follow good ones.
+// crash during its write can, with store.meta as such a crash leaves it,
+// and checks that reopening keeps every earlier batch, drops the last, and
+// truncates the file so that new records follow good ones.
 func TestRecoverTornTail(t *testing.T) {
 	damages := []struct {
 		name   string
 		damage func([]byte) []byte
 	}{
 		{"truncated mid-record", func(b []byte) []byte { return b[:len(b)-3] }},
-		{"commit record lost", func(b []byte) []byte { return b[:len(b)-len(appendCommit(nil, 0))] }},
+		{"seal lost", func(b []byte) []byte { s, _ := appendSeal(nil, 0, seal{seq: 1}); return b[:len(b)-len(s)] }},
 		{"zeros inside the batch", func(b []byte) []byte {
 			b = bytes.Clone(b)
 			clear(b[goodLen(t, b)+2 : goodLen(t, b)+6])
@@ -129,8 +130,17 @@ func TestRecoverTornTail(t *testing.T) {
 			mustPut(t, s, "a", "1", 1)
 			mustPut(t, s, "b", "2", 5)
 			mustGet(t, s, "c", 8) // fence-only record
+			// A crash while the last batch is written leaves store.meta
+			// naming the batch before it.
+			meta, err := os.ReadFile(filepath.Join(dir, metaName))
+			if err != nil {
+				t.Fatal(err)
+			}
 			mustPut(t, s, "last", "torn", 9)
 			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, metaName), meta, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, logName)
@@ -167,7 +177,7 @@ func TestRecoverTornTail(t *testing.T) {
 }
 
 // goodLen is the length of b without its last batch: the offset just past
-// the commit record before the last one.
+// the seal before the last one.
 func goodLen(t *testing.T, b []byte) int {
 	t.Helper()
 	sc := scanLog(b)
@@ -176,7 +186,7 @@ func goodLen(t *testing.T, b []byte) int {
 	}
 	var ends []int
 	for _, r := range sc.recs {
-		if r.r.kind == kindCommit {
+		if r.r.kind == kindSeal {
 			ends = append(ends, r.off+r.n)
 		}
 	}

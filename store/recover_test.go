@@ -15,7 +15,11 @@ import (
 type baseLog struct {
 	data []byte
 	puts []scanned // in order: puts[i] is key k%03d with token i+1
-	ends []int     // ends[i]: the offset just past puts[i]'s commit
+	ends []int     // ends[i]: the offset just past puts[i]'s seal
+	// meta is store.meta as the store left it; metaLagging as it was
+	// before the last put, as a crash while that put's batch was being
+	// written leaves it.
+	meta, metaLagging []byte
 }
 
 var (
@@ -43,6 +47,9 @@ func loadBase(t testing.TB) baseLog {
 			return
 		}
 		for i := range basePuts {
+			if i == basePuts-1 {
+				base.metaLagging, _ = os.ReadFile(filepath.Join(dir, metaName))
+			}
 			if err := s.Put(putKey(i), []byte(fmt.Sprintf("value-%d", i)), uint64(i+1)); err != nil {
 				baseErr = err
 				return
@@ -52,11 +59,14 @@ func loadBase(t testing.TB) baseLog {
 			baseErr = err
 			return
 		}
+		base.meta, _ = os.ReadFile(filepath.Join(dir, metaName))
 		base.data, baseErr = os.ReadFile(filepath.Join(dir, logName))
+		_, bs := batchesOf(base.data)
+		for _, b := range bs {
+			base.ends = append(base.ends, b.off+b.n)
+		}
 		for _, r := range scanLog(base.data).recs {
-			if r.r.kind == kindCommit {
-				base.ends = append(base.ends, r.off+r.n)
-			} else {
+			if r.r.kind == kindPut {
 				base.puts = append(base.puts, r)
 			}
 		}
@@ -70,11 +80,15 @@ func loadBase(t testing.TB) baseLog {
 	return base
 }
 
-// openDamaged writes data as the log of a new directory and opens it.
-func openDamaged(t *testing.T, data []byte, repair bool) (*Store, string, error) {
+// openDamaged writes data as the log of a new directory, with meta as its
+// store.meta, and opens it.
+func openDamaged(t *testing.T, data, meta []byte, repair bool) (*Store, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, logName), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, metaName), meta, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(Options{Dir: dir, Repair: repair})
@@ -86,15 +100,17 @@ func openDamaged(t *testing.T, data []byte, repair bool) (*Store, string, error)
 
 // TestCorruptionMidLogIsRefused flips one bit 30% into a log of acknowledged
 // writes: the store refuses to start and leaves the file as it was. The
-// same damage in the last batch is a torn write and is cut (the control: the
-// check tells the two apart rather than refusing everything).
+// same damage in the last batch is refused too, since store.meta records
+// that the batch was written; with store.meta as a crash during that
+// batch's write leaves it, the damage is a torn write and is cut (the
+// control: the check tells the two apart rather than refusing everything).
 func TestCorruptionMidLogIsRefused(t *testing.T) {
 	b := loadBase(t)
 	data := bytes.Clone(b.data)
 	at := len(data) * 3 / 10
 	data[at] ^= 0x10
 
-	_, dir, err := openDamaged(t, data, false)
+	_, dir, err := openDamaged(t, data, b.meta, false)
 	var ce *CorruptionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Open of a log damaged mid-way = %v, want a *CorruptionError", err)
@@ -108,7 +124,11 @@ func TestCorruptionMidLogIsRefused(t *testing.T) {
 
 	last := bytes.Clone(b.data)
 	last[b.puts[basePuts-1].off+recordHeader+3] ^= 0x10
-	s, _, err := openDamaged(t, last, false)
+	var te *TruncatedError
+	if _, _, err := openDamaged(t, last, b.meta, false); !errors.As(err, &te) {
+		t.Errorf("Open with the acknowledged last batch damaged = %v, want a *TruncatedError", err)
+	}
+	s, _, err := openDamaged(t, last, b.metaLagging, false)
 	if err != nil {
 		t.Fatalf("Open with the last batch damaged = %v, want it cut as torn", err)
 	}
@@ -128,7 +148,7 @@ func TestRepairKeepsEveryReadableRecord(t *testing.T) {
 	hit := basePuts / 3
 	data[b.puts[hit].off+recordHeader+5] ^= 0x01
 
-	s, dir, err := openDamaged(t, data, true)
+	s, dir, err := openDamaged(t, data, b.meta, true)
 	if err != nil {
 		t.Fatalf("Open with Repair = %v", err)
 	}
@@ -160,18 +180,24 @@ func TestRepairKeepsEveryReadableRecord(t *testing.T) {
 }
 
 // FuzzRecoverKeepsIntactRecords damages one region of a log of acknowledged
-// writes (bit flips within 64 bytes, or a truncation) anywhere. Recovery
-// must either refuse, or keep every batch that ends before the damage; and
-// with Repair, every record whose bytes are intact must be back with its
-// value and its max.
+// writes (bit flips within 64 bytes, or a truncation) anywhere, with
+// store.meta as the store left it or lagging one batch behind (as a crash
+// during the last batch's write leaves it). Recovery must either refuse, or
+// keep every batch that ends before the damage; and with Repair, every
+// record whose bytes are intact must be back with its value, and no key's
+// max may be below its token.
 func FuzzRecoverKeepsIntactRecords(f *testing.F) {
-	f.Add(uint32(0), []byte{1}, false)
-	f.Add(uint32(300), []byte{0, 0x80, 0, 4}, false)
-	f.Add(uint32(1000), []byte{0xff}, true)
-	f.Add(uint32(2000), []byte{}, true)
-	f.Fuzz(func(t *testing.T, at uint32, flips []byte, truncate bool) {
+	f.Add(uint32(0), []byte{1}, false, false)
+	f.Add(uint32(300), []byte{0, 0x80, 0, 4}, false, true)
+	f.Add(uint32(1000), []byte{0xff}, true, false)
+	f.Add(uint32(2000), []byte{}, true, true)
+	f.Fuzz(func(t *testing.T, at uint32, flips []byte, truncate, lagging bool) {
 		b := loadBase(t)
 		data := bytes.Clone(b.data)
+		meta := b.meta
+		if lagging {
+			meta = b.metaLagging
+		}
 		pos := int(at % uint32(len(data)))
 		first, lastByte := pos, pos // the damaged bytes
 		if truncate {
@@ -194,15 +220,16 @@ func FuzzRecoverKeepsIntactRecords(f *testing.F) {
 		}
 		intact := func(r scanned) bool { return r.off+r.n <= first || r.off > lastByte }
 
-		s, _, err := openDamaged(t, data, false)
+		s, _, err := openDamaged(t, data, meta, false)
 		var ce *CorruptionError
+		var te *TruncatedError
 		switch {
-		case errors.As(err, &ce):
+		case errors.As(err, &ce), errors.As(err, &te):
 		case err != nil:
-			t.Fatalf("Open = %v, want nil or a *CorruptionError", err)
+			t.Fatalf("Open = %v, want nil, a *CorruptionError or a *TruncatedError", err)
 		default:
-			if !truncate && first < b.ends[basePuts-2] {
-				t.Fatalf("damage at byte %d, before the last batch (%d), was cut silently", first, b.ends[basePuts-2])
+			if first < b.ends[basePuts-2] || !lagging {
+				t.Fatalf("damage at byte %d, before the last batch (%d) or in a batch store.meta records, was cut silently", first, b.ends[basePuts-2])
 			}
 			for i, r := range b.puts {
 				if b.ends[i] <= first {
@@ -213,18 +240,18 @@ func FuzzRecoverKeepsIntactRecords(f *testing.F) {
 			}
 			return
 		}
-		s, _, err = openDamaged(t, data, true)
+		s, _, err = openDamaged(t, data, meta, true)
 		if err != nil {
 			t.Fatalf("Open with Repair = %v", err)
 		}
 		for i, r := range b.puts {
+			if m := s.Max(putKey(i)); m < uint64(i+1) && (!lagging || i < basePuts-1) {
+				t.Errorf("Max(%s) = %d after repair, below its token %d", putKey(i), m, i+1)
+			}
 			if !intact(r) {
 				continue
 			}
 			wantValue(t, s, putKey(i), fmt.Sprintf("value-%d", i), uint64(i+1))
-			if m := s.Max(putKey(i)); m < uint64(i+1) {
-				t.Errorf("Max(%s) = %d after repair, below its token %d", putKey(i), m, i+1)
-			}
 		}
 	})
 }

@@ -5,6 +5,12 @@
 // with one write and one fsync per acknowledged operation (several
 // concurrent operations may share that fsync), never in a second write.
 //
+// The log trusts nothing it did not write: its batches are numbered and
+// chained to one another and to the store's identity, and store.meta
+// records the last batch written, so that a batch removed, repeated, moved,
+// taken from another store's log, or cut off the end is refused at Open
+// rather than replayed (docs/store.md says what stays undetectable).
+//
 // It is not a database: the whole state lives in memory, values are at most
 // MaxValueBytes, and the log is one file compacted by rewriting.
 package store
@@ -12,6 +18,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -80,12 +87,37 @@ type Options struct {
 	StoreMetrics *metrics.StoreMetrics
 	Logger       *slog.Logger // nil discards
 	// Repair lets Open start on a log that is damaged before its last
-	// batch (see CorruptionError): every readable record is kept, the
-	// damaged file is linked to a side name, and a new log is written.
+	// batch (see CorruptionError) or ends before the last batch the store
+	// wrote (see TruncatedError): every readable record is kept, the
+	// damaged file is linked to a side name, and a new log is written. When
+	// records are known to be lost, every key's max is raised to the highest
+	// max the store is known to have reached, so that no max goes down.
 	Repair bool
 
 	fs fileSystem // nil: the real one; tests replay power losses through another
+	// marks is how store.meta follows the batches; only benchmarks that
+	// price the mark set it.
+	marks markPolicy
 }
+
+// markPolicy is when store.meta is written and fsynced.
+type markPolicy int
+
+const (
+	// markLazy writes the mark after every batch and fsyncs it at most
+	// once per markSyncEvery: the store's way.
+	markLazy markPolicy = iota
+	// markEveryBatch fsyncs the mark after every batch too.
+	markEveryBatch
+	// markNever does not write it (a benchmark's baseline: the store
+	// without the check against a cut log).
+	markNever
+)
+
+// markSyncEvery is how often, at most, store.meta is fsynced while batches
+// are written: the longest a power loss can leave it behind the log (see
+// meta.go).
+const markSyncEvery = time.Second
 
 // Entry is what Get returns.
 type Entry struct {
@@ -118,6 +150,12 @@ type Store struct {
 	log   *slog.Logger
 	lock  *os.File // flock on dir/LOCK, held while open
 	fs    fileSystem
+	id    [storeIDBytes]byte
+
+	meta      file // store.meta, for the mark of each batch
+	marks     markPolicy
+	stopMarks chan struct{}
+	marksDone chan struct{}
 
 	mu        sync.Mutex
 	cond      *sync.Cond // signalled when a flush ends
@@ -133,7 +171,12 @@ type Store struct {
 	appended  uint64 // seq of the last record appended to pending
 	durable   uint64 // seq of the last record on disk
 	flushing  bool
-	err       error // sticky: set by a failed write, fsync or compaction, or Close
+	batch     uint64 // the number of the last batch in the log
+	link      uint32 // the CRC field of its seal
+	ceiling   uint64 // the highest max of any key, with what is pending
+	floor     uint64 // every key's max is at least this (see header)
+	markDirty bool   // store.meta was written since its last fsync
+	err       error  // sticky: set by a failed write, fsync or compaction, or Close
 
 	// flushIOHook, if set (tests only), runs while a flush has mu released.
 	flushIOHook func()
@@ -184,12 +227,22 @@ func Open(opts Options) (*Store, error) {
 		lock:      lock,
 		entries:   map[string]*entry{},
 		threshold: threshold,
+		marks:     opts.marks,
+		stopMarks: make(chan struct{}),
+		marksDone: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.recover(opts.Repair); err != nil {
+		if s.f != nil {
+			s.f.Close()
+		}
+		if s.meta != nil {
+			s.meta.Close()
+		}
 		lock.Close()
 		return nil, err
 	}
+	go s.syncMarks()
 	return s, nil
 }
 
@@ -203,6 +256,7 @@ func newFence(sm *metrics.StoreMetrics) *fence.Fence {
 
 // apply replays one durable record into memory.
 func (s *Store) apply(r *record) {
+	s.ceiling = max(s.ceiling, r.max)
 	e := s.entry(r.key)
 	switch r.kind {
 	case kindPut:
@@ -283,6 +337,9 @@ func (s *Store) write(kind byte, key string, value []byte, token uint64) error {
 // the same shape in every mode). A rejection waits for the record that set
 // the max it reports, so that it never cites a max a crash could undo.
 func (s *Store) admitLocked(key string, token uint64, check bool) error {
+	if s.floor > 0 {
+		s.fence.Restore(key, s.floor) // durable in the log's header
+	}
 	if !check {
 		if token > 0 {
 			s.fence.Restore(key, token)
@@ -343,7 +400,7 @@ func (s *Store) Get(key string, token uint64) (Entry, error) {
 			out.Value, out.Token, found = e.value, e.token, true
 		}
 	}
-	out.Max = s.fence.Max(key)
+	out.Max = s.maxLocked(key)
 	if err := s.waitDurableLocked(seq); err != nil {
 		return Entry{}, err
 	}
@@ -363,9 +420,16 @@ func (s *Store) Err() error {
 
 // Max returns key's max token in memory, which may include a record not yet
 // durable (for tests and metrics; answers to clients go through Get).
-func (s *Store) Max(key string) uint64 { return s.fence.Max(key) }
+func (s *Store) Max(key string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxLocked(key)
+}
+
+func (s *Store) maxLocked(key string) uint64 { return max(s.fence.Max(key), s.floor) }
 
 func (s *Store) appendLocked(r *record) uint64 {
+	s.ceiling = max(s.ceiling, r.max)
 	s.pending = appendRecord(s.pending, r)
 	s.nPending++
 	s.appended++
@@ -388,11 +452,15 @@ func (s *Store) waitDurableLocked(seq uint64) error {
 	return nil
 }
 
-// flushLocked writes and fsyncs everything pending, with mu released during
-// the I/O so that other operations queue up behind it for the next batch.
+// flushLocked writes and fsyncs everything pending as the next batch, then
+// records the batch in store.meta, with mu released during the I/O so that
+// other operations queue up behind it for the next batch.
 func (s *Store) flushLocked() {
 	s.flushing = true
-	buf, n, upto := appendCommit(s.pending, s.size), s.nPending, s.appended
+	m := mark{id: s.id, seq: s.batch + 1, ceiling: s.ceiling}
+	buf, link := appendSeal(s.pending, 0, seal{seq: m.seq, start: uint64(s.size), link: s.link, ceiling: m.ceiling})
+	m.link = link
+	n, upto := s.nPending, s.appended
 	s.pending, s.spare, s.nPending = s.spare[:0], nil, 0
 	s.mu.Unlock()
 	if s.flushIOHook != nil {
@@ -402,6 +470,14 @@ func (s *Store) flushLocked() {
 	_, err := s.f.Write(buf)
 	if err == nil {
 		err = s.f.Sync()
+	}
+	// Only after the batch is durable: the mark never names a batch a
+	// crash could still take back.
+	if err == nil && s.marks != markNever {
+		err = writeMark(s.meta, m)
+	}
+	if err == nil && s.marks == markEveryBatch {
+		err = s.meta.Sync()
 	}
 	elapsed := time.Since(start)
 	s.mu.Lock()
@@ -418,6 +494,7 @@ func (s *Store) flushLocked() {
 		s.sm.Stopped()
 	} else {
 		s.durable = upto
+		s.batch, s.link, s.markDirty = m.seq, m.link, s.marks == markLazy
 		s.size += int64(len(buf))
 		s.sm.LogWrite(n, elapsed.Seconds())
 		s.sm.SetLogBytes(s.size)
@@ -436,25 +513,26 @@ func (s *Store) flushLocked() {
 // already reflects them; they become durable with the new log.
 func (s *Store) compactLocked() {
 	s.flushing = true
-	recs := make([]record, 0, len(s.entries))
-	for k, e := range s.entries {
-		r := record{key: k, max: s.fence.Max(k)}
-		switch {
-		case e.live:
-			r.kind, r.value, r.token = kindPut, e.value, e.token
-		case r.max > 0:
-			r.kind = kindDelete
-		default:
-			continue // deleted in FenceOff mode without a token: nothing to keep
-		}
-		recs = append(recs, r)
-	}
+	recs := s.snapshot()
 	upto := s.appended
 	s.pending, s.nPending = s.pending[:0], 0
+	h := header{id: s.id, base: s.batch, floor: s.floor}
+	m := mark{id: s.id, seq: s.batch + 1, ceiling: max(s.ceiling, s.floor)}
 	s.mu.Unlock()
 
 	start := time.Now()
-	f, size, err := s.writeCompacted(recs)
+	f, size, link, err := s.writeCompacted(recs, h, m.ceiling)
+	if err == nil {
+		// A compaction is a checkpoint: its mark is made durable at once.
+		m.link = link
+		err = writeMark(s.meta, m)
+		if err == nil {
+			err = s.meta.Sync()
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
 	elapsed := time.Since(start)
 
 	s.mu.Lock()
@@ -469,6 +547,7 @@ func (s *Store) compactLocked() {
 	}
 	old := s.f
 	s.f, s.size, s.durable = f, size, upto
+	s.batch, s.link = m.seq, m.link
 	s.compactAt = max(s.threshold, 2*size)
 	if err := old.Close(); err != nil {
 		s.log.Warn("closing the old log", "err", err)
@@ -478,7 +557,30 @@ func (s *Store) compactLocked() {
 	s.log.Info("compacted the log", "keys", len(recs), "bytes", size, "took", elapsed)
 }
 
-func (s *Store) writeCompacted(recs []record) (file, int64, error) {
+// snapshot returns one record per key: the value and its token for live
+// keys, a tombstone for deleted keys (their max must survive), a fence
+// record for keys only read.
+func (s *Store) snapshot() []record {
+	recs := make([]record, 0, len(s.entries))
+	for k, e := range s.entries {
+		r := record{key: k, max: s.maxLocked(k)}
+		switch {
+		case e.live:
+			r.kind, r.value, r.token = kindPut, e.value, e.token
+		case r.max > 0:
+			r.kind = kindDelete
+		default:
+			continue // deleted in FenceOff mode without a token: nothing to keep
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// writeCompacted writes a new log, h and recs as its one batch, under a
+// temporary name, fsyncs it and renames it over the log. It returns the
+// new log open for appending, its size and its seal's CRC field.
+func (s *Store) writeCompacted(recs []record, h header, ceiling uint64) (file, int64, uint32, error) {
 	slices.SortFunc(recs, func(a, b record) int {
 		switch {
 		case a.key < b.key:
@@ -491,26 +593,39 @@ func (s *Store) writeCompacted(recs []record) (file, int64, error) {
 	tmp := filepath.Join(s.dir, compactName)
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	fail := func(err error) (file, int64, error) {
+	fail := func(err error) (file, int64, uint32, error) {
 		f.Close()
 		s.fs.Remove(tmp)
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	var buf []byte
+	buf := appendHeader(nil, h)
+	link := crcField(buf)
 	var size int64
-	for i := range recs {
-		buf = appendRecord(buf, &recs[i])
-		if i == len(recs)-1 {
-			buf = appendCommit(buf, 0) // the whole file is one batch
+	sum := uint32(0)
+	from := len(buf) // where the records start in buf
+	for i := 0; ; i++ {
+		if i < len(recs) {
+			buf = appendRecord(buf, &recs[i])
 		}
-		if len(buf) >= 1<<20 || i == len(recs)-1 {
-			if _, err := f.Write(buf); err != nil {
-				return fail(err)
-			}
-			size += int64(len(buf))
-			buf = buf[:0]
+		if i == len(recs) {
+			// The whole file is one batch.
+			sum = crc32.Update(sum, castagnoli, buf[from:])
+			buf, link = appendSealSum(buf, seal{seq: h.base + 1, start: uint64(recordHeader + bodyFixed + headerValue),
+				link: link, sum: sum, ceiling: ceiling})
+		} else if len(buf) < 1<<20 {
+			continue
+		} else {
+			sum = crc32.Update(sum, castagnoli, buf[from:])
+		}
+		if _, err := f.Write(buf); err != nil {
+			return fail(err)
+		}
+		size += int64(len(buf))
+		buf, from = buf[:0], 0
+		if i == len(recs) {
+			break
 		}
 	}
 	if err := f.Sync(); err != nil {
@@ -522,24 +637,36 @@ func (s *Store) writeCompacted(recs []record) (file, int64, error) {
 	// The rename is durable only once the directory is.
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	return f, size, nil
+	return f, size, link, nil
 }
 
-// Close flushes what is pending, closes the log and releases the directory.
+// Close flushes what is pending, makes the last mark durable, closes the
+// log and releases the directory.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	err := s.waitDurableLocked(s.appended)
 	for s.flushing {
 		s.cond.Wait()
 	}
 	if errors.Is(s.err, ErrClosed) {
+		s.mu.Unlock()
 		return nil
 	}
 	s.err = ErrClosed
 	s.cond.Broadcast()
+	s.mu.Unlock()
+	close(s.stopMarks)
+	<-s.marksDone
+	if s.markDirty { // no one else touches it once the syncer is gone
+		if cerr := s.meta.Sync(); err == nil {
+			err = cerr
+		}
+	}
+	if cerr := s.meta.Close(); err == nil {
+		err = cerr
+	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
@@ -547,4 +674,46 @@ func (s *Store) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// syncMarks fsyncs store.meta at most once per markSyncEvery while batches
+// are written, off the write path, until Close.
+func (s *Store) syncMarks() {
+	defer close(s.marksDone)
+	t := time.NewTicker(markSyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopMarks:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		dirty := s.markDirty && s.err == nil
+		s.markDirty = false
+		s.mu.Unlock()
+		if !dirty {
+			continue
+		}
+		if err := s.meta.Sync(); err != nil {
+			// The log is intact; only the check against a cut log after a
+			// power loss is weaker until the next sync succeeds.
+			s.log.Warn("syncing store.meta", "err", err)
+			s.mu.Lock()
+			s.markDirty = true
+			s.mu.Unlock()
+		}
+	}
+}
+
+// syncMark writes the mark of the last batch and makes it durable.
+func (s *Store) syncMark() error {
+	m := mark{id: s.id, seq: s.batch, link: s.link, ceiling: max(s.ceiling, s.floor)}
+	if err := writeMark(s.meta, m); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := s.meta.Sync(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }

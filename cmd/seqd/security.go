@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -155,7 +153,7 @@ func keygenCommand() *cli.Command {
 		Usage:     "write an Ed25519 key pair for signed sequencers: DIR/signing.key (private, mode 600) and DIR/verify.keys (public)",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "directory to write the keys to (created if missing); required", EnvVars: []string{"SEQD_DIR"}},
+			&cli.StringFlag{Name: "dir", Usage: "directory to write the keys to (created if missing; writable by no one else); required", EnvVars: []string{"SEQD_DIR"}},
 			&cli.StringFlag{Name: "kid", Value: "k1", Usage: "key id, [A-Za-z0-9_-]{1,32}: name a new key for rotation (e.g. 2026-11)", EnvVars: []string{"SEQD_KID"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -166,36 +164,8 @@ func keygenCommand() *cli.Command {
 			if dir == "" {
 				return usageErrorf("keygen needs --dir DIR")
 			}
-			signing, verify, err := fence.GenerateKey(c.String("kid"))
+			sk, vk, err := writeKeyPair(dir, c.String("kid"))
 			if err != nil {
-				return usageErrorf("--kid: %v", userMessage(err))
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-			sk, vk := filepath.Join(dir, "signing.key"), filepath.Join(dir, "verify.keys")
-			// O_EXCL: never overwrite a key that may already sign tokens.
-			f, err := os.OpenFile(sk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return usageErrorf("%v (move the old key away to make a new one)", err)
-			}
-			if _, err := f.Write(signing); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			// Rotation: the new public key is added next to the old ones.
-			vf, err := os.OpenFile(vk, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-			if err != nil {
-				return err
-			}
-			if _, err := vf.Write(verify); err != nil {
-				vf.Close()
-				return err
-			}
-			if err := vf.Close(); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "wrote %s (keep it secret: it mints tokens) and added key %q to %s (give it to resources)\n", sk, c.String("kid"), vk)

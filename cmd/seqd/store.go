@@ -105,6 +105,9 @@ func storeAction(c *cli.Context) error {
 		}
 	}
 	logger.Info("listening on "+addr, "addr", addr, "dir", dir, "fence", string(mode), "tls", sec.tls != nil, "signed_only", verify != nil)
+	if verify == nil && mode != store.FenceOff {
+		logger.Warn(poisonWarning, "flag", "--verify-keys-file")
+	}
 
 	select {
 	case err := <-served:
@@ -124,6 +127,11 @@ func storeAction(c *cli.Context) error {
 	logger.Info("stopped")
 	return nil
 }
+
+// poisonWarning is what a store that admits bare tokens says at start.
+const poisonWarning = "without --verify-keys-file this store admits any bare Fencing-Token, so any client that can reach it " +
+	"can poison a key: one request with token 18446744073709551615 (2^64-1) raises the key's max for ever, and every " +
+	"later write to it is refused; start with --verify-keys-file (keys from seqd keygen) to admit only sequencers seqd signed"
 
 // storeSigned reads --verify-keys-file and the --guard flags.
 func storeSigned(c *cli.Context) (*fence.Verifier, []store.Guard, error) {

@@ -12,6 +12,23 @@ import (
 	"time"
 )
 
+// ErrDamaged is matched by every error with which Open refuses a log that
+// is not what the store wrote (a *CorruptionError, *TruncatedError,
+// *ForeignLogError or *MetaError): errors.Is(err, ErrDamaged).
+var ErrDamaged = errors.New("store: the log is not what the store wrote")
+
+// Is makes errors.Is(err, ErrDamaged) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrDamaged }
+
+// Is makes errors.Is(err, ErrDamaged) true.
+func (e *TruncatedError) Is(target error) bool { return target == ErrDamaged }
+
+// Is makes errors.Is(err, ErrDamaged) true.
+func (e *ForeignLogError) Is(target error) bool { return target == ErrDamaged }
+
+// Is makes errors.Is(err, ErrDamaged) true.
+func (e *MetaError) Is(target error) bool { return target == ErrDamaged }
+
 // CorruptionError is returned by Open when the log (or store.meta) is
 // damaged somewhere other than in a last batch that a crash could have
 // torn: bytes that were synced, and so acknowledged, no longer read back,

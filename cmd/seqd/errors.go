@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"syscall"
 
+	"github.com/seqd/seqd/store"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -14,6 +15,7 @@ import (
 const (
 	ExitUsage       = 64  // EX_USAGE
 	ExitUnavailable = 69  // EX_UNAVAILABLE: ZooKeeper or the daemon cannot be reached
+	ExitDataErr     = 65  // EX_DATAERR: the store's log is damaged (start with --repair)
 	ExitSoftware    = 70  // EX_SOFTWARE: anything unexpected
 	ExitTimeout     = 75  // EX_TEMPFAIL: lock not acquired within --wait
 	ExitLockLost    = 76  // lock lost while CMD ran
@@ -77,6 +79,8 @@ func codeOf(err error) int {
 	switch {
 	case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrNestedRoots):
 		return ExitUsage // the command line names roots that must not be used so
+	case errors.Is(err, store.ErrDamaged):
+		return ExitDataErr
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -151,8 +151,8 @@ func TestKeygenRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sq := s.Sign("jobs/x", 7)
-		if _, _, err := v.Verify(sq); err != nil {
+		sq := s.Sign(fence.Sequencer{Name: "jobs/x", Token: 7})
+		if _, err := v.Verify(sq); err != nil {
 			t.Errorf("a sequencer signed with key %q does not verify against the rotated verify.keys: %v", kid, err)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/store"
 )
 
 // storeStartLog starts `seqd store` in process with args, waits until it
@@ -61,5 +63,37 @@ func TestStoreWarnsWithoutVerifyKeys(t *testing.T) {
 	}
 	if out := storeStartLog(t, "--verify-keys-file", keys); strings.Contains(out, "level=WARN") {
 		t.Errorf("a store with --verify-keys-file warned:\n%s", out)
+	}
+}
+
+// TestDamagedStoreLogExits65: a store whose log lost a batch refuses to
+// start with exit 65 and a sentence naming the damage, not 70 (a bug).
+func TestDamagedStoreLogExits65(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A log with a few batches, then its tail cut at a batch boundary and
+	// store.meta left saying more was written.
+	st, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := st.Put("k", []byte(fmt.Sprint("v", i)), uint64(10*i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	log := filepath.Join(dir, "store.log")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, b[:len(b)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(ctx, "store", "--dir", dir, "--listen", "127.0.0.1:0")
+	if code != ExitDataErr || !strings.Contains(errs, "missing") {
+		t.Fatalf("seqd store on a cut log: exit %d %q, want 65 naming what is missing", code, errs)
 	}
 }

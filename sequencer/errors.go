@@ -84,6 +84,9 @@ func (e *ConflictError) Error() string {
 	case errors.Is(e.Err, client.ErrNotHeld):
 		return fmt.Sprintf("%s %d does not hold %s: it is free or held with another %s", tokenWord(e.Kind), e.Token, what, tokenWord(e.Kind))
 	}
+	if e.Kind == kindMulti && e.Token == 0 {
+		return fmt.Sprintf("no live multi-lock lease %s on this daemon: released, expired, lost, or never granted here", e.Name)
+	}
 	lease := fmt.Sprintf("the lease on %s with token %d", what, e.Token)
 	if e.Kind == fence.KindElection {
 		lease = fmt.Sprintf("the leadership of %s with term %d", what, e.Token)
@@ -123,6 +126,8 @@ func noun(k fence.Kind) string {
 		return "semaphore"
 	case fence.KindElection:
 		return "election"
+	case kindMulti:
+		return "multi-lock"
 	}
 	return "lock"
 }

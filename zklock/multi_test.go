@@ -314,3 +314,38 @@ func (l multiLocker) Acquire(ctx context.Context) (releaser, error) { return l.m
 func (l multiLocker) TryAcquire(ctx context.Context) (releaser, error) {
 	return l.mm.TryAcquire(ctx)
 }
+
+// TestMultiMutexUncontendedRequests counts, as TestUncontendedCycleRequests
+// does for a Mutex, the requests of an uncontended acquire and release of
+// a set of k locks: the multi that creates the contenders, one read of the
+// stat they share, one children read (with the watch its grant goes on
+// from) per lock, and the multi that deletes them: k+3.
+func TestMultiMutexUncontendedRequests(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second})
+	root := WithRoot("/reqcount-" + newGUID() + "/locks")
+	for _, k := range []int{1, 2, 4} {
+		mm := multiMutex(t, s, uniqueNames("count", k), root)
+		cycle := func() {
+			t.Helper()
+			g, err := mm.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 50
+		cycle() // the lock nodes, and what the session knows of the root
+		before := received(t, c, s.ID())
+		for range n {
+			cycle()
+		}
+		got := float64(received(t, c, s.ID())-before) / n
+		t.Logf("sets of %d: %.2f requests per uncontended cycle", k, got)
+		if want := float64(k + 3); got > want+0.05 {
+			t.Errorf("sets of %d: %.2f requests per uncontended cycle, want %.0f", k, got, want)
+		}
+	}
+}

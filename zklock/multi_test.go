@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/seqd/seqd/testenv/zktest"
 )
 
@@ -135,35 +137,63 @@ func TestMultiMutexAllOrNothing(t *testing.T) {
 }
 
 // Losing one lock of the set loses the grant: Lost closes, Err names the
-// lock, and the contenders in the other locks are deleted.
+// lock, and the contenders in the other locks are deleted. A lock is lost
+// when its contender is deleted by someone else, or when a contender is
+// planted below it.
 func TestMultiMutexLossOfOneLock(t *testing.T) {
 	c := shared.Get(t)
-	s := dial(t, c.Servers(), Options{})
 	rogue := rawConn(t, c.Servers())
-	names := uniqueNames("multi/loss", 3)
-	g, err := multiMutex(t, s, names).Acquire(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rogue.Delete(g.Locks[1].Path, -1); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-g.Lost():
-	case <-time.After(10 * time.Second):
-		t.Fatal("grant not lost after one of its contenders was deleted")
-	}
-	if err := g.Err(); !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), names[1]) {
-		t.Errorf("Err = %v, want ErrLockLost naming %s", err, names[1])
-	}
-	for _, l := range g.Locks {
-		zktest.Eventually(t, 10*time.Second, "the contender in "+l.Name+" deleted", func() bool {
-			ok, _, err := rogue.Exists(l.Path)
-			return err == nil && !ok
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, l HeldLock)
+		want error
+	}{
+		{"deleted", func(t *testing.T, l HeldLock) {
+			if err := rogue.Delete(l.Path, -1); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrLockLost},
+		{"overtaken", func(t *testing.T, l HeldLock) {
+			planted := path.Dir(l.Path) + "/x-lock-0000000000"
+			if _, err := rogue.Create(planted, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rogue.Delete(planted, -1) })
+		}, ErrOvertaken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/loss-"+tc.name, 3)
+			mm := multiMutex(t, s, names)
+			// A first grant moves the locks' sequence counters past 0,
+			// so that a planted x-lock-0000000000 sorts below ours.
+			g, err := mm.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Release(ctxT(t, 10*time.Second))
+			if g, err = mm.Acquire(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, g.Locks[1])
+			select {
+			case <-g.Lost():
+			case <-time.After(10 * time.Second):
+				t.Fatal("grant not lost after one of its locks was")
+			}
+			if err := g.Err(); !errors.Is(err, ErrLockLost) || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), names[1]) {
+				t.Errorf("Err = %v, want %v naming %s", err, tc.want, names[1])
+			}
+			for _, l := range g.Locks {
+				zktest.Eventually(t, 10*time.Second, "the contender in "+l.Name+" deleted", func() bool {
+					ok, _, err := rogue.Exists(l.Path)
+					return err == nil && !ok
+				})
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); !errors.Is(err, ErrLockLost) {
+				t.Errorf("Release of a lost grant = %v, want its loss", err)
+			}
 		})
-	}
-	if err := g.Release(ctxT(t, 10*time.Second)); !errors.Is(err, ErrLockLost) {
-		t.Errorf("Release of a lost grant = %v, want its loss", err)
 	}
 }
 

@@ -36,8 +36,9 @@ run: build
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions). Histories and porcupine's
-# visualization of failed runs go to CHAOS_OUT. It ends with the fuzzers: the
-# store's recovery and sequencer signatures.
+# visualization of failed runs go to CHAOS_OUT. Then the multi-lock deadlock
+# test runs for 60s (and its one-by-one control for 15s); it ends with the
+# fuzzers: the store's recovery and sequencer signatures.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m

@@ -36,8 +36,10 @@ run: build
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions). Histories and porcupine's
-# visualization of failed runs go to CHAOS_OUT. It ends with the fuzzers: the
-# store's recovery, sequencer signatures and the HTTP API's strict decoder.
+# visualization of failed runs go to CHAOS_OUT. Then the multi-lock deadlock
+# test runs for 60s (and its one-by-one control for 15s); it ends with the
+# fuzzers: the store's recovery, sequencer signatures and the HTTP API's
+# strict decoder.
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m
@@ -46,6 +48,8 @@ chaos: deps
 	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestPartition|TestSimulation|TestServiceSimulation' ./chaos/ \
 		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.partition=$(CHAOS_PARTITION) -chaos.control=45s \
 		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
+	$(GO) test -count=1 -v -run 'TestMultiLockNeverDeadlocks|TestMultiLockOneByOneDeadlocks' ./sequencer/ \
+		-args -multilock.duration=60s -multilock.control=15s
 	$(GO) test -count=1 -v -timeout 30m -run TestPowerLoss ./store/ \
 		-args -store.crash-runs=20 -store.crash-ops=200 -store.crash-images=8
 	$(GO) test -run '^$$' -fuzz FuzzRecoverKeepsIntactRecords -fuzztime 2m ./store/

@@ -19,6 +19,7 @@ const (
 	Locks      Family = "locks"      // exclusive and shared locks
 	Semaphores Family = "semaphores" // slots of semaphores
 	Elections  Family = "elections"  // leaderships
+	MultiLocks Family = "multilocks" // several exclusive locks at once
 )
 
 // Family is the family l was granted in: an election's lease has a term, a
@@ -94,12 +95,20 @@ func (o LockOption) applyAcquire(r *AcquireRequest) { o.set(r) }
 // with other shared leases and excludes exclusive ones.
 func Shared() LockOption { return LockOption{func(r *AcquireRequest) { r.Mode = ModeShared }} }
 
-// LockDelay is the lease's lock-delay (0..MaxLockDelay): after it ends
-// uncleanly, nobody is granted the lock, on any daemon, until d has passed.
-// Without it the daemon's --lock-delay applies.
-func LockDelay(d time.Duration) LockOption {
-	return LockOption{func(r *AcquireRequest) { x := Duration(d); r.LockDelay = &x }}
+// LockDelayOption is a lock-delay, for a lock's acquire or a multi-lock's.
+type LockDelayOption struct{ d time.Duration }
+
+func (o LockDelayOption) applyAcquire(r *AcquireRequest) { x := Duration(o.d); r.LockDelay = &x }
+func (o LockDelayOption) applyMulti(r *MultiAcquireRequest) {
+	x := Duration(o.d)
+	r.LockDelay = &x
 }
+
+// LockDelay is the lease's lock-delay (0..MaxLockDelay): after it ends
+// uncleanly, nobody is granted the lock (a multi-lock's: any of its locks),
+// on any daemon, until d has passed. Without it the daemon's --lock-delay
+// applies.
+func LockDelay(d time.Duration) LockDelayOption { return LockDelayOption{d} }
 
 // Acquire asks for the lock name. Without options it is exclusive, tried
 // once, for DefaultTTL, owned by the Client's default owner. Not granted

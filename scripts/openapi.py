@@ -99,6 +99,31 @@ SCHEMAS = {
         "mode": {"type": "string", "enum": ["shared"], "description": "a shared lease"},
     }, ["name", "token", "sequencer", "owner", "ttl", "expires_at"], strict=False),
     "ReleaseResponse": obj({"released": {"type": "boolean"}}, ["released"], strict=False),
+    "MultiAcquireRequest": obj({
+        "names": {"type": "array", "minItems": 1, "maxItems": 64, "items": NAME,
+                  "description": "distinct exclusive locks, taken all at once or not at all; a retry names them in the same order"},
+        "owner": {"type": "string", "maxLength": 256},
+        "ttl": DURATION,
+        "wait": DURATION,
+        "lease_id": LEASE_ID,
+        "lock_delay": DURATION,
+    }, ["names", "owner"]),
+    "LockRef": obj({"name": NAME, "token": TOKEN}, ["name", "token"]),
+    "MultiLeaseRequest": obj({
+        "lease_id": LEASE_ID,
+        "locks": {"type": "array", "items": ref("LockRef"), "description": "the lease's locks with their tokens, in its order"},
+        "ttl": dict(DURATION, description="renew only"),
+    }, ["lease_id", "locks"]),
+    "MultiLease": obj({
+        "locks": {"type": "array", "items": obj({"name": NAME, "token": TOKEN, "sequencer": {"type": "string"}},
+                                                 ["name", "token", "sequencer"], strict=False)},
+        "lease_id": LEASE_ID,
+        "owner": {"type": "string"},
+        "ttl": DURATION,
+        "expires_at": {"type": "string", "format": "date-time"},
+        "safe_for_ms": {"type": "integer", "description": "status read only"},
+        "index": {"type": "integer", "format": "uint64", "description": "status read only"},
+    }, ["locks", "owner", "ttl", "expires_at"], strict=False),
     "Contender": obj({
         "node": {"type": "string"},
         "client": {"type": "string", "enum": ["seqd", "kazoo", "curator", "zk.Lock", "planted", "unknown"]},
@@ -268,10 +293,35 @@ def family_paths(f):
     return paths
 
 
+def multilock_paths():
+    post = lambda summary, req, ok, c409: {"post": {
+        "summary": summary, "requestBody": json_body(req),
+        "responses": dict({"200": ok}, **errors(400, 401, 409, 503, conflict=c409))}}
+    return {
+        "/v1/multilocks/acquire": post(
+            "take every lock of names in one ZooKeeper transaction: all or nothing, and never a deadlock, whatever sets "
+            "others ask for", "MultiAcquireRequest", answer("one lease, a token and a sequencer per lock", "MultiLease"), ["held"]),
+        "/v1/multilocks/renew": post("renew the lease of every lock at once", "MultiLeaseRequest",
+                                     answer("the lease, with its new expiry", "MultiLease"), ["stale_token", "lost"]),
+        "/v1/multilocks/release": post("release every lock at once", "MultiLeaseRequest",
+                                       answer("released", "ReleaseResponse"), ["stale_token", "lost"]),
+        "/v1/multilocks/{lease_id}": {"get": {
+            "summary": "a live multi-lock lease of this daemon, as its holder sees it; a blocking read with index",
+            "parameters": [{"name": "lease_id", "in": "path", "required": True, "schema": LEASE_ID}] + QUERY[:2],
+            "responses": dict({"200": answer("the lease", "MultiLease")}, **errors(400, 401, 409, conflict=["lost"]))}},
+        "/v1/multilocks": {"get": {
+            "summary": "the live multi-lock leases of this daemon, without lease ids or signed sequencers",
+            "responses": dict({"200": {"description": '{"multilocks":[MultiLease…]}', "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"multilocks": {"type": "array", "items": ref("MultiLease")}}, "required": ["multilocks"]}}}}},
+                **errors(400, 401))}},
+    }
+
+
 def spec():
     paths = {}
     for f in FAMILIES:
         paths.update(family_paths(f))
+    paths.update(multilock_paths())
     paths["/v1/check"] = {"post": {
         "summary": "is this token (this sequencer) its grant's current one? Chubby's CheckSequencer, read from ZooKeeper",
         "requestBody": json_body("CheckRequest"),

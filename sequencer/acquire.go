@@ -148,34 +148,43 @@ func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRe
 // otherwise it refuses the request and changes nothing. A lease id that is
 // not live here is not a retry (ok false): the grant goes on under it.
 func (s *Service) retry(g grant, differs func(*lease) string) (out client.Lease, ok bool, err error) {
+	ok, err = s.retryWith(g, differs, func(l *lease) { out = l.view() })
+	return out, ok, err
+}
+
+// retryWith is retry for any form of the answer: view makes it, under s.mu.
+func (s *Service) retryWith(g grant, differs func(*lease) string, view func(*lease)) (ok bool, err error) {
 	if g.leaseID == "" {
-		return client.Lease{}, false, nil
+		return false, nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	l := s.lookupLocked(g.leaseID)
-	if l == nil || l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
-		return client.Lease{}, false, nil
+	if l == nil || l.state != live || l.held().Err() != nil || !s.clock.Now().Before(l.expires) {
+		s.mu.Unlock()
+		return false, nil
 	}
 	field := differs(l)
 	switch {
+	case l.name != g.name && l.set != nil:
+		field = "names"
 	case l.name != g.name:
 		field = "name"
 	case l.owner != g.owner:
 		field = "owner"
 	}
 	if field != "" {
-		return client.Lease{}, false, badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
+		s.mu.Unlock()
+		return false, badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
 	}
 	if g.ttl != 0 {
 		l.ttl = g.ttl
 	}
 	l.expires = s.clock.Now().Add(l.ttl)
 	s.scheduleLocked(l)
-	if l.kind != fence.KindElection {
-		s.m.Renewal(l.name)
-	}
-	return l.view(), true, nil
+	view(l)
+	s.mu.Unlock()
+	s.countRenewal(l)
+	return true, nil
 }
 
 // contend puts a contender for the lock on sess and waits up to g.wait for
@@ -251,36 +260,41 @@ func (s *Service) contenderData(owner string) []byte {
 // admit makes l's grant a lease for g and schedules its expiry; a Service
 // that is closing releases the grant instead. limit is a semaphore's.
 func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (client.Lease, error) {
+	var out client.Lease
+	err := s.admitWith(ctx, l, g, limit, func(l *lease) { out = l.view() })
+	return out, err
+}
+
+// admitWith is admit for any form of the answer: view makes it, under s.mu.
+func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, view func(*lease)) error {
 	l.id = newLeaseID()
 	if g.leaseID != "" {
 		l.id, _ = parseLeaseID(g.leaseID) // validated with the request
 	}
-	gr := l.grant
+	gr := l.held()
 	l.name, l.owner, l.ttl, l.limit = g.name, g.owner, g.newTTL(), int32(limit)
-	if s.cfg.Signer != nil {
-		l.signed = s.cfg.Signer.Sign(l.seq())
-	}
+	l.sign(s.cfg.Signer)
 	l.at = -1
 	s.mu.Lock()
 	l.expires = s.clock.Now().Add(l.ttl)
 	if s.closed {
 		s.mu.Unlock()
 		gr.Release(context.WithoutCancel(ctx))
-		return client.Lease{}, unavailable("shutting down", nil)
+		return unavailable("shutting down", nil)
 	}
 	if _, taken := s.leases[l.id]; taken {
 		// Two grants named the same new id and both were granted (two
 		// locks, or a retry racing its original): one lease per id.
 		s.mu.Unlock()
 		gr.Release(context.WithoutCancel(ctx))
-		return client.Lease{}, badRequest("lease_id %s is already in use", l.id)
+		return badRequest("lease_id %s is already in use", l.id)
 	}
 	s.leases[l.id] = l
 	if single(l.kind) {
 		s.byName[byNameKey{l.kind, l.name}] = l
 	}
 	s.scheduleLocked(l)
-	out := l.view()
+	view(l)
 	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
 	s.mu.Unlock()
 	// The grant's loss ends the lease. A grant released has been released
@@ -291,19 +305,21 @@ func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (clie
 			s.end(context.Background(), l, lost, metrics.ReasonLost)
 		}
 	})
-	if l.kind == fence.KindElection {
-		s.audit(l, AuditTerm, "")
-	} else {
+	switch {
+	case l.set != nil:
 		s.audit(l, AuditGrant, "")
-	}
-	if l.kind == fence.KindElection {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.Any("locks", l.set.grant.Locks), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
+		return nil
+	case l.kind == fence.KindElection:
+		s.audit(l, AuditTerm, "")
 		s.m.ElectionWon(l.name)
 		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
-		s.log.Info("elected", "election", l.name, "term", gr.Token, "owner", l.owner, "ttl", l.ttl)
-		return out, nil
+		s.log.Info("elected", "election", l.name, "term", l.grant.Token, "owner", l.owner, "ttl", l.ttl)
+		return nil
 	}
-	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String(noun(l.kind), l.name), slog.Uint64("token", gr.Token), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
-	return out, nil
+	s.audit(l, AuditGrant, "")
+	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String(noun(l.kind), l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
+	return nil
 }
 
 func poke(ch chan struct{}) {

@@ -103,8 +103,19 @@ func (s *Service) audit(l *lease, event, reason string) {
 	if s.cfg.Audit == nil {
 		return
 	}
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason}
+	now := s.clock.Now().UTC()
+	if l.set != nil {
+		// A multi-lock: a line per lock, each with its own token.
+		for _, hl := range l.set.grant.Locks {
+			s.record(AuditEvent{Time: now, Event: event, Kind: "lock", Name: hl.Name, Token: hl.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason})
+		}
+		return
+	}
+	s.record(AuditEvent{Time: now, Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason})
+}
+
+func (s *Service) record(e AuditEvent) {
 	if err := s.cfg.Audit.Record(e, false); err != nil {
-		s.log.Error("audit log", "event", event, noun(l.kind), l.name, "token", l.grant.Token, "err", err)
+		s.log.Error("audit log", "event", e.Event, "kind", e.Kind, "name", e.Name, "token", e.Token, "err", err)
 	}
 }

@@ -98,6 +98,9 @@ func (e *ConflictError) Error() string {
 		}
 		return fmt.Sprintf("the lease on %s with token %d was broken by an operator: %s", what, e.Token, e.Reason)
 	}
+	if e.Kind == kindMulti && e.Token == 0 {
+		return fmt.Sprintf("no live multi-lock lease %s on this daemon: released, expired, lost, or never granted here", e.Name)
+	}
 	lease := fmt.Sprintf("the lease on %s with token %d", what, e.Token)
 	if e.Kind == fence.KindElection {
 		lease = fmt.Sprintf("the leadership of %s with term %d", what, e.Token)
@@ -137,6 +140,8 @@ func noun(k fence.Kind) string {
 		return "semaphore"
 	case fence.KindElection:
 		return "election"
+	case kindMulti:
+		return "multi-lock"
 	}
 	return "lock"
 }

@@ -56,6 +56,7 @@ func (h *leaseHeap) Pop() any {
 // scheduleLocked puts l in the schedule at its expires, or moves it there;
 // s.mu must be held.
 func (s *Service) scheduleLocked(l *lease) {
+	l.changedLocked()
 	e := &s.exp
 	if l.at >= 0 {
 		heap.Fix(&e.h, int(l.at))

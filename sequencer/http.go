@@ -81,9 +81,14 @@ type handler struct {
 //	POST /v1/{family}/{name}/{action}   actions
 //	GET  /v1/{family}/{name}[?query]    status
 //	GET  /v1/{family}                   the family's leases on this daemon
+//
+// A bare family's actions take no name (POST /v1/{family}/{action}: the
+// body names what they act on), and its status is read by lease id.
 type family struct {
 	actions map[string]action
 	status  func(h *handler, r *http.Request, name string, q query) (any, uint64, error)
+	bare    bool
+	list    func(h *handler) any // the listing, when not a LeaseList
 }
 
 // action serves a POST to an action of a family: it reads the body and
@@ -122,6 +127,16 @@ func routes() map[client.Family]*family {
 			},
 			status: electionStatusRead,
 		},
+		client.MultiLocks: {
+			bare: true,
+			actions: map[string]action{
+				"acquire": postBare((*Service).AcquireMulti),
+				"renew":   postBare((*Service).RenewMulti),
+				"release": postBare((*Service).ReleaseMulti),
+			},
+			status: multiLockStatusRead,
+			list:   func(h *handler) any { return client.MultiLeaseList{MultiLocks: h.s.MultiLeases()} },
+		},
 	}
 }
 
@@ -135,6 +150,12 @@ func post[Req, Resp any](do func(*Service, context.Context, string, Req) (Resp, 
 		}
 		return do(h.s, r.Context(), name, req)
 	}
+}
+
+// postBare is post for an action of a bare family, which names nothing in
+// its path.
+func postBare[Req, Resp any](do func(*Service, context.Context, Req) (Resp, error)) action {
+	return post(func(s *Service, ctx context.Context, _ string, req Req) (Resp, error) { return do(s, ctx, req) })
 }
 
 func renewIn(f client.Family) func(*Service, context.Context, string, client.LeaseRequest) (client.Lease, error) {
@@ -226,12 +247,16 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f == nil:
 		writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: client.CodeNotFound})
-	case rest == "" && r.URL.Query().Has("all"):
+	case rest == "" && r.URL.Query().Has("all") && !f.bare:
 		if allow(w, r, http.MethodGet) {
 			h.overview(w, r, client.Family(fam))
 		}
 	case rest == "":
 		if allow(w, r, http.MethodGet) && h.noQuery(w, r) {
+			if f.list != nil {
+				writeJSON(w, http.StatusOK, f.list(h))
+				return
+			}
 			writeJSON(w, http.StatusOK, client.LeaseList{Family: fam, Leases: h.s.Leases(client.Family(fam))})
 		}
 	case r.Method == http.MethodPost:
@@ -240,7 +265,7 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		h.status(w, r, f, rest)
 	default:
 		methods := []string{http.MethodGet}
-		if i := strings.LastIndexByte(rest, '/'); i >= 0 && f.actions[rest[i+1:]] != nil {
+		if _, a := f.split(rest); f.actions[a] != nil {
 			methods = append(methods, http.MethodPost)
 		}
 		allow(w, r, methods...)
@@ -250,26 +275,41 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 // act serves POST /v1/{family}/{name}/{action}. A POST to a path without a
 // known action is a POST to a status: 405.
 func (h *handler) act(w http.ResponseWriter, r *http.Request, fam client.Family, f *family, rest string) {
-	i := strings.LastIndexByte(rest, '/')
-	var do action
-	if i >= 0 {
-		do = f.actions[rest[i+1:]]
-	}
+	name, a := f.split(rest)
+	do := f.actions[a]
 	if do == nil {
 		names := make([]string, 0, len(f.actions))
 		for a := range f.actions {
 			names = append(names, a)
 		}
 		slices.Sort(names)
+		path := fmt.Sprintf("/v1/%s/{name}/{%s}", fam, strings.Join(names, "|"))
+		if f.bare {
+			path = fmt.Sprintf("/v1/%s/{%s}", fam, strings.Join(names, "|"))
+		}
 		w.Header().Set("Allow", http.MethodGet)
 		writeError(w, http.StatusMethodNotAllowed, client.ErrorBody{
-			Error: fmt.Sprintf("POST needs an action: /v1/%s/{name}/{%s}; %s is a status, read with GET", fam, strings.Join(names, "|"), r.URL.Path),
+			Error: fmt.Sprintf("POST needs an action: %s; %s is a status, read with GET", path, r.URL.Path),
 			Code:  client.CodeMethod,
 		})
 		return
 	}
-	v, err := do(h, w, r, rest[:i])
+	v, err := do(h, w, r, name)
 	h.answer(w, r, v, err)
+}
+
+// split cuts the path after the family into the name and the action it
+// would have as a POST: the last segment (the whole of it in a bare
+// family).
+func (f *family) split(rest string) (name, action string) {
+	if f.bare {
+		return "", rest
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return rest, ""
+	}
+	return rest[:i], rest[i+1:]
 }
 
 // status serves GET /v1/{family}/{name}[?index=I&wait=D&lease_id=ID].
@@ -311,6 +351,11 @@ func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64,
 		st, err = h.s.Status(r.Context(), name)
 	}
 	st.SafeForMS = h.safeFor(client.Locks, name, q)
+	return st, st.Index, err
+}
+
+func multiLockStatusRead(h *handler, r *http.Request, id string, q query) (any, uint64, error) {
+	st, err := h.s.MultiLockStatus(r.Context(), id, q)
 	return st, st.Index, err
 }
 

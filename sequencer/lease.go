@@ -34,6 +34,8 @@ func familyOf(k fence.Kind) client.Family {
 		return client.Semaphores
 	case fence.KindElection:
 		return client.Elections
+	case kindMulti:
+		return client.MultiLocks
 	}
 	return client.Locks
 }
@@ -45,6 +47,8 @@ func kindsOf(f client.Family) []fence.Kind {
 		return []fence.Kind{fence.KindSemaphore}
 	case client.Elections:
 		return []fence.Kind{fence.KindElection}
+	case client.MultiLocks:
+		return []fence.Kind{kindMulti}
 	}
 	return []fence.Kind{fence.KindLock, fence.KindShared}
 }
@@ -64,6 +68,7 @@ type byNameKey struct {
 // a lease small.
 type lease struct {
 	grant *zklock.Grant
+	set   *lockSet           // a multi-lock's locks (grant is nil then)
 	lead  *zklock.Leadership // elections only
 	name  string
 	owner string
@@ -187,6 +192,7 @@ func (s *Service) claimLocked(l *lease, state leaseState) bool {
 		return false
 	}
 	l.state = state
+	l.changedLocked()
 	delete(s.leases, l.id)
 	if key := (byNameKey{l.kind, l.name}); s.byName[key] == l {
 		delete(s.byName, key)
@@ -200,16 +206,21 @@ func (s *Service) claimLocked(l *lease, state leaseState) bool {
 // the contender to the session's close where no lock-delay marker needs a
 // clean release (see zklock.Grant.ReleaseOnClose).
 func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason string, closing bool) {
-	release := l.grant.Release
+	h := l.held()
+	release := h.Release
 	switch {
 	case state == expired, state == broken:
 		// Not a clean release: a lock-delay applies before the next grant.
-		release = l.grant.Abandon
+		release = h.Abandon
 	case closing:
-		release = l.grant.ReleaseOnClose
+		release = h.ReleaseOnClose
 	}
 	err := release(ctx)
 	s.auditEnd(l, state, closing)
+	if l.set != nil {
+		s.setEnded(ctx, l, state, reason, err)
+		return
+	}
 	if l.kind == fence.KindElection {
 		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
 		s.log.Info("leadership ended", "election", l.name, "term", l.grant.Token, "owner", l.owner, "how", reason, "err", l.grant.Err())
@@ -368,43 +379,69 @@ func optionalTTL(d *client.Duration) (time.Duration, error) {
 // contender is still the lowest, a semaphore's lease node still there and
 // ours.
 func (s *Service) renewLease(ctx context.Context, l *lease, req client.LeaseRequest, ttl time.Duration) (client.Lease, error) {
-	if _, err := s.liveSession(); err != nil {
-		return client.Lease{}, unavailable("disconnected from zookeeper; the lease cannot be renewed now", nil)
-	}
-	if err := l.grant.Verify(ctx); err != nil {
-		switch {
-		case l.grant.Err() == nil: // ZooKeeper did not answer
-			if ctx.Err() != nil {
-				return client.Lease{}, ctx.Err()
-			}
-			return client.Lease{}, unavailable("zookeeper did not answer", err)
-		case errors.Is(err, zklock.ErrLockLost):
-			s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
+	var out client.Lease
+	err := s.extendLease(ctx, l, ttl, func(lostNow bool) error {
+		if lostNow {
 			// Answer as for any ended lease: stale when the lock moved on.
 			if _, err := s.leaseFor(ctx, familyOf(l.kind), l.name, req, metrics.SourceRenew); err != nil {
-				return client.Lease{}, err
+				return err
 			}
 		}
-		return client.Lease{}, s.lostError(l, req.Token)
+		return s.lostError(l, req.Token)
+	}, func() { out = l.view() })
+	return out, err
+}
+
+// extendLease extends the live lease l (ttl 0 keeps its TTL) after
+// checking in ZooKeeper that its grant still holds, and calls view under
+// s.mu. A lease found ended is answered by ended, told whether the check
+// has just found its grant lost.
+func (s *Service) extendLease(ctx context.Context, l *lease, ttl time.Duration, ended func(lostNow bool) error, view func()) error {
+	if _, err := s.liveSession(); err != nil {
+		return unavailable("disconnected from zookeeper; the lease cannot be renewed now", nil)
+	}
+	h := l.held()
+	if err := h.Verify(ctx); err != nil {
+		switch {
+		case h.Err() == nil: // ZooKeeper did not answer
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return unavailable("zookeeper did not answer", err)
+		case errors.Is(err, zklock.ErrLockLost):
+			s.end(context.WithoutCancel(ctx), l, lost, metrics.ReasonLost)
+			return ended(true)
+		}
+		return ended(false)
 	}
 	s.mu.Lock()
 	// Not past its TTL (the expiry schedule may not have ended it yet) and its
 	// grant not lost: a renewal never revives a lease that has ended.
-	if l.state != live || l.grant.Err() != nil || !s.clock.Now().Before(l.expires) {
+	if l.state != live || h.Err() != nil || !s.clock.Now().Before(l.expires) {
 		s.mu.Unlock()
-		return client.Lease{}, s.lostError(l, req.Token)
+		return ended(false)
 	}
 	if ttl != 0 {
 		l.ttl = ttl
 	}
 	l.expires = s.clock.Now().Add(l.ttl)
 	s.scheduleLocked(l)
-	out := l.view()
+	view()
 	s.mu.Unlock()
-	if l.kind != fence.KindElection {
+	s.countRenewal(l)
+	return nil
+}
+
+// countRenewal counts a renewal of l for each lock it holds.
+func (s *Service) countRenewal(l *lease) {
+	switch {
+	case l.set != nil:
+		for _, name := range l.set.names {
+			s.m.Renewal(name)
+		}
+	case l.kind != fence.KindElection:
 		s.m.Renewal(l.name)
 	}
-	return out, nil
 }
 
 // Release ends a live lease of family f and deletes its contender (for an
@@ -437,7 +474,7 @@ func (s *Service) SafeFor(f client.Family, name, id string) (safe time.Duration,
 	if l.state != live {
 		return 0, true
 	}
-	return max(0, min(l.expires.Sub(s.clock.Now()), l.grant.SafeFor())), true
+	return max(0, min(l.expires.Sub(s.clock.Now()), l.held().SafeFor())), true
 }
 
 // Leases lists the live leases of family f held through this daemon, by

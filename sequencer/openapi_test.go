@@ -236,6 +236,41 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		}
 		c.do(list, "GET", authed+list, "", 401)
 	}
+	// Multi-locks: a family whose actions name no lock in the path.
+	{
+		const acq, ren, rel, st, list = "/v1/multilocks/acquire", "/v1/multilocks/renew", "/v1/multilocks/release", "/v1/multilocks/{lease_id}", "/v1/multilocks"
+		id := client.NewLeaseID()
+		m := c.do(acq, "POST", u+acq, fmt.Sprintf(`{"names":["m/a","m/b"],"owner":"a","lease_id":%q}`, id), 200)
+		c.do(acq, "POST", u+acq, `{"names":["m/b","m/c"],"owner":"b"}`, 409)
+		c.do(acq, "POST", u+acq, `{"names":["m/a","m/a"],"owner":"b"}`, 400)
+		c.do(acq, "POST", closed.srv.URL+acq, `{"names":["m/x"],"owner":"b"}`, 503)
+		c.do(acq, "POST", authed+acq, `{}`, 401)
+		locks, _ := m["locks"].([]any)
+		var refs []string
+		for _, l := range locks {
+			lm, _ := l.(map[string]any)
+			refs = append(refs, fmt.Sprintf(`{"name":%q,"token":%d}`, lm["name"], tokenOf(lm)))
+		}
+		body := fmt.Sprintf(`{"lease_id":%q,"locks":[%s]}`, id, strings.Join(refs, ","))
+		c.do(ren, "POST", u+ren, body, 200)
+		c.do(ren, "POST", u+ren, `{"lease_id":"x","locks":[]}`, 400)
+		c.do(ren, "POST", closed.srv.URL+ren, body, 503)
+		c.do(ren, "POST", authed+ren, body, 401)
+		c.do(st, "GET", u+"/v1/multilocks/"+id, "", 200)
+		c.do(st, "GET", u+"/v1/multilocks/"+id+"?bogus=1", "", 400)
+		c.do(st, "GET", authed+"/v1/multilocks/"+id, "", 401)
+		c.do(list, "GET", u+list, "", 200)
+		c.do(list, "GET", u+list+"?index=1", "", 400)
+		c.do(list, "GET", authed+list, "", 401)
+		c.wrongMethod(list, "POST", u+list)
+		c.do(rel, "POST", u+rel, body, 200)
+		c.do(rel, "POST", u+rel, body, 409)
+		c.do(ren, "POST", u+ren, body, 409)
+		c.do(st, "GET", u+"/v1/multilocks/"+id, "", 409)
+		c.do(rel, "POST", u+rel, `{}`, 400)
+		c.do(rel, "POST", closed.srv.URL+rel, body, 503)
+		c.do(rel, "POST", authed+rel, body, 401)
+	}
 	const check, many = "/v1/check", "/v1/renew"
 	l := c.do("/v1/locks/{name}/acquire", "POST", u+"/v1/locks/chk/acquire", `{"owner":"a"}`, 200)
 	seq, _ := l["sequencer"].(string)

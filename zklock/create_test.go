@@ -170,13 +170,19 @@ func (p *dropProxy) accept() {
 					return
 				}
 				// After the connect request: xid, opcode, then for create
-				// (1) and create2 (15) the path.
+				// (1) and create2 (15) the path; for a multi (14) whose
+				// first request is a create, that request's header (type,
+				// done, err: 9 bytes) and then its path.
 				if !first && len(frame) >= 12 {
 					xid := int32(binary.BigEndian.Uint32(frame[0:4]))
 					op := int32(binary.BigEndian.Uint32(frame[4:8]))
-					n := int(binary.BigEndian.Uint32(frame[8:12]))
-					if (op == 1 || op == 15) && n >= 0 && 12+n <= len(frame) {
-						pth := string(frame[12 : 12+n])
+					at := 8
+					if op == 14 && len(frame) >= 21 && binary.BigEndian.Uint32(frame[8:12]) == 1 {
+						op, at = 1, 17
+					}
+					n := int(binary.BigEndian.Uint32(frame[at : at+4]))
+					if (op == 1 || op == 15) && n >= 0 && at+4+n <= len(frame) {
+						pth := string(frame[at+4 : at+4+n])
 						p.mu.Lock()
 						if p.prefix != "" && strings.HasPrefix(pth, p.prefix) {
 							p.prefix = ""

@@ -58,3 +58,32 @@ func ExampleSemaphore() {
 	fmt.Println("one of", sem.Limit(), "slots, token > 0:", g.Token > 0)
 	// Output: one of 4 slots, token > 0: true
 }
+
+func ExampleMultiMutex() {
+	ctx := context.Background()
+	s, err := Dial(ctx, exampleServers(), Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	// A transfer needs both accounts. Taken together, in one transaction,
+	// no two transfers can deadlock, whichever way each one names them.
+	mm, err := NewMultiMutex(s, []string{"accounts/alice", "accounts/bob"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, err := mm.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Release(ctx)
+	// Each lock's token fences the writes to its own account; in zxid mode
+	// they are the same number.
+	for _, l := range g.Locks {
+		fmt.Println("holding", l.Name, "token > 0:", l.Token > 0, "same token:", l.Token == g.Locks[0].Token)
+	}
+	// Output:
+	// holding accounts/alice token > 0: true same token: true
+	// holding accounts/bob token > 0: true same token: true
+}

@@ -259,16 +259,28 @@ func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, true)
 
 // release ends the grant; clean says whether a lock-delay is waived.
 func (g *Grant) release(ctx context.Context, clean bool) error {
-	s := g.m.s
-	g.stopOnce.Do(func() { close(g.stop) })
-	<-g.ended
-	if err := g.Err(); err != nil {
+	if err := g.halt(); err != nil {
 		if errors.Is(err, ErrReleased) {
 			return nil
 		}
 		return err
 	}
-	err := g.deleteOwn(ctx, clean)
+	return g.released(g.deleteOwn(ctx, clean))
+}
+
+// halt stops the grant's monitor and waits for it; it returns the grant's
+// error (nil while it holds).
+func (g *Grant) halt() error {
+	g.stopOnce.Do(func() { close(g.stop) })
+	<-g.ended
+	return g.Err()
+}
+
+// released ends a halted grant as released once the delete of its
+// contender answered err; a delete that failed leaves the contender to the
+// janitor, and err is returned.
+func (g *Grant) released(err error) error {
+	s := g.m.s
 	if errors.Is(err, zk.ErrNoNode) {
 		err = nil
 	}

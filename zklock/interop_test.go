@@ -305,20 +305,42 @@ func TestInteropDigestAuth(t *testing.T) {
 // exclude each other in both directions.
 func testExclusion(t *testing.T, s *Session, m *Mutex, hosts string, start peerStarter) {
 	t.Helper()
+	testExclusionOf(t, s, mutexLocker{m}, m.Path(), hosts, start)
+}
+
+// releaser is a grant as testExclusionOf releases it.
+type releaser interface{ Release(context.Context) error }
+
+// locker is what testExclusionOf acquires: a Mutex, or a MultiMutex one of
+// whose locks is at lockPath.
+type locker interface {
+	Acquire(context.Context) (releaser, error)
+	TryAcquire(context.Context) (releaser, error)
+}
+
+type mutexLocker struct{ m *Mutex }
+
+func (l mutexLocker) Acquire(ctx context.Context) (releaser, error)    { return l.m.Acquire(ctx) }
+func (l mutexLocker) TryAcquire(ctx context.Context) (releaser, error) { return l.m.TryAcquire(ctx) }
+
+// testExclusionOf checks that m and a peer of another recipe on lockPath
+// exclude each other in both directions.
+func testExclusionOf(t *testing.T, s *Session, m locker, lockPath, hosts string, start peerStarter) {
+	t.Helper()
 	// We hold: the peer's non-blocking attempt fails, its blocking one
 	// waits for our release.
 	g, err := m.Acquire(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := start(t, "try", hosts, m.Path()).line(t, 60*time.Second); !strings.EqualFold(got, "false") {
+	if got := start(t, "try", hosts, lockPath).line(t, 60*time.Second); !strings.EqualFold(got, "false") {
 		t.Fatalf("peer's try while we hold printed %q, want false", got)
 	}
-	if ch := children(t, s, m.Path()); len(ch) != 1 {
+	if ch := children(t, s, lockPath); len(ch) != 1 {
 		t.Fatalf("children after the peer's failed try = %v, want only ours", ch)
 	}
-	k := start(t, "hold", hosts, m.Path())
-	zktest.Eventually(t, 60*time.Second, "the peer's contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	k := start(t, "hold", hosts, lockPath)
+	zktest.Eventually(t, 60*time.Second, "the peer's contender to queue", func() bool { return len(children(t, s, lockPath)) == 2 })
 	select {
 	case l := <-k.lines:
 		t.Fatalf("peer printed %q while we hold", l)
@@ -337,7 +359,7 @@ func testExclusion(t *testing.T, s *Session, m *Mutex, hosts string, start peerS
 		t.Fatalf("TryAcquire while the peer holds = %v, want ErrHeld", err)
 	}
 	type res struct {
-		g   *Grant
+		g   releaser
 		err error
 	}
 	got := make(chan res, 1)
@@ -346,7 +368,7 @@ func testExclusion(t *testing.T, s *Session, m *Mutex, hosts string, start peerS
 		g, err := m.Acquire(ctx)
 		got <- res{g, err}
 	}()
-	zktest.Eventually(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, m.Path())) == 2 })
+	zktest.Eventually(t, 10*time.Second, "our contender to queue", func() bool { return len(children(t, s, lockPath)) == 2 })
 	select {
 	case r := <-got:
 		t.Fatalf("Acquire returned (%v) while the peer holds", r.err)
@@ -372,7 +394,7 @@ func testExclusion(t *testing.T, s *Session, m *Mutex, hosts string, start peerS
 	}
 	// The control: with nobody holding, the peer's try succeeds, so the
 	// false above was exclusion and not a broken script.
-	if got := start(t, "try", hosts, m.Path()).line(t, 60*time.Second); !strings.EqualFold(got, "true") {
+	if got := start(t, "try", hosts, lockPath).line(t, 60*time.Second); !strings.EqualFold(got, "true") {
 		t.Fatalf("peer's try on a free lock printed %q, want true", got)
 	}
 }

@@ -323,10 +323,15 @@ func (m *Mutex) readChildren(ctx context.Context, watch bool) ([]string, <-chan 
 		}
 		return err
 	})
-	if errors.Is(err, zk.ErrNoNode) {
-		err = fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil, fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
+	case err != nil:
+		// Not children and ch: a read that ctx abandoned may still be
+		// writing them.
+		return nil, nil, err
 	}
-	return children, ch, err
+	return children, ch, nil
 }
 
 // awaitGone waits until the contender pred is gone, and reports whether we

@@ -3,19 +3,26 @@ package zklock
 import "time"
 
 // Options of the recipes. Each recipe has an option interface of its own
-// (MutexOption, ReadLockOption, SemaphoreOption, ElectionOption), and each
+// (MutexOption, MultiMutexOption, ReadLockOption, SemaphoreOption,
+// ElectionOption), and each
 // option implements the interfaces of the recipes that can honour it: an
 // option a recipe cannot honour (a lock-delay on a semaphore, a token mode
 // on a read lock) does not compile, rather than failing at run time.
 //
-//	option          Mutex  ReadLock  Semaphore  Election
-//	WithRoot          ✓       ✓          ✓          ✓
-//	WithData          ✓       ✓          ✓
-//	WithTokenMode     ✓                             ✓
-//	WithLockDelay     ✓
+//	option          Mutex  MultiMutex  ReadLock  Semaphore  Election
+//	WithRoot          ✓        ✓          ✓          ✓          ✓
+//	WithData          ✓        ✓          ✓          ✓
+//	WithTokenMode     ✓        ✓                                ✓
+//	WithLockDelay     ✓        ✓
+//
+// A MultiMutex's options apply to every lock of its set.
 
 // MutexOption configures NewMutex.
 type MutexOption interface{ applyMutex(*Mutex) }
+
+// MultiMutexOption configures NewMultiMutex: each option applies to every
+// lock of the set.
+type MultiMutexOption interface{ applyMultiMutex(*Mutex) }
 
 // ReadLockOption configures NewReadLock.
 type ReadLockOption interface{ applyReadLock(*Mutex) }
@@ -73,3 +80,10 @@ type LockDelayOption struct{ d time.Duration }
 func WithLockDelay(d time.Duration) LockDelayOption { return LockDelayOption{d} }
 
 func (o LockDelayOption) applyMutex(m *Mutex) { m.delay = o.d }
+
+// A MultiMutex takes what a Mutex takes, for each lock of its set.
+
+func (o RootOption) applyMultiMutex(m *Mutex)      { m.root = o.root }
+func (o DataOption) applyMultiMutex(m *Mutex)      { m.data = o.data }
+func (o TokenModeOption) applyMultiMutex(m *Mutex) { m.mode = o.mode }
+func (o LockDelayOption) applyMultiMutex(m *Mutex) { m.delay = o.d }

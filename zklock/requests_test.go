@@ -71,7 +71,7 @@ var recvedRE = regexp.MustCompile(`recved=(\d+)`)
 
 // received is how many packets the server has received on the connection
 // of session id, from the cons four-letter word.
-func received(t *testing.T, c *testenv.Cluster, id int64) int {
+func received(t testing.TB, c *testenv.Cluster, id int64) int {
 	t.Helper()
 	out, err := testenv.FourLetter(c.Servers()[0], "cons", 5*time.Second)
 	if err != nil {

@@ -298,6 +298,9 @@ func TestLockUsageErrors(t *testing.T) {
 		{"flag after name", nil, []string{"a", "--wait", "1s", "--", "true"}, ExitUsage, "flags go before NAME"},
 		{"bad bool from env", []string{"SEQD_SHELL=perhaps"}, []string{"a", "--", "true"}, ExitUsage, "SEQD_SHELL"},
 		{"command not found", nil, []string{"a", "--", "seqd-no-such-command"}, 127, "not found"},
+		{"a name twice", nil, []string{"a", "b", "a", "--", "true"}, ExitUsage, "twice"},
+		{"several names of a semaphore", nil, []string{"-n", "2", "a", "b", "--", "true"}, ExitUsage, "one semaphore NAME"},
+		{"a flag among the names", nil, []string{"a", "-n", "2", "--", "true"}, ExitUsage, "flags go before NAME"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append([]string{"SEQD_ZK=" + zkAddr}, tc.env...)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func lockCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "lock",
 		Usage:     "run a command while holding a lock; kill it if the lock is lost",
-		ArgsUsage: "NAME -- CMD [ARG...]",
+		ArgsUsage: "NAME... -- CMD [ARG...]",
 		Description: `Waits for the lock NAME, runs CMD in its own process group with SEQD_LOCK,
 SEQD_TOKEN and SEQD_SEQUENCER in its environment, forwards SIGINT, SIGTERM,
 SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to that group, and releases the lock as
@@ -52,6 +53,12 @@ soon as CMD exits, exiting with CMD's status. While CMD runs the lock is
 watched: once it is lost, or ZooKeeper has been silent for so long that it
 could expire the session, the whole group is sent --kill-signal, SIGKILL
 after --kill-grace, and seqd exits 76.
+
+With several names (seqd lock A B C -- CMD), seqd takes every lock at once,
+all or nothing, without deadlock whatever sets other holders take at once;
+CMD gets SEQD_SEQUENCERS (every lock's sequencer, separated by spaces) and
+SEQD_LOCK, SEQD_TOKEN and SEQD_SEQUENCER of the first lock, and is killed if
+any of the locks is lost. The first "--" ends the names.
 
 With -n N, NAME is a semaphore (under --semaphore-root) and CMD runs while at
 most N holders hold it.
@@ -144,7 +151,8 @@ func runUnder(c *cli.Context, cfg lockConfig) error {
 
 // lockConfig is a validated `seqd lock` command line.
 type lockConfig struct {
-	name           string
+	name           string   // the first lock's name
+	names          []string // every lock's: seqd lock A B C -- CMD
 	argv           []string // CMD as given
 	path           string   // the program to exec (argv[0] resolved, or sh)
 	args           []string // its arguments, argv[0] included
@@ -178,13 +186,17 @@ type lockIO struct {
 func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (lockConfig, error) {
 	cfg := lockConfig{kind: kind, root: c.String(rootFlag)}
 	var err error
-	if cfg.name, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
+	if cfg.names, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
 		return cfg, err
 	}
-	// NewMutex validates the name and the root and does no I/O: it never
-	// touches the (absent) session.
-	if _, err := zklock.NewMutex(nil, cfg.name, zklock.WithRoot(cfg.root)); err != nil {
+	cfg.name = cfg.names[0]
+	// NewMultiMutex validates the names and the root and does no I/O: it
+	// never touches the (absent) session.
+	if _, err := zklock.NewMultiMutex(nil, cfg.names, zklock.WithRoot(cfg.root)); err != nil {
 		return cfg, usageErrorf("%s: %v", c.Command.Name, userMessage(err))
+	}
+	if len(cfg.names) > 1 && kind != fence.KindLock {
+		return cfg, usageErrorf("%s takes one NAME, not %d", c.Command.Name, len(cfg.names))
 	}
 	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
 		return cfg, err
@@ -230,6 +242,9 @@ func lockLimit(c *cli.Context, cfg *lockConfig) error {
 	if !c.IsSet("n") {
 		return nil
 	}
+	if len(cfg.names) > 1 {
+		return usageErrorf("lock: -n takes one semaphore NAME, not %d: several locks at once are exclusive locks", len(cfg.names))
+	}
 	if err := zklock.ValidateSemaphoreName(cfg.name); err != nil {
 		return usageErrorf("lock: -n: %v", userMessage(err))
 	}
@@ -246,24 +261,33 @@ func lockLimit(c *cli.Context, cfg *lockConfig) error {
 	return nil
 }
 
-// lockArgs splits `NAME [--] CMD [ARG...]`.
-func lockArgs(args []string) (name string, argv []string, err error) {
+// lockArgs splits `NAME... -- CMD [ARG...]`, or `NAME CMD [ARG...]`: the
+// first "--" ends the names; without one, NAME is the only name.
+func lockArgs(args []string) (names, argv []string, err error) {
 	if len(args) == 0 {
-		return "", nil, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME -- CMD [ARG...]")
+		return nil, nil, usageErrorf("lock: no lock NAME given; usage: seqd lock [flags] NAME... -- CMD [ARG...]")
 	}
-	name, args = args[0], args[1:]
-	if strings.HasPrefix(name, "-") {
-		return "", nil, usageErrorf("lock: %q is not a lock name; flags go before NAME", name)
+	end := slices.Index(args, "--")
+	switch {
+	case end == 0:
+		return nil, nil, usageErrorf("lock: no lock NAME before \"--\"; usage: seqd lock [flags] NAME... -- CMD [ARG...]")
+	case end > 0:
+		names, argv = args[:end], args[end+1:]
+	default:
+		names, argv = args[:1], args[1:]
 	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	} else if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		return "", nil, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", args[0])
+	for _, name := range names {
+		if strings.HasPrefix(name, "-") {
+			return nil, nil, usageErrorf("lock: %q is not a lock name; flags go before NAME, and CMD after \"--\"", name)
+		}
 	}
-	if len(args) == 0 {
-		return "", nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", name)
+	if end < 0 && len(argv) > 0 && strings.HasPrefix(argv[0], "-") {
+		return nil, nil, usageErrorf("lock: %q after NAME: flags go before NAME, and CMD after \"--\"", argv[0])
 	}
-	return name, args, nil
+	if len(argv) == 0 {
+		return nil, nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", strings.Join(names, " "))
+	}
+	return names, argv, nil
 }
 
 // lockProgram resolves the program to exec and its arguments (argv[0]

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/seqd/seqd/zklock"
 )
 
 // lockState is what `seqd lock` tells its command on SEQD_LOCK_SOCKET.
@@ -24,6 +22,9 @@ type lockState struct {
 	// SafeForMS is how many milliseconds the lock is guaranteed not to be
 	// granted elsewhere; 0 once lost.
 	SafeForMS int64 `json:"safe_for_ms"`
+	// Sequencers are every lock's sequencer, for a set of locks (seqd lock
+	// A B -- CMD); Token and Sequencer are then the first lock's.
+	Sequencers []string `json:"sequencers,omitempty"`
 }
 
 // lockSocket serves the lock's state to the command on a unix socket in a
@@ -39,7 +40,7 @@ type lockSocket struct {
 	done chan struct{}
 }
 
-func startLockSocket(grant *zklock.Grant, sequencer string) (*lockSocket, error) {
+func startLockSocket(grant interface{ SafeFor() time.Duration }, token uint64, seqs []string) (*lockSocket, error) {
 	// A seqd lock killed with SIGKILL could not remove its directory.
 	removeStaleLockDirs(os.TempDir())
 	dir, err := os.MkdirTemp("", fmt.Sprintf("seqd-lock-%d-", os.Getpid()))
@@ -67,7 +68,10 @@ func startLockSocket(grant *zklock.Grant, sequencer string) (*lockSocket, error)
 		// Held and safe_for_ms agree: under a millisecond left counts as
 		// no longer safe.
 		ms := grant.SafeFor().Milliseconds()
-		st := lockState{Held: ms > 0, Token: grant.Token, Sequencer: sequencer, SafeForMS: ms}
+		st := lockState{Held: ms > 0, Token: token, Sequencer: seqs[0], SafeForMS: ms}
+		if len(seqs) > 1 {
+			st.Sequencers = seqs
+		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)
 	})}

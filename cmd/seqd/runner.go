@@ -36,11 +36,46 @@ func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.S
 		return err
 	}
 	defer sess.Close()
-	grant, err := r.acquire(w, sess)
+	h, err := r.acquire(w, sess)
 	if err != nil {
 		return err
 	}
-	return r.supervise(sess, grant)
+	return r.supervise(sess, h)
+}
+
+// hold is what the command runs under: the grant of one lock, semaphore
+// slot or leadership, or of a set of locks (seqd lock A B -- CMD).
+type hold struct {
+	grant interface {
+		Lost() <-chan struct{}
+		Err() error
+		SafeFor() time.Duration
+		Release(context.Context) error
+	}
+	locks []zklock.HeldLock // each lock with its token: one but for a set
+}
+
+// single is the hold of g, a grant of cfg's one lock, slot or leadership.
+func single(cfg lockConfig, g *zklock.Grant) *hold {
+	return &hold{grant: g, locks: []zklock.HeldLock{{Name: cfg.name, Path: g.Path, Token: g.Token}}}
+}
+
+// multi is the hold of a set of locks.
+func multi(g *zklock.MultiGrant) *hold { return &hold{grant: g, locks: g.Locks} }
+
+// token is the first lock's token, SEQD_TOKEN.
+func (h *hold) token() uint64 { return h.locks[0].Token }
+
+// tokens are the tokens for messages: one, or name@token of each lock.
+func (h *hold) tokens() string {
+	if len(h.locks) == 1 {
+		return fmt.Sprintf("token %d", h.token())
+	}
+	seqs := make([]string, len(h.locks))
+	for i, l := range h.locks {
+		seqs[i] = l.Sequencer()
+	}
+	return "tokens " + strings.Join(seqs, " ")
 }
 
 // lockRun is one `seqd lock` run: its configuration and what it reports to.
@@ -64,7 +99,15 @@ func newLockRun(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan o
 
 // say prints a line about the lock on stderr.
 func (r *lockRun) say(format string, args ...any) {
-	fmt.Fprintf(r.stdio.stderr, "seqd: %s %s: "+format+"\n", append([]any{noun(r.cfg.kind), r.cfg.name}, args...)...)
+	fmt.Fprintf(r.stdio.stderr, "seqd: %s: "+format+"\n", append([]any{r.what()}, args...)...)
+}
+
+// what names what the run holds: lock a, or locks a, b.
+func (r *lockRun) what() string {
+	if len(r.cfg.names) > 1 {
+		return "locks " + strings.Join(r.cfg.names, ", ")
+	}
+	return noun(r.cfg.kind) + " " + r.cfg.name
 }
 
 // verbose says it with --verbose only.
@@ -80,7 +123,7 @@ func (r *lockRun) interrupted(sig syscall.Signal) error {
 	return childStatus(128 + int(sig))
 }
 
-func (r *lockRun) release(g *zklock.Grant) { releaseGrant(r.ctx, g, r.verbose, r.say) }
+func (r *lockRun) release(h *hold) { releaseGrant(r.ctx, h, r.verbose, r.say) }
 
 // connect dials ZooKeeper; no session within max(session timeout,
 // minDialTimeout) is exit 69.
@@ -92,7 +135,7 @@ func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 		if sig, ok := w.signal(); ok {
 			return nil, r.interrupted(sig)
 		}
-		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s: %w", r.cfg.name, err))
+		return nil, withCode(ExitUnavailable, fmt.Errorf("%s: %w", r.what(), err))
 	}
 	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.servers, ","), sess.Timeout(), ms(time.Since(start)))
 	return sess, nil
@@ -114,10 +157,23 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 
 // contender returns how to take the grant: wait for it, or with --wait 0
 // try once.
-func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*zklock.Grant, error), error) {
+func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*hold, error), error) {
 	cfg := r.cfg
-	switch cfg.kind {
-	case fence.KindElection:
+	switch {
+	case len(cfg.names) > 1:
+		mm, err := zklock.NewMultiMutex(sess, cfg.names, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
+		if err != nil {
+			return nil, err
+		}
+		take := pick(cfg.tryOnce, mm.Acquire, mm.TryAcquire)
+		return func(ctx context.Context) (*hold, error) {
+			g, err := take(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return multi(g), nil
+		}, nil
+	case cfg.kind == fence.KindElection:
 		e, err := zklock.NewElection(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
 		if err != nil {
 			return nil, err
@@ -126,25 +182,36 @@ func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*zkloc
 		if cfg.tryOnce {
 			campaign = e.TryCampaign
 		}
-		return func(ctx context.Context) (*zklock.Grant, error) {
+		return func(ctx context.Context) (*hold, error) {
 			l, err := campaign(ctx, []byte(cfg.value))
 			if err != nil {
 				return nil, err
 			}
-			return l.Grant, nil
+			return single(cfg, l.Grant), nil
 		}, nil
-	case fence.KindSemaphore:
+	case cfg.kind == fence.KindSemaphore:
 		sem, err := zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root), zklock.WithData(ownerData(cfg.argv)))
 		if err != nil {
 			return nil, err
 		}
-		return pick(cfg.tryOnce, sem.Acquire, sem.TryAcquire), nil
+		return singly(cfg, pick(cfg.tryOnce, sem.Acquire, sem.TryAcquire)), nil
 	}
 	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
 	if err != nil {
 		return nil, err
 	}
-	return pick(cfg.tryOnce, m.Acquire, m.TryAcquire), nil
+	return singly(cfg, pick(cfg.tryOnce, m.Acquire, m.TryAcquire)), nil
+}
+
+// singly is take, whose grant is held as cfg's one lock or slot.
+func singly(cfg lockConfig, take func(context.Context) (*zklock.Grant, error)) func(context.Context) (*hold, error) {
+	return func(ctx context.Context) (*hold, error) {
+		g, err := take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return single(cfg, g), nil
+	}
 }
 
 // pick is try when tryOnce, wait otherwise.
@@ -157,7 +224,7 @@ func pick[F any](tryOnce bool, wait, try F) F {
 
 // acquire waits for the lock (for ever, or --wait) and checks that it is
 // still held before the command starts.
-func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, error) {
+func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 	cfg := r.cfg
 	take, err := r.contender(sess)
 	if err != nil {
@@ -169,50 +236,57 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
 	}
 	waitStart := time.Now()
-	grant, err := take(acqCtx)
+	h, err := take(acqCtx)
 	cancelAcq()
 	w.end()
 	if sig, ok := w.signal(); ok {
-		if grant != nil {
-			r.release(grant)
+		if h != nil {
+			r.release(h)
 		}
 		return nil, r.interrupted(sig)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, withCode(ExitTimeout, fmt.Errorf("%s %s was not acquired within %v: another holder kept it", noun(cfg.kind), cfg.name, cfg.wait))
-	case errors.Is(err, zklock.ErrHeld):
-		return nil, withCode(ExitTimeout, fmt.Errorf("%s %s was not acquired at the one try --wait 0 asks for: %s", noun(cfg.kind), cfg.name, userMessage(err)))
-	case errors.Is(err, zklock.ErrLimitMismatch):
-		return nil, withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
-	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
-		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
-	default:
-		return nil, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err)
+	if err != nil {
+		return nil, r.notAcquired(err)
 	}
-	r.verbose("acquired: token %d, sequencer %s, contender %s, waited %v", grant.Token, grant.Sequencer(), grant.Path, ms(time.Since(waitStart)))
+	r.verbose("acquired: %s, contender %s, waited %v", h.tokens(), h.locks[0].Path, ms(time.Since(waitStart)))
 	select {
-	case <-grant.Lost():
+	case <-h.grant.Lost():
 		// The command never ran: not 76 (lost while it ran) but the lock
 		// could not be held, as when ZooKeeper is unavailable.
-		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s (token %d) was lost before the command could start: %s", cfg.name, grant.Token, userMessage(grant.Err())))
+		return nil, withCode(ExitUnavailable, fmt.Errorf("%s (%s) was lost before the command could start: %s", r.what(), h.tokens(), userMessage(h.grant.Err())))
 	default:
 	}
-	return grant, nil
+	return h, nil
+}
+
+// notAcquired is the error of an acquire that failed with err.
+func (r *lockRun) notAcquired(err error) error {
+	cfg := r.cfg
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return withCode(ExitTimeout, fmt.Errorf("%s was not acquired within %v: another holder kept it", r.what(), cfg.wait))
+	case errors.Is(err, zklock.ErrHeld):
+		return withCode(ExitTimeout, fmt.Errorf("%s was not acquired at the one try --wait 0 asks for: %s", r.what(), userMessage(err)))
+	case errors.Is(err, zklock.ErrLimitMismatch):
+		return withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
+	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
+		return withCode(ExitUnavailable, fmt.Errorf("%s was not acquired: %w", r.what(), err))
+	}
+	return fmt.Errorf("%s was not acquired: %w", r.what(), err)
 }
 
 // supervise runs the command under the grant until it exits, killing its
 // process group if the lock is lost, and releases the lock.
-func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
+func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 	cfg := r.cfg
-	sock, err := startLockSocket(grant, r.sequencer(grant))
+	seqs := r.sequencers(h)
+	sock, err := startLockSocket(h.grant, h.token(), seqs)
 	if err != nil {
-		r.release(grant)
+		r.release(h)
 		return fmt.Errorf("the lock socket: %w", err)
 	}
 	defer sock.close()
-	cmd := r.command(grant, sock.path)
+	cmd := r.command(h, seqs, sock.path)
 	var term *os.File
 	if f, ok := r.stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
 		term = f // an interactive run: CMD gets the terminal
@@ -220,44 +294,50 @@ func (r *lockRun) supervise(sess *zklock.Session, grant *zklock.Grant) error {
 	runStart := time.Now()
 	res, err := runlock.Run(cmd, runlock.Options{
 		Terminal:   term,
-		Lost:       grant.Lost(),
+		Lost:       h.grant.Lost(),
 		Signals:    r.sigs,
 		KillSignal: cfg.killSignal,
 		KillGrace:  cfg.killGrace,
 		Clock:      r.clk,
 		Logger:     r.logger,
-		OnLost:     func(pgid int) { r.reportLoss(sess, grant, pgid) },
+		OnLost:     func(pgid int) { r.reportLoss(sess, h, pgid) },
 	})
 	if err != nil {
-		r.release(grant)
+		r.release(h)
 		return commandError(err)
 	}
-	return r.finish(grant, res, ms(time.Since(runStart)))
+	return r.finish(h, res, ms(time.Since(runStart)))
 }
 
-// sequencer is the grant's sequencer, of its kind, signed with
-// --signing-key-file.
-func (r *lockRun) sequencer(grant *zklock.Grant) string {
-	seq := fence.Sequencer{Kind: r.cfg.kind, Name: r.cfg.name, Token: grant.Token}
-	if r.cfg.signer != nil {
-		return r.cfg.signer.Sign(seq)
+// sequencers are the hold's sequencers, one per lock, of the run's kind,
+// signed with --signing-key-file.
+func (r *lockRun) sequencers(h *hold) []string {
+	seqs := make([]string, len(h.locks))
+	for i, l := range h.locks {
+		seq := fence.Sequencer{Kind: r.cfg.kind, Name: l.Name, Token: l.Token}
+		seqs[i] = seq.String()
+		if r.cfg.signer != nil {
+			seqs[i] = r.cfg.signer.Sign(seq)
+		}
 	}
-	return seq.String()
+	return seqs
 }
 
-// command is CMD with the lock, the token, the sequencer and the lock
-// socket in its environment.
-func (r *lockRun) command(grant *zklock.Grant, socket string) *exec.Cmd {
+// command is CMD with the lock, the token, the sequencer (the first
+// lock's, for a set), every sequencer and the lock socket in its
+// environment.
+func (r *lockRun) command(h *hold, seqs []string, socket string) *exec.Cmd {
 	cmd := exec.Command(r.cfg.path)
 	cmd.Args = r.cfg.args
 	cmd.Env = append(cmd.Environ(),
 		"SEQD_LOCK="+r.cfg.name,
-		"SEQD_TOKEN="+strconv.FormatUint(grant.Token, 10),
-		"SEQD_SEQUENCER="+r.sequencer(grant),
+		"SEQD_TOKEN="+strconv.FormatUint(h.token(), 10),
+		"SEQD_SEQUENCER="+seqs[0],
+		"SEQD_SEQUENCERS="+strings.Join(seqs, " "),
 		"SEQD_LOCK_SOCKET="+socket,
 	)
 	if r.cfg.kind == fence.KindElection {
-		term := strconv.FormatUint(grant.Token, 10)
+		term := strconv.FormatUint(h.token(), 10)
 		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.name, "SEQD_TERM="+term)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
@@ -266,47 +346,47 @@ func (r *lockRun) command(grant *zklock.Grant, socket string) *exec.Cmd {
 
 // reportLoss says, as the kill signal goes out, which token was lost and
 // when ZooKeeper last answered.
-func (r *lockRun) reportLoss(sess *zklock.Session, grant *zklock.Grant, pgid int) {
+func (r *lockRun) reportLoss(sess *zklock.Session, h *hold, pgid int) {
 	heard := sess.LastHeard()
-	r.say("lost (token %d): %s; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
-		grant.Token, userMessage(grant.Err()), runlock.SignalName(r.cfg.killSignal), pgid, r.cfg.killGrace,
+	r.say("lost (%s): %s; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
+		h.tokens(), userMessage(h.grant.Err()), runlock.SignalName(r.cfg.killSignal), pgid, r.cfg.killGrace,
 		heard.Format(time.RFC3339Nano), ms(r.clk.Now().Sub(heard)), sess.Timeout())
 }
 
 // finish releases the lock once the command has exited and picks seqd's
 // status: 76 if the lock was lost while it ran, else the command's own.
-func (r *lockRun) finish(grant *zklock.Grant, res runlock.Result, ran time.Duration) error {
+func (r *lockRun) finish(h *hold, res runlock.Result, ran time.Duration) error {
 	if res.Lost {
-		r.release(grant)
+		r.release(h)
 		how := fmt.Sprintf("status %d", res.Status)
 		if res.Killed {
 			how += fmt.Sprintf(", SIGKILL after the %v grace", r.cfg.killGrace)
 		}
-		return withCode(ExitLockLost, fmt.Errorf("lock %s (token %d) was lost while the command ran; it ended with %s", r.cfg.name, grant.Token, how))
+		return withCode(ExitLockLost, fmt.Errorf("%s (%s) was lost while the command ran; it ended with %s", r.what(), h.tokens(), how))
 	}
 	if res.Stragglers {
 		r.say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(r.cfg.killSignal))
 	}
 	r.verbose("the command exited with status %d after %v", res.Status, ran)
-	r.release(grant)
+	r.release(h)
 	return childStatus(res.Status)
 }
 
 // releaseGrant deletes the contender on a context that outlives ctx (which a
 // forwarded SIGTERM may have cancelled). If ZooKeeper cannot be reached,
 // closing the session removes the node, or ZooKeeper does when it expires it.
-func releaseGrant(ctx context.Context, g *zklock.Grant, verbose, say func(string, ...any)) {
+func releaseGrant(ctx context.Context, h *hold, verbose, say func(string, ...any)) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
 	defer cancel()
 	start := time.Now()
-	switch err := g.Release(rctx); {
+	switch err := h.grant.Release(rctx); {
 	case err == nil:
-		verbose("released token %d in %v", g.Token, ms(time.Since(start)))
+		verbose("released %s in %v", h.tokens(), ms(time.Since(start)))
 	case errors.Is(err, zklock.ErrLockLost):
 		// Already reported, or lost after the command ended: nothing to do.
-		verbose("token %d was already lost at release: %s", g.Token, userMessage(err))
+		verbose("%s already lost at release: %s", h.tokens(), userMessage(err))
 	default:
-		say("could not release token %d (%s); its node goes when the session ends", g.Token, userMessage(err))
+		say("could not release %s (%s); its nodes go when the session ends", h.tokens(), userMessage(err))
 	}
 }
 

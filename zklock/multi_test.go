@@ -1,0 +1,381 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seqd/seqd/testenv/zktest"
+)
+
+func multiMutex(t testing.TB, s *Session, names []string, opts ...MultiMutexOption) *MultiMutex {
+	t.Helper()
+	mm, err := NewMultiMutex(s, names, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mm
+}
+
+// uniqueNames are n lock names under prefix that no other run has used.
+func uniqueNames(prefix string, n int) []string {
+	base := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s/%c", base, 'a'+i)
+	}
+	return names
+}
+
+// One grant holds every lock of the set: each lock's holder (as any reader
+// of ZooKeeper sees it) is our contender with our token; in zxid mode the
+// tokens are one czxid, in version mode each lock's counter moves by one
+// per grant. A release frees every lock in one go.
+func TestMultiMutexGrantsEveryLock(t *testing.T) {
+	c := shared.Get(t)
+	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/grant", 3)
+			opts := []MultiMutexOption{WithRoot(modeRoot(mode)), WithTokenMode(mode)}
+			mm := multiMutex(t, s, names, opts...)
+			var prev []uint64
+			for round := 1; round <= 2; round++ {
+				g, err := mm.Acquire(ctxT(t, 10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, l := range g.Locks {
+					m := mutex(t, s, names[i], WithRoot(modeRoot(mode)), WithTokenMode(mode))
+					h, err := m.Holder(ctxT(t, 10*time.Second))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if l.Name != names[i] || !h.Held || h.Node != path.Base(l.Path) || h.Token != l.Token {
+						t.Errorf("round %d, lock %s: holder %+v, grant %+v; want our contender holding with our token", round, names[i], h, l)
+					}
+					switch {
+					case mode == TokenZxid && l.Token != g.Locks[0].Token:
+						t.Errorf("zxid tokens differ across the set: %+v", g.Locks)
+					case mode == TokenVersion && l.Token != uint64(round):
+						t.Errorf("round %d, lock %s: version token %d, want %d", round, names[i], l.Token, round)
+					case prev != nil && l.Token <= prev[i]:
+						t.Errorf("lock %s: token %d after %d, want higher", names[i], l.Token, prev[i])
+					}
+				}
+				prev = prev[:0]
+				for _, l := range g.Locks {
+					prev = append(prev, l.Token)
+				}
+				if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+				if !errors.Is(g.Err(), ErrReleased) {
+					t.Errorf("Err after Release = %v, want ErrReleased", g.Err())
+				}
+				for _, l := range g.Locks {
+					if ch := children(t, s, path.Dir(l.Path)); len(ch) != 0 {
+						t.Errorf("lock %s after release: children %v, want none", l.Name, ch)
+					}
+				}
+			}
+		})
+	}
+}
+
+// While one lock of the set is held elsewhere, TryAcquire fails naming it,
+// and Acquire times out: neither leaves a contender behind, in the held
+// lock or in the free ones.
+func TestMultiMutexAllOrNothing(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	other := dial(t, c.Servers(), Options{})
+	names := uniqueNames("multi/none", 3)
+	holder, err := mutex(t, other, names[1]).Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm := multiMutex(t, s, names)
+	onlyHolder := func(t *testing.T) {
+		t.Helper()
+		for _, name := range names {
+			want := 0
+			if name == names[1] {
+				want = 1
+			}
+			p := DefaultRoot + "/" + name
+			zktest.Eventually(t, 10*time.Second, "our contenders withdrawn from "+name, func() bool { return len(children(t, other, p)) == want })
+		}
+	}
+	_, err = mm.TryAcquire(ctxT(t, 10*time.Second))
+	var me *MultiLockError
+	if !errors.Is(err, ErrHeld) || !errors.As(err, &me) || me.Lock != names[1] {
+		t.Fatalf("TryAcquire with %s held = %v, want ErrHeld naming it", names[1], err)
+	}
+	onlyHolder(t)
+	_, err = mm.Acquire(ctxT(t, 500*time.Millisecond))
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &me) || me.Lock != names[1] {
+		t.Fatalf("Acquire with %s held = %v, want the deadline while waiting for it", names[1], err)
+	}
+	onlyHolder(t)
+	// The control: once the holder has gone, the same set is granted.
+	if err := holder.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := mm.TryAcquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("TryAcquire of a free set: %v", err)
+	}
+	g.Release(ctxT(t, 10*time.Second))
+}
+
+// Losing one lock of the set loses the grant: Lost closes, Err names the
+// lock, and the contenders in the other locks are deleted. A lock is lost
+// when its contender is deleted by someone else, or when a contender is
+// planted below it.
+func TestMultiMutexLossOfOneLock(t *testing.T) {
+	c := shared.Get(t)
+	rogue := rawConn(t, c.Servers())
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, l HeldLock)
+		want error
+	}{
+		{"deleted", func(t *testing.T, l HeldLock) {
+			if err := rogue.Delete(l.Path, -1); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrLockLost},
+		{"overtaken", func(t *testing.T, l HeldLock) {
+			planted := path.Dir(l.Path) + "/x-lock-0000000000"
+			if _, err := rogue.Create(planted, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rogue.Delete(planted, -1) })
+		}, ErrOvertaken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/loss-"+tc.name, 3)
+			mm := multiMutex(t, s, names)
+			// A first grant moves the locks' sequence counters past 0,
+			// so that a planted x-lock-0000000000 sorts below ours.
+			g, err := mm.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Release(ctxT(t, 10*time.Second))
+			if g, err = mm.Acquire(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, g.Locks[1])
+			select {
+			case <-g.Lost():
+			case <-time.After(10 * time.Second):
+				t.Fatal("grant not lost after one of its locks was")
+			}
+			if err := g.Err(); !errors.Is(err, ErrLockLost) || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), names[1]) {
+				t.Errorf("Err = %v, want %v naming %s", err, tc.want, names[1])
+			}
+			for _, l := range g.Locks {
+				zktest.Eventually(t, 10*time.Second, "the contender in "+l.Name+" deleted", func() bool {
+					ok, _, err := rogue.Exists(l.Path)
+					return err == nil && !ok
+				})
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); !errors.Is(err, ErrLockLost) {
+				t.Errorf("Release of a lost grant = %v, want its loss", err)
+			}
+		})
+	}
+}
+
+// A set queued behind a single Mutex in one lock waits for it, and is
+// granted, with a higher token, when the Mutex releases.
+func TestMultiMutexWaitsForEveryLock(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	other := dial(t, c.Servers(), Options{})
+	names := uniqueNames("multi/wait", 2)
+	single := mutex(t, other, names[1])
+	hg, err := single.Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var g *MultiGrant
+	go func() {
+		var err error
+		g, err = multiMutex(t, s, names).Acquire(ctxT(t, 30*time.Second))
+		got <- err
+	}()
+	waitQueued(t, single, 2)
+	select {
+	case err := <-got:
+		t.Fatalf("granted (%v) while %s is held", err, names[1])
+	case <-time.After(stillBlocked):
+	}
+	if err := hg.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("not granted after the Mutex released")
+	}
+	if g.Locks[1].Token <= hg.Token {
+		t.Errorf("token %d after the Mutex's %d, want higher", g.Locks[1].Token, hg.Token)
+	}
+	g.Release(ctxT(t, 10*time.Second))
+}
+
+// An unclean end of a holder with a lock-delay keeps a set containing its
+// lock waiting until the delay has passed.
+func TestMultiMutexHonoursLockDelay(t *testing.T) {
+	c := shared.Get(t)
+	const delay = 1500 * time.Millisecond
+	s := dial(t, c.Servers(), Options{})
+	other := dial(t, c.Servers(), Options{})
+	names := uniqueNames("multi/delay", 2)
+	hg, err := mutex(t, other, names[0], WithLockDelay(delay)).Acquire(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hg.Abandon(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	g, err := multiMutex(t, s, names).Acquire(ctxT(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := time.Since(ended)
+	g.Release(ctxT(t, 10*time.Second))
+	if waited < delay-100*time.Millisecond {
+		t.Fatalf("granted %v after an unclean end, want at least the delay %v", waited, delay)
+	}
+}
+
+// A multi whose answer is lost: the contenders exist in every lock, and
+// Acquire finds them by their GUID and uses them, leaving no twin.
+func TestMultiMutexReplyLost(t *testing.T) {
+	c := shared.Get(t)
+	p := startDropProxy(t, c.Servers()[0])
+	s := dial(t, []string{p.addr()}, Options{})
+	other := dial(t, c.Servers(), Options{})
+	names := uniqueNames("multi/lostreply", 2)
+	mm := multiMutex(t, s, names)
+	g, err := mm.Acquire(ctxT(t, 10*time.Second)) // the lock nodes now exist
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Release(ctxT(t, 10*time.Second))
+	before := g.Locks
+
+	p.arm(DefaultRoot + "/" + names[0] + "/" + protectedPrefix)
+	g, err = mm.Acquire(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire after a lost multi answer: %v", err)
+	}
+	select {
+	case <-p.dropped:
+	default:
+		t.Fatal("the proxy dropped no answer: the test tested nothing")
+	}
+	for i, l := range g.Locks {
+		if got, want := children(t, other, path.Dir(l.Path)), []string{path.Base(l.Path)}; !slices.Equal(got, want) {
+			t.Errorf("lock %s: children %v, want only %v (no twin)", l.Name, got, want)
+		}
+		// The multi whose answer was lost made the next contender in each
+		// lock: that one is used, not a second multi's.
+		was, _ := parseContender(path.Base(before[i].Path))
+		now, _ := parseContender(path.Base(l.Path))
+		if now.seq != was.seq+1 {
+			t.Errorf("lock %s: granted contender %d, want %d, the one the lost multi made", l.Name, now.seq, was.seq+1)
+		}
+	}
+	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Names are refused before ZooKeeper is touched: none, too many, twice the
+// same, or one invalid.
+func TestNewMultiMutexRefuses(t *testing.T) {
+	many := make([]string, MaxMultiLocks+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("l%d", i)
+	}
+	for _, names := range [][]string{nil, many, {"a", "b", "a"}, {"a", "../b"}} {
+		if _, err := NewMultiMutex(nil, names); err == nil {
+			t.Errorf("NewMultiMutex(%q) accepted", names)
+		}
+	}
+	if _, err := NewMultiMutex(nil, many[:MaxMultiLocks]); err != nil {
+		t.Errorf("NewMultiMutex of %d locks: %v", MaxMultiLocks, err)
+	}
+}
+
+// A kazoo Lock on one lock of the set excludes a multi-lock and is
+// excluded by it, both ways.
+func TestInteropKazooMulti(t *testing.T) {
+	needKazoo(t)
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	names := uniqueNames("interop/kazoo-multi", 3)
+	mm := multiMutex(t, s, names)
+	testExclusionOf(t, s, multiLocker{mm}, DefaultRoot+"/"+names[1], c.ConnectString(), kazooPeer(""))
+}
+
+// multiLocker is a MultiMutex as testExclusion takes a lock.
+type multiLocker struct{ mm *MultiMutex }
+
+func (l multiLocker) Acquire(ctx context.Context) (releaser, error) { return l.mm.Acquire(ctx) }
+func (l multiLocker) TryAcquire(ctx context.Context) (releaser, error) {
+	return l.mm.TryAcquire(ctx)
+}
+
+// TestMultiMutexUncontendedRequests counts, as TestUncontendedCycleRequests
+// does for a Mutex, the requests of an uncontended acquire and release of
+// a set of k locks: the multi that creates the contenders, one read of the
+// stat they share, one children read (with the watch its grant goes on
+// from) per lock, and the multi that deletes them: k+3.
+func TestMultiMutexUncontendedRequests(t *testing.T) {
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second})
+	root := WithRoot("/reqcount-" + newGUID() + "/locks")
+	for _, k := range []int{1, 2, 4} {
+		mm := multiMutex(t, s, uniqueNames("count", k), root)
+		cycle := func() {
+			t.Helper()
+			g, err := mm.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 50
+		cycle() // the lock nodes, and what the session knows of the root
+		before := received(t, c, s.ID())
+		for range n {
+			cycle()
+		}
+		got := float64(received(t, c, s.ID())-before) / n
+		t.Logf("sets of %d: %.2f requests per uncontended cycle", k, got)
+		if want := float64(k + 3); got > want+0.05 {
+			t.Errorf("sets of %d: %.2f requests per uncontended cycle, want %.0f", k, got, want)
+		}
+	}
+}

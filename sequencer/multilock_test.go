@@ -199,3 +199,30 @@ func TestMaxMultiLocksAgree(t *testing.T) {
 		t.Errorf("client.MaxMultiLocks %d, zklock.MaxMultiLocks %d", client.MaxMultiLocks, zklock.MaxMultiLocks)
 	}
 }
+
+// TestMultiLockAudit: a multi-lock lease writes one audit line per lock at
+// its grant and at its release, each with the lock's own name and token.
+func TestMultiLockAudit(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	var audit lockedBuffer
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), audit: NewAuditLog(&audit, nil)})
+	ctx := ctxT(t, 30*time.Second)
+	l, err := d.client.Client.AcquireMulti(ctx, []string{"audit/a", "audit/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.Client.ReleaseMulti(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, lt := range l.Locks {
+		want["grant "+lt.Name+" "+fmt.Sprint(lt.Token)] = true
+		want["release "+lt.Name+" "+fmt.Sprint(lt.Token)] = true
+	}
+	for _, e := range audit.events(t) {
+		delete(want, e.Event+" "+e.Name+" "+fmt.Sprint(e.Token))
+	}
+	if len(want) != 0 {
+		t.Fatalf("audit log %v lacks %v", audit.events(t), want)
+	}
+}

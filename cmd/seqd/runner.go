@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
@@ -186,6 +188,8 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*zklock.Grant, er
 		return nil, withCode(ExitTimeout, fmt.Errorf("%s %s was not acquired at the one try --wait 0 asks for: %s", noun(cfg.kind), cfg.name, userMessage(err)))
 	case errors.Is(err, zklock.ErrLimitMismatch):
 		return nil, withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
+	case errors.Is(err, zk.ErrNoAuth):
+		return nil, withCode(ExitAuth, zkNoAuth(fmt.Sprintf("%s %s", noun(cfg.kind), cfg.name), cfg.root, cfg.zk.auth))
 	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
 		return nil, withCode(ExitUnavailable, fmt.Errorf("lock %s was not acquired: %w", cfg.name, err))
 	default:

@@ -69,13 +69,19 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "start a throwaway local ZooKeeper and serve on it (for trying seqd out)",
-		Flags: append(serveFlags(false),
+		Flags: append(append(serveFlags(false),
 			&cli.IntFlag{Name: "zk-port", Value: defaultDevZKPort, EnvVars: []string{"SEQD_ZK_PORT"},
 				Usage: "ZooKeeper's client port on 127.0.0.1 (0: any free port; the default falls back to a free one when taken)"}),
+			devSecureFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
 			}
+			secure, err := prepareDevSecure(c)
+			if err != nil {
+				return err
+			}
+			defer secure.cleanup()
 			port, err := devZKPort(c)
 			if err != nil {
 				return err
@@ -93,6 +99,12 @@ func devCommand() *cli.Command {
 			defer zk.Stop()
 			w := c.App.ErrWriter
 			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
+			if secure != nil {
+				if err := secure.apply(c, zk.ConnectString()); err != nil {
+					return err
+				}
+				return serve(c, zk.Servers(), func(addr string) { secure.ready(w, addr) })
+			}
 			return serve(c, zk.Servers(), func(addr string) {
 				fmt.Fprintf(w, `seqd API on http://%[1]s. In another terminal, paste:
 
@@ -157,7 +169,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	listen := c.String("listen")
-	sec, err := serverSecurity(c, listen)
+	sec, err := serverSecurity(c, listen, logger)
 	if err != nil {
 		return err
 	}
@@ -210,7 +222,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		GroupCommit:    c.Bool("group-commit"),
 	})
 	if err := svc.Start(ctx); err != nil {
-		return withCode(ExitUnavailable, err)
+		return startError(err, c.String("root"), zkSec)
 	}
 	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.

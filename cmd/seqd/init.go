@@ -224,17 +224,35 @@ func (l lockdown) zkVars() []string {
 
 // serveArgs are the arguments of the `seqd serve` that uses the directory.
 func (l lockdown) serveArgs(listen string) []string {
-	return []string{"serve",
+	args := []string{"serve",
 		"--zk", l.zk,
 		"--listen", listen,
 		"--tls-cert-file", l.path(serverCertFile),
 		"--tls-key-file", l.path(serverKeyFile),
 		"--tls-client-ca-file", l.path(caFile),
 		"--api-token-file", l.path(apiTokenFile),
-		"--admin-token-file", l.path(adminTokenFile),
+	}
+	if serveTakes("admin-token-file") {
+		args = append(args, "--admin-token-file", l.path(adminTokenFile))
+	}
+	return append(args,
 		"--signing-key-file", l.path(signingKeyFile),
 		"--zk-auth-file", l.path(zkAuthFile),
+	)
+}
+
+// serveTakes reports whether seqd serve has the flag name, so that the
+// printed command runs as printed: the admin token's flag comes with
+// breaking locks.
+func serveTakes(name string) bool {
+	for _, f := range serveFlags(true) {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
 	}
+	return false
 }
 
 // storeArgs are the arguments of a `seqd store` that admits only the

@@ -134,3 +134,34 @@ then try:
 Ctrl-C stops seqd and ZooKeeper.
 `, l.addr, where, strings.Join(vars, " "))
 }
+
+// plainDevExports is the daemon's URL and the export line of a dev run
+// without --secure: https when it serves TLS, and the token and ZooKeeper
+// identity files it was given. A CA or client certificate of the user's
+// own it cannot name: the line says what to add.
+func plainDevExports(c *cli.Context, addr, zk string) (url, line string) {
+	url = "http://" + addr
+	if c.String("tls-cert-file") != "" {
+		url = "https://" + addr
+	}
+	vars := []string{"SEQD_ZK=" + shellWord(zk), "SEQD_ADDR=" + url}
+	for _, fe := range [][2]string{{"zk-auth-file", "SEQD_ZK_AUTH_FILE"}, {"api-token-file", "SEQD_API_TOKEN_FILE"}} {
+		flag, env := fe[0], fe[1]
+		if f := c.String(flag); f != "" {
+			if abs, err := filepath.Abs(f); err == nil {
+				f = abs
+			}
+			vars = append(vars, env+"="+shellWord(f))
+		}
+	}
+	line = strings.Join(vars, " ")
+	if c.String("tls-cert-file") != "" {
+		// A comment, so that the pasted lines still run.
+		line += "\n  # and SEQD_CACERT, the CA that signed --tls-cert-file"
+		if c.String("tls-client-ca-file") != "" {
+			line += "; SEQD_CERT and SEQD_KEY, a client certificate of --tls-client-ca-file's CA"
+		}
+		line += " (seqd dev --secure makes them all)"
+	}
+	return url, line
+}

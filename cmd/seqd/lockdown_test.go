@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"flag"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/internal/security"
@@ -345,6 +348,45 @@ func TestInitRefusals(t *testing.T) {
 		}
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("seqd %v made %s", full, d)
+		}
+	}
+}
+
+// TestPlainDevExportsFollowTheFlags: seqd dev without --secure prints
+// https and the token file when it was given them, and says, in a comment
+// that keeps the pasted lines valid, what it cannot name.
+func TestPlainDevExportsFollowTheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    []string
+		wantNot []string
+	}{
+		{nil, []string{"SEQD_ZK=zk:1 SEQD_ADDR=http://a:1"}, []string{"https", "#", "TOKEN"}},
+		{[]string{"--tls-cert-file", "c.pem", "--tls-key-file", "k.pem", "--api-token-file", "/t/tok"},
+			[]string{"SEQD_ADDR=https://a:1", "SEQD_API_TOKEN_FILE=/t/tok", "\n  # and SEQD_CACERT"}, []string{"SEQD_CERT"}},
+		{[]string{"--tls-cert-file", "c.pem", "--tls-key-file", "k.pem", "--tls-client-ca-file", "ca.pem"},
+			[]string{"SEQD_ADDR=https://a:1", "SEQD_CERT and SEQD_KEY"}, nil},
+	} {
+		set := flag.NewFlagSet("dev", flag.ContinueOnError)
+		for _, f := range devCommand().Flags {
+			f.Apply(set)
+		}
+		if err := set.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		url, line := plainDevExports(cli.NewContext(newApp(nil, io.Discard, io.Discard), set, nil), "a:1", "zk:1")
+		for _, w := range tc.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%v: %q (url %s) does not say %q", tc.args, line, url, w)
+			}
+		}
+		for _, w := range tc.wantNot {
+			if strings.Contains(line, w) {
+				t.Errorf("%v: %q says %q", tc.args, line, w)
+			}
+		}
+		if out, err := exec.Command("/bin/sh", "-n", "-c", "export "+line).CombinedOutput(); err != nil {
+			t.Errorf("%v: the printed lines are not valid shell: %v %s", tc.args, err, out)
 		}
 	}
 }

@@ -106,9 +106,10 @@ func devCommand() *cli.Command {
 				return serve(c, zk.Servers(), func(addr string) { secure.ready(w, addr) })
 			}
 			return serve(c, zk.Servers(), func(addr string) {
-				fmt.Fprintf(w, `seqd API on http://%[1]s. In another terminal, paste:
+				url, line := plainDevExports(c, addr, zk.ConnectString())
+				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
 
-  export SEQD_ZK=%[2]s SEQD_ADDR=http://%[1]s
+  export %[2]s
 
 then try:
   seqd acquire --ttl 30s demo
@@ -116,7 +117,7 @@ then try:
   seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
-`, addr, zk.ConnectString())
+`, url, line)
 			})
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/internal/security"
+	"github.com/seqd/seqd/testenv"
 )
 
 func devSecureFlags() []cli.Flag {
@@ -22,6 +23,8 @@ func devSecureFlags() []cli.Flag {
 			Usage: "lock the stack down with seqd init's files: HTTPS with client certificates, a bearer token, signed sequencers, ZooKeeper nodes under a digest identity (these take the place of the TLS, token, signing and ZooKeeper identity flags)"},
 		&cli.StringFlag{Name: "dir", EnvVars: []string{"SEQD_DIR"},
 			Usage: "with --secure: the directory of seqd init's files, used as they are, or written there if it has none (default: a temporary directory, removed at exit)"},
+		&cli.BoolFlag{Name: "zk-tls", EnvVars: []string{"SEQD_ZK_TLS"},
+			Usage: "with --secure: ZooKeeper also serves TLS, requiring client certificates, and seqd connects over it (its plain port stays open on loopback, for the readiness probe)"},
 	}
 }
 
@@ -30,6 +33,9 @@ type devLockdown struct {
 	l     lockdown
 	write bool // the directory has none of the files yet
 	temp  bool // a directory of our own, removed at exit
+	zkTLS bool
+	// zkVars are the ZooKeeper TLS settings of the export line.
+	zkTLSVars []string
 }
 
 // prepareDevSecure checks --secure and --dir before anything starts: nil
@@ -38,12 +44,12 @@ type devLockdown struct {
 func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 	dir := c.String("dir")
 	if !c.Bool("secure") {
-		if dir != "" {
-			return nil, usageErrorf("--dir goes with --secure")
+		if dir != "" || c.Bool("zk-tls") {
+			return nil, usageErrorf("--dir and --zk-tls go with --secure")
 		}
 		return nil, nil
 	}
-	d := &devLockdown{}
+	d := &devLockdown{zkTLS: c.Bool("zk-tls")}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "seqd-dev-")
 		if err != nil {
@@ -73,19 +79,46 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 	return d, nil
 }
 
-// apply writes the material if the directory has none (with zk and
-// listen in its client.env), and points the server flags at it.
-func (d *devLockdown) apply(c *cli.Context, zk string) error {
-	d.l.zk = zk
+// zkOptions are the options of dev's ZooKeeper on port: with --zk-tls, a
+// secure client port too, whose CA (testenv's own) issues seqd's client
+// certificate.
+func (d *devLockdown) zkOptions(port int) testenv.Options {
+	opts := testenv.Options{ClientPort: port}
+	if d != nil && d.zkTLS {
+		opts.TLS = &testenv.TLSOptions{ClientAuth: true}
+	}
+	return opts
+}
+
+// apply writes the material if the directory has none (with ZooKeeper's
+// address and listen in its client.env), points the server flags at it,
+// and returns the ZooKeeper servers to use.
+func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, error) {
+	servers := zk.Servers()
+	files := map[string]string{}
+	if d.zkTLS {
+		cert, key, err := zk.CA.Issue("seqd-dev", false)
+		if err != nil {
+			return nil, err
+		}
+		servers = zk.SecureServers()
+		files["zk-tls-ca-file"], files["zk-tls-cert-file"], files["zk-tls-key-file"] = zk.CA.CertFile, cert, key
+		d.zkTLSVars = []string{
+			"SEQD_ZK_TLS_CA_FILE=" + shellWord(zk.CA.CertFile),
+			"SEQD_ZK_TLS_CERT_FILE=" + shellWord(cert),
+			"SEQD_ZK_TLS_KEY_FILE=" + shellWord(key),
+		}
+	}
+	d.l.zk = strings.Join(servers, ",")
 	if d.write {
 		listen := c.String("listen")
 		hosts, err := security.ServerHosts(nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.l.addr = daemonURL(listen, hosts)
 		if err := writeLockdown(d.l, hosts, defaultInitDays*24*time.Hour); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for flag, file := range map[string]string{
@@ -96,14 +129,17 @@ func (d *devLockdown) apply(c *cli.Context, zk string) error {
 		"signing-key-file":   signingKeyFile,
 		"zk-auth-file":       zkAuthFile,
 	} {
-		if err := c.Set(flag, d.l.path(file)); err != nil {
-			return err
+		files[flag] = d.l.path(file)
+	}
+	for flag, path := range files {
+		if err := c.Set(flag, path); err != nil {
+			return nil, err
 		}
 	}
 	// A daemon that has an admin token takes seqd init's; one without the
 	// flag has nothing to set.
 	_ = c.Set("admin-token-file", d.l.path(adminTokenFile))
-	return nil
+	return servers, nil
 }
 
 func (d *devLockdown) cleanup() {
@@ -121,8 +157,12 @@ func (d *devLockdown) ready(w io.Writer, addr string) {
 	if d.temp {
 		where += ", removed when dev stops"
 	}
-	vars := append(l.zkVars(), l.clientVars()...)
-	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, ZooKeeper nodes under a digest identity (files in %[2]s). In another terminal, paste:
+	vars := append(append(l.zkVars(), d.zkTLSVars...), l.clientVars()...)
+	zk := "ZooKeeper nodes under a digest identity"
+	if d.zkTLS {
+		zk += ", reached over mutual TLS"
+	}
+	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, %[4]s (files in %[2]s). In another terminal, paste:
 
   export %[3]s
 
@@ -132,7 +172,7 @@ then try:
   seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
-`, l.addr, where, strings.Join(vars, " "))
+`, l.addr, where, strings.Join(vars, " "), zk)
 }
 
 // plainDevExports is the daemon's URL and the export line of a dev run

@@ -183,16 +183,25 @@ func TestInitThenLockedDown(t *testing.T) {
 var exportLine = regexp.MustCompile(`(?m)^  (export SEQD_.*)$`)
 
 // TestDevSecureExportLine: the export line seqd dev --secure prints, pasted
-// into a shell, makes seqd acquire succeed over https; without it (the
-// address alone) the same acquire is refused; the temporary directory goes
-// when dev stops.
+// into a shell, makes seqd acquire succeed over https (and seqd lock reach
+// ZooKeeper, over TLS with --zk-tls); without it (the address alone) the
+// same acquire is refused; the temporary directory goes when dev stops.
 func TestDevSecureExportLine(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--zk-tls"}} {
+		t.Run(strings.Join(append([]string{"secure"}, extra...), " "), func(t *testing.T) {
+			devSecureExportLine(t, extra)
+		})
+	}
+}
+
+func devSecureExportLine(t *testing.T, extra []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		err := run(ctx, []string{"seqd", "dev", "--secure", "--zk-port", "0", "--listen", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &errb)
+		args := append([]string{"seqd", "dev", "--secure", "--zk-port", "0", "--listen", "127.0.0.1:0"}, extra...)
+		err := run(ctx, args, strings.NewReader(""), io.Discard, &errb)
 		done <- exitCode(err, &errb)
 	}()
 	var line string
@@ -211,9 +220,12 @@ func TestDevSecureExportLine(t *testing.T) {
 	if addr == nil || !strings.HasPrefix(addr[1], "https://") {
 		t.Fatalf("export line %q: want SEQD_ADDR=https://…", line)
 	}
-	code, out, errs := shellRun(t, nil, line+"\nseqd acquire --ttl 10s --token-only demo")
+	if zkTLS := strings.Contains(line, "SEQD_ZK_TLS_CERT_FILE="); zkTLS != (len(extra) > 0) {
+		t.Errorf("export line %q: ZooKeeper TLS settings %v, want %v", line, zkTLS, len(extra) > 0)
+	}
+	code, out, errs := shellRun(t, nil, line+"\nseqd acquire --ttl 10s --token-only demo && seqd lock demo-lock -- true")
 	if _, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64); code != 0 || err != nil {
-		t.Fatalf("acquire after pasting the export line = %d %q %s", code, out, errs)
+		t.Fatalf("acquire and lock after pasting the export line = %d %q %s", code, out, errs)
 	}
 	if code, _, errs := shellRun(t, []string{"SEQD_ADDR=" + addr[1]}, "seqd acquire --ttl 10s demo2"); code != ExitAuth {
 		t.Errorf("acquire with the address alone = %d %s, want %d", code, errs, ExitAuth)
@@ -321,6 +333,9 @@ func TestInitRefusals(t *testing.T) {
 	code, _, errs = runCLI(ctx, "dev", "--secure", "--dir", dir)
 	if code != ExitUsage || !strings.Contains(errs, "some of seqd init's files") {
 		t.Errorf("dev --secure on a partial directory = %d %q, want %d", code, errs, ExitUsage)
+	}
+	if code, _, errs := runCLI(ctx, "dev", "--zk-tls"); code != ExitUsage || !strings.Contains(errs, "go with --secure") {
+		t.Errorf("dev --zk-tls without --secure = %d %q, want %d", code, errs, ExitUsage)
 	}
 
 	open := filepath.Join(t.TempDir(), "open")

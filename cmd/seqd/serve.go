@@ -86,7 +86,7 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			zk, err := testenv.Start(c.Context, testenv.Options{ClientPort: port})
+			zk, err := testenv.Start(c.Context, secure.zkOptions(port))
 			if err != nil {
 				if c.Context.Err() != nil {
 					return nil // stopped before ZooKeeper served: nothing to report
@@ -100,10 +100,11 @@ func devCommand() *cli.Command {
 			w := c.App.ErrWriter
 			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
 			if secure != nil {
-				if err := secure.apply(c, zk.ConnectString()); err != nil {
+				servers, err := secure.apply(c, zk)
+				if err != nil {
 					return err
 				}
-				return serve(c, zk.Servers(), func(addr string) { secure.ready(w, addr) })
+				return serve(c, servers, func(addr string) { secure.ready(w, addr) })
 			}
 			return serve(c, zk.Servers(), func(addr string) {
 				url, line := plainDevExports(c, addr, zk.ConnectString())

@@ -118,10 +118,12 @@ func clientError(c *cli.Context, err error) error {
 }
 
 // unauthorized explains a 401: the daemon runs with --api-token-file and
-// the client must send the same token, read from its own --api-token-file.
+// the client must send the same token, read from its own --api-token-file
+// (or, for the commands that send the admin token, --admin-token-file).
 func unauthorized(c *cli.Context) error {
-	if f := c.String("api-token-file"); f != "" {
-		return fmt.Errorf("the daemon at %s refused the bearer token read from --api-token-file %s (401): give --api-token-file (or SEQD_API_TOKEN_FILE) the file that the daemon's own --api-token-file names", c.String("addr"), f)
+	flag, env, f := tokenFlag(c)
+	if f != "" {
+		return fmt.Errorf("the daemon at %s refused the bearer token read from %s %s (401): give %[2]s (or %[4]s) the file that the daemon's own %[2]s names", c.String("addr"), flag, f, env)
 	}
 	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with (seqd init writes it as %s)", c.String("addr"), apiTokenFile)
 }
@@ -132,11 +134,21 @@ func forbidden(c *cli.Context, ae *client.APIError) error {
 	if ae.Code == client.CodeBadSignature {
 		return ae
 	}
-	f := c.String("api-token-file")
+	flag, env, f := tokenFlag(c)
 	if f == "" {
 		f = "(none given)"
 	}
-	return fmt.Errorf("the daemon at %s refused this call (403 %s: %s): the token of --api-token-file %s (or SEQD_API_TOKEN_FILE) does not allow it", c.String("addr"), ae.Code, ae.Message, f)
+	return fmt.Errorf("the daemon at %s refused this call (403): %s; the token of %s %s (or %s) does not allow it", c.String("addr"), ae.Message, flag, f, env)
+}
+
+// tokenFlag is the flag, variable and file of the bearer token a command
+// sent: the admin token's where the command takes one, else the API
+// token's.
+func tokenFlag(c *cli.Context) (flag, env, file string) {
+	if f := c.String("admin-token-file"); f != "" {
+		return "--admin-token-file", "SEQD_ADMIN_TOKEN_FILE", f
+	}
+	return "--api-token-file", "SEQD_API_TOKEN_FILE", c.String("api-token-file")
 }
 
 // tlsRefusal names the TLS setting to fix: 77 for a certificate that is

@@ -1,51 +1,53 @@
 #!/usr/bin/env bash
 # Makes the secrets of the docker-compose demo stack in deploy/compose/secrets/
-# (git-ignored, never committed): a bearer token for the daemons and one for
-# the store, a throwaway CA with TLS certificates for seqd1, seqd2 and the
-# store, and an Ed25519 key pair for signed sequencers. Run it once before
-# `docker compose up`; it keeps what already exists.
+# (git-ignored, never committed) with `seqd init`: a CA, one server certificate
+# for every service (seqd1, seqd2, store, zk1..zk3), a client certificate, the
+# API and admin tokens, the sequencer signing key pair and ZooKeeper's digest
+# identity, and client.env for the host's clients. Run it once, as root
+# (sudo), before `docker compose up`: it keeps a directory that is already
+# there.
 #
-# The containers run as uid 65532: run this as root (or with sudo) so that the
-# files can be given to that uid with mode 0600; otherwise they are made
-# group/other-unreadable for you only and the containers cannot read them.
+# Owners and modes, so that each container's user reads what it needs and
+# nothing else:
+#   uid 65532 (the seqd image's USER)      api-token, signing.key, verify.keys,
+#                                          server*.pem, client*.pem, zk-auth
+#   uid 1000 (the zookeeper image's user)  zk-keystore.pem (key + certificate)
+#   anyone (0644)                          ca.pem (Prometheus, uid 65534, too)
+#   you (the user who ran sudo)            the directory, ca-key.pem,
+#                                          admin-token, client.env
+# The seqd files are in your group, the two a client needs (api-token,
+# client-key.pem) readable by it (0640), so that `. client.env` works from
+# your shell while the containers own them.
+#
+# SEQD_COMPOSE_SECRETS and SEQD_BIN name another directory and binary (tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=deploy/compose/secrets
-mkdir -p "$dir"
-umask 077
+dir=${SEQD_COMPOSE_SECRETS:-deploy/compose/secrets}
 
-[ -f "$dir/api-token" ] || openssl rand -hex 32 > "$dir/api-token"
-[ -f "$dir/store-token" ] || openssl rand -hex 32 > "$dir/store-token"
-
-if [ ! -f "$dir/ca.pem" ]; then
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
-    -subj "/CN=seqd demo CA" -keyout "$dir/ca-key.pem" -out "$dir/ca.pem" 2>/dev/null
+if [ -e "$dir/client.env" ]; then
+  echo "$dir already holds seqd init's files: kept (move the directory away for new ones)"
+  exit 0
 fi
-for host in seqd1 seqd2 store zk1 zk2 zk3; do
-  [ -f "$dir/$host.pem" ] && continue
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$host" \
-    -keyout "$dir/$host-key.pem" -out "$dir/$host.csr" 2>/dev/null
-  printf 'subjectAltName=DNS:%s,DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' "$host" > "$dir/$host.ext"
-  openssl x509 -req -in "$dir/$host.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca-key.pem" -CAcreateserial \
-    -days 365 -extfile "$dir/$host.ext" -out "$dir/$host.pem" 2>/dev/null
-  rm -f "$dir/$host.csr" "$dir/$host.ext"
-done
-
-# ZooKeeper reads a PEM key store as one file: the key and its certificate.
-for host in zk1 zk2 zk3; do
-  [ -f "$dir/$host-keystore.pem" ] || cat "$dir/$host-key.pem" "$dir/$host.pem" > "$dir/$host-keystore.pem"
-done
-# ZooKeeper's identity for seqd (used with deploy/compose/zk-tls.yml).
-[ -f "$dir/zk-auth" ] || echo "seqd:$(openssl rand -hex 16)" > "$dir/zk-auth"
-
-if [ ! -f "$dir/signing.key" ]; then
-  go run ./cmd/seqd keygen --dir "$dir" --kid demo >/dev/null
+seqd=${SEQD_BIN:-bin/seqd}
+if [ ! -x "$seqd" ]; then
+  echo "no $seqd: run make build first (as yourself), then this script with sudo" >&2
+  exit 69
 fi
+"$seqd" init --dir "$dir" --host seqd1 --host seqd2 --host store --host zk1 --host zk2 --host zk3 \
+  --listen 127.0.0.1:7070 --zk zk1:2181,zk2:2181,zk3:2181 >/dev/null
 
-chmod 0644 "$dir/ca.pem" "$dir/verify.keys" "$dir"/seqd1.pem "$dir"/seqd2.pem "$dir"/store.pem "$dir"/zk?.pem
-if [ "$(id -u)" = 0 ]; then
-  chown -R 65532:65532 "$dir"
-else
-  echo "note: not root: the files belong to you; the containers (uid 65532) need them: sudo chown -R 65532:65532 $dir" >&2
+# ZooKeeper reads a PEM key store as one file: the key, then its certificate.
+(umask 077 && cat "$dir/server-key.pem" "$dir/server.pem" >"$dir/zk-keystore.pem")
+
+if [ "$(id -u)" != 0 ]; then
+  echo "note: not root: every file belongs to you, and the containers (uid 65532, and 1000 for ZooKeeper) cannot read the secrets; run this script with sudo (after removing $dir)" >&2
+  exit 0
 fi
-echo "secrets in $dir (the API token: $dir/api-token)"
+me=${SUDO_UID:-0}
+group=${SUDO_GID:-0}
+chown "$me:$group" "$dir" "$dir/ca-key.pem" "$dir/admin-token" "$dir/client.env"
+chown "65532:$group" "$dir/api-token" "$dir/signing.key" "$dir/verify.keys" "$dir/server.pem" \
+  "$dir/server-key.pem" "$dir/client.pem" "$dir/client-key.pem" "$dir/zk-auth" "$dir/ca.pem"
+chmod 0640 "$dir/api-token" "$dir/client-key.pem"
+chown 1000:1000 "$dir/zk-keystore.pem"
+echo "secrets in $dir; then: docker compose up -d --build; . $dir/client.env; bin/seqd acquire demo"

@@ -181,3 +181,35 @@ func TestACLPolicyNeedsAuth(t *testing.T) {
 		}
 	}
 }
+
+// A session without an identity is refused a root that only a digest
+// identity may create under, at its first acquire (with an error that
+// matches zk.ErrNoAuth, as ZooKeeper's own answer would), before any node
+// is tried; on an open root, the control, it is granted.
+func TestAnonymousSessionRefusedAClosedRoot(t *testing.T) {
+	c := shared.Get(t)
+	for _, tc := range []struct {
+		policy ACLPolicy
+		refuse bool
+	}{
+		{ACLCreator, true},
+		{ACLOpen, false},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			root := "/acl-anonymous-" + tc.policy.String() + "-" + newGUID()
+			owner := dial(t, c.Servers(), Options{Auth: &testAuth, ACL: tc.policy})
+			if _, err := mutex(t, owner, "a", WithRoot(root)).Acquire(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			anon := dial(t, c.Servers(), Options{})
+			_, err := mutex(t, anon, "b", WithRoot(root)).TryAcquire(ctxT(t, 10*time.Second))
+			var nr *NoAuthRootError
+			switch {
+			case tc.refuse && (!errors.Is(err, zk.ErrNoAuth) || !errors.As(err, &nr) || nr.Root != root || len(nr.Users) != 1):
+				t.Fatalf("anonymous acquire under %s: %v, want a NoAuthRootError for %s naming one user", root, err, root)
+			case !tc.refuse && err != nil:
+				t.Fatalf("anonymous acquire on the open root: %v", err)
+			}
+		})
+	}
+}

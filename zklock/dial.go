@@ -112,6 +112,7 @@ func newSession(opts Options) (*Session, error) {
 		clock:       opts.Clock,
 		guard:       opts.Guard,
 		acl:         acl,
+		anonymous:   opts.Auth == nil,
 		margin:      opts.LossMargin,
 		heartbeat:   opts.Heartbeat,
 		groupCommit: opts.GroupCommit,

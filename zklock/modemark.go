@@ -132,17 +132,44 @@ func (e *OpenRootError) Error() string {
 // Is makes errors.Is(err, ErrOpenRoot) true.
 func (e *OpenRootError) Is(target error) bool { return target == ErrOpenRoot }
 
+// ErrNoAuthRoot: a root that lets only digest identities create nodes,
+// for a session that has none. It matches zk.ErrNoAuth too, which is what
+// ZooKeeper would answer the first create under it.
+var ErrNoAuthRoot = errors.New("zklock: root needs an identity")
+
+// NoAuthRootError names the root and the identities its ACL admits.
+type NoAuthRootError struct {
+	Root  string
+	Users []string // the digest users that may create under it
+}
+
+func (e *NoAuthRootError) Error() string {
+	return fmt.Sprintf("zklock: root %s lets only the digest identity %s create nodes, and this session has none: %v",
+		e.Root, strings.Join(e.Users, ", "), zk.ErrNoAuth)
+}
+
+// Is makes errors.Is(err, ErrNoAuthRoot) and errors.Is(err, zk.ErrNoAuth)
+// true.
+func (e *NoAuthRootError) Is(target error) bool {
+	return target == ErrNoAuthRoot || target == zk.ErrNoAuth
+}
+
 // checkRootACL refuses, under the creator ACL, a root whose ACL lets
 // clients without credentials (world, ip) do more than read: nodes created
 // below it inherit nothing, and whoever may create or delete its children
-// may delete or plant lock nodes and contenders.
+// may delete or plant lock nodes and contenders. A session without an
+// identity is refused a root it could not create nodes under, at once
+// rather than at its first grant.
 func (s *Session) checkRootACL(ctx context.Context, root string) error {
-	if !s.creatorACL() {
+	if !s.creatorACL() && !s.anonymous {
 		return nil
 	}
 	var acl []zk.ACL
 	if err := s.callCtx(ctx, func() (err error) { acl, _, err = s.conn.GetACL(root); return err }); err != nil {
 		return fmt.Errorf("zklock: read the ACL of %s: %w", root, err)
+	}
+	if s.anonymous {
+		return checkAnonymousCreate(root, acl)
 	}
 	for _, a := range acl {
 		if (a.Scheme == "world" || a.Scheme == "ip") && a.Perms&^zk.PermRead != 0 {
@@ -150,6 +177,27 @@ func (s *Session) checkRootACL(ctx context.Context, root string) error {
 		}
 	}
 	return nil
+}
+
+// checkAnonymousCreate: without an identity, only a world or ip entry with
+// the create permission lets a session create under root.
+func checkAnonymousCreate(root string, acl []zk.ACL) error {
+	var users []string
+	for _, a := range acl {
+		switch {
+		case (a.Scheme == "world" || a.Scheme == "ip") && a.Perms&zk.PermCreate != 0:
+			return nil
+		case a.Scheme == "digest" && a.Perms&zk.PermCreate != 0:
+			user, _, _ := strings.Cut(a.ID, ":")
+			users = append(users, fmt.Sprintf("%q", user))
+		case a.Scheme != "world" && a.Scheme != "ip" && a.Scheme != "digest":
+			return nil // another scheme (sasl, x509) may admit this client: ZooKeeper decides
+		}
+	}
+	if len(users) == 0 {
+		return nil // nobody may create: not a question of identity
+	}
+	return &NoAuthRootError{Root: root, Users: users}
 }
 
 // creatorACL reports whether the session creates nodes under the creator

@@ -34,6 +34,9 @@ type Session struct {
 	clock Clock
 	guard *Guard
 	acl   []zk.ACL
+	// anonymous: no identity, so only world (and ip) ACL entries let the
+	// session do anything.
+	anonymous bool
 
 	timeout   negotiatedTimeout
 	margin    time.Duration

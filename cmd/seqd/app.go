@@ -38,6 +38,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			storeCommand(),
 			fenceCheckCommand(),
 			keygenCommand(),
+			initCommand(),
 			benchCommand(),
 			versionCommand(info),
 		},

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -48,14 +52,13 @@ func newClientToken(c *cli.Context, tok string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []client.Option{client.WithoutEnv(), client.WithAPIToken(tok)}
-	if c.String("cacert") != "" || c.String("cert") != "" || c.String("key") != "" {
-		cfg, err := security.ClientTLS(c.String("cacert"), c.String("cert"), c.String("key"))
-		if err != nil {
-			return nil, usageErrorf("TLS: %v", err)
-		}
-		opts = append(opts, client.WithTLSConfig(cfg))
+	// The transport tells a refusal of the TLS settings from a daemon
+	// that cannot be reached; clientError names the flag to fix.
+	rt, err := security.ClientTransport(c.String("cacert"), c.String("cert"), c.String("key"))
+	if err != nil {
+		return nil, usageErrorf("TLS: %v", err)
 	}
+	opts := []client.Option{client.WithoutEnv(), client.WithAPIToken(tok), client.WithHTTPClient(&http.Client{Transport: rt})}
 	cl, err := client.New(addr, opts...)
 	if err != nil {
 		return nil, usageErrorf("%v", userMessage(err))
@@ -90,6 +93,7 @@ func oneName(c *cli.Context) (string, error) {
 // HTTP client made of it.
 func clientError(c *cli.Context, err error) error {
 	var ae *client.APIError
+	var refusal *security.Refusal
 	switch {
 	case err == nil:
 		return nil
@@ -100,7 +104,7 @@ func clientError(c *cli.Context, err error) error {
 		case ae.Status == http.StatusUnauthorized:
 			return withCode(ExitAuth, unauthorized(c))
 		case ae.Status == http.StatusForbidden:
-			return withCode(ExitAuth, err)
+			return withCode(ExitAuth, forbidden(c, ae))
 		case ae.Status == 400:
 			return withCode(ExitUsage, err)
 		case ae.Code == client.CodeHeld:
@@ -110,6 +114,8 @@ func clientError(c *cli.Context, err error) error {
 		case ae.Status == 503:
 			return withCode(ExitUnavailable, err)
 		}
+	case errors.As(err, &refusal):
+		return tlsRefusal(c, refusal)
 	case errors.Is(err, client.ErrDaemonUnreachable):
 		return withCode(ExitUnavailable, err)
 	}
@@ -117,12 +123,97 @@ func clientError(c *cli.Context, err error) error {
 }
 
 // unauthorized explains a 401: the daemon runs with --api-token-file and
-// the client must send the same token, read from its own --api-token-file.
+// the client must send the same token, read from its own --api-token-file
+// (or, for the commands that send the admin token, --admin-token-file).
 func unauthorized(c *cli.Context) error {
-	if f := c.String("api-token-file"); f != "" {
-		return fmt.Errorf("the daemon at %s refused the bearer token read from --api-token-file %s (401): give the file the daemon's own --api-token-file holds", c.String("addr"), f)
+	flag, env, f := tokenFlag(c)
+	if f != "" {
+		return fmt.Errorf("the daemon at %s refused the bearer token read from %s %s (401): give %[2]s (or %[4]s) the file that the daemon's own %[2]s names", c.String("addr"), flag, f, env)
 	}
-	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with", c.String("addr"))
+	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with (seqd init writes it as %s)", c.String("addr"), apiTokenFile)
+}
+
+// forbidden explains a 403: a signature the daemon's keys do not verify
+// speaks for itself; otherwise the token sent does not allow the call.
+func forbidden(c *cli.Context, ae *client.APIError) error {
+	if ae.Code == client.CodeBadSignature {
+		return ae
+	}
+	flag, env, f := tokenFlag(c)
+	if f == "" {
+		f = "(none given)"
+	}
+	return fmt.Errorf("the daemon at %s refused this call (403): %s; the token of %s %s (or %s) does not allow it", c.String("addr"), ae.Message, flag, f, env)
+}
+
+// tokenFlag is the flag, variable and file of the bearer token a command
+// sent: the admin token's where the command takes one, else the API
+// token's.
+func tokenFlag(c *cli.Context) (flag, env, file string) {
+	if f := c.String("admin-token-file"); f != "" {
+		return "--admin-token-file", "SEQD_ADMIN_TOKEN_FILE", f
+	}
+	return "--api-token-file", "SEQD_API_TOKEN_FILE", c.String("api-token-file")
+}
+
+// tlsRefusal names the TLS setting to fix: 77 for a certificate that is
+// not trusted, or missing, or refused; 64 for an address whose scheme does
+// not match the daemon's.
+func tlsRefusal(c *cli.Context, r *security.Refusal) error {
+	addr := c.String("addr")
+	switch r.Kind {
+	case security.ServerNotTrusted:
+		return withCode(ExitAuth, untrustedDaemon(c, r.Verify))
+	case security.ClientCertMissing:
+		return withCode(ExitAuth, fmt.Errorf("the daemon at %s requires a client certificate (mutual TLS) and none was given: give --cert and --key (or SEQD_CERT and SEQD_KEY), a certificate signed by the CA of the daemon's --tls-client-ca-file (seqd init writes %s and %s)", addr, clientCertFile, clientKeyFile))
+	case security.ClientCertRefused:
+		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), peerCause(r.Err)))
+	case security.PlainServer:
+		return usageErrorf("the daemon at %s answers plain HTTP, not HTTPS: give --addr %s (or SEQD_ADDR)", addr, strings.Replace(addr, "https://", "http://", 1))
+	case security.TLSServer:
+		return usageErrorf("the daemon at %s serves HTTPS only: give --addr %s (or SEQD_ADDR), and --cacert (or SEQD_CACERT) naming the CA that signed its certificate", addr, strings.Replace(addr, "http://", "https://", 1))
+	}
+	return withCode(ExitAuth, r)
+}
+
+// untrustedDaemon says why the daemon's certificate did not verify, and
+// what to give instead.
+func untrustedDaemon(c *cli.Context, cve *tls.CertificateVerificationError) error {
+	addr, ca := c.String("addr"), c.String("cacert")
+	var leaf *x509.Certificate
+	if len(cve.UnverifiedCertificates) > 0 {
+		leaf = cve.UnverifiedCertificates[0]
+	}
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(cve.Err, &unknown) && ca == "":
+		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, issuer(leaf), caFile)
+	case errors.As(cve.Err, &unknown):
+		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, issuer(leaf))
+	case errors.As(cve.Err, &host):
+		return fmt.Errorf("the daemon's certificate at %s is not valid for %q (%v): give --addr (or SEQD_ADDR) a name the certificate has, or make one that names %[2]q (seqd init --host %[2]s)", addr, host.Host, host)
+	case errors.As(cve.Err, &invalid) && invalid.Reason == x509.Expired && leaf != nil:
+		return fmt.Errorf("the daemon's certificate at %s is valid from %s to %s, not now: give the daemon a current certificate (it reads a new one without a restart)", addr, leaf.NotBefore.Format(time.RFC3339), leaf.NotAfter.Format(time.RFC3339))
+	}
+	return fmt.Errorf("the daemon's certificate at %s did not verify (%v): check --cacert (or SEQD_CACERT)", addr, cve.Err)
+}
+
+func issuer(leaf *x509.Certificate) string {
+	if leaf == nil {
+		return "issuer unknown"
+	}
+	return fmt.Sprintf("issued by %q", leaf.Issuer.CommonName)
+}
+
+// peerCause is how the daemon ended a connection after the handshake.
+func peerCause(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "remote error" {
+		return oe.Error()
+	}
+	return "it closed the connection after the handshake"
 }
 
 func printOut(c *cli.Context, v any, token uint64) error {

@@ -65,7 +65,8 @@ most N holders hold it.
 
 Exit status: CMD's own (128+N if signal N ended it); 64 usage error; 69
 ZooKeeper unreachable; 75 not acquired within --wait; 76 lock lost while
-CMD ran; 126/127 CMD could not be run; 128+N a signal N arrived while waiting.`,
+CMD ran; 77 ZooKeeper refused the nodes (give --zk-auth-file); 126/127 CMD
+could not be run; 128+N a signal N arrived while waiting.`,
 		Flags: runnerFlags(rootFlag(), semaphoreRootFlag(),
 			&cli.IntFlag{Name: "n", EnvVars: []string{"SEQD_N"},
 				Usage: "a semaphore: run CMD while at most `N` holders (seqd lock -n, Curator's InterProcessSemaphoreV2) hold NAME"},

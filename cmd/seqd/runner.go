@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
@@ -269,6 +271,8 @@ func (r *lockRun) notAcquired(err error) error {
 		return withCode(ExitTimeout, fmt.Errorf("%s was not acquired at the one try --wait 0 asks for: %s", r.what(), userMessage(err)))
 	case errors.Is(err, zklock.ErrLimitMismatch):
 		return withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
+	case errors.Is(err, zk.ErrNoAuth):
+		return withCode(ExitAuth, zkNoAuth(r.what(), cfg.root, cfg.zk.auth))
 	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
 		return withCode(ExitUnavailable, fmt.Errorf("%s was not acquired: %w", r.what(), err))
 	}

@@ -40,6 +40,12 @@ func clientSecurityFlags() []cli.Flag {
 	}
 }
 
+// The files seqd keygen writes (and seqd init, with the rest).
+const (
+	signingKeyFile = "signing.key"
+	verifyKeysFile = "verify.keys"
+)
+
 func signingKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "signing-key-file", Usage: "sign every sequencer with this key (from seqd keygen; mode 600)", EnvVars: []string{"SEQD_SIGNING_KEY_FILE"}}
 }
@@ -92,14 +98,23 @@ type server struct {
 
 // serverSecurity checks the security flags of a server listening on
 // listen: a non-loopback address needs a bearer token (or
-// --insecure-listen).
-func serverSecurity(c *cli.Context, listen string) (server, error) {
+// --insecure-listen). The TLS files are read again when they change; logger
+// says when, and when new files do not load.
+func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server, error) {
 	var s server
 	var err error
 	if s.token, err = apiToken(c); err != nil {
 		return s, err
 	}
-	if s.tls, err = security.ServerTLS(c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file")); err != nil {
+	cert, key, ca := c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file")
+	reloaded := func(err error) {
+		if err != nil {
+			logger.Error("TLS: "+err.Error(), "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
+			return
+		}
+		logger.Info("TLS files reloaded", "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
+	}
+	if s.tls, err = security.ServerTLS(cert, key, ca, security.OnReload(reloaded)); err != nil {
 		return s, usageErrorf("TLS: %v", err)
 	}
 	loop, err := isLoopback(listen)

@@ -71,18 +71,24 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "start a throwaway local ZooKeeper and serve on it (for trying seqd out)",
-		Flags: append(serveFlags(false),
+		Flags: append(append(serveFlags(false),
 			&cli.IntFlag{Name: "zk-port", Value: defaultDevZKPort, EnvVars: []string{"SEQD_ZK_PORT"},
 				Usage: "ZooKeeper's client port on 127.0.0.1 (0: any free port; the default falls back to a free one when taken)"}),
+			devSecureFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
 			}
+			secure, err := prepareDevSecure(c)
+			if err != nil {
+				return err
+			}
+			defer secure.cleanup()
 			port, err := devZKPort(c)
 			if err != nil {
 				return err
 			}
-			zk, err := testenv.Start(c.Context, testenv.Options{ClientPort: port})
+			zk, err := testenv.Start(c.Context, secure.zkOptions(port))
 			if err != nil {
 				if c.Context.Err() != nil {
 					return nil // stopped before ZooKeeper served: nothing to report
@@ -95,10 +101,18 @@ func devCommand() *cli.Command {
 			defer zk.Stop()
 			w := c.App.ErrWriter
 			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
+			if secure != nil {
+				servers, err := secure.apply(c, zk)
+				if err != nil {
+					return err
+				}
+				return serve(c, servers, func(addr string) { secure.ready(w, addr) })
+			}
 			return serve(c, zk.Servers(), func(addr string) {
-				fmt.Fprintf(w, `seqd API on http://%[1]s. In another terminal, paste:
+				url, line := plainDevExports(c, addr, zk.ConnectString())
+				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
 
-  export SEQD_ZK=%[2]s SEQD_ADDR=http://%[1]s
+  export %[2]s
 
 then try:
   seqd acquire --ttl 30s demo
@@ -106,7 +120,7 @@ then try:
   seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
-`, addr, zk.ConnectString())
+`, url, line)
 			})
 		},
 	}
@@ -159,7 +173,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	listen := c.String("listen")
-	sec, err := serverSecurity(c, listen)
+	sec, err := serverSecurity(c, listen, logger)
 	if err != nil {
 		return err
 	}
@@ -223,7 +237,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		Audit:          audit,
 	})
 	if err := svc.Start(ctx); err != nil {
-		return withCode(ExitUnavailable, err)
+		return startError(err, c.String("root"), zkSec)
 	}
 	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.

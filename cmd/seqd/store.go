@@ -62,7 +62,7 @@ func storeAction(c *cli.Context) error {
 		return err
 	}
 	logger = logger.With("component", "store")
-	sec, err := serverSecurity(c, c.String("listen"))
+	sec, err := serverSecurity(c, c.String("listen"), logger)
 	if err != nil {
 		return err
 	}

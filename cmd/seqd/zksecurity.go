@@ -2,8 +2,11 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/internal/security"
@@ -65,6 +68,28 @@ func parseZKSecurity(c *cli.Context) (zkSecurity, error) {
 		}
 	}
 	return z, nil
+}
+
+// zkNoAuth explains ZooKeeper's NoAuth: the nodes under root belong to a
+// digest identity that the command did not authenticate as.
+func zkNoAuth(what, root string, auth *zklock.DigestAuth) error {
+	if auth == nil {
+		return fmt.Errorf("ZooKeeper refused %s: the nodes under %s belong to a digest identity and this command gave none (NoAuth): give --zk-auth-file (or SEQD_ZK_AUTH_FILE) naming the file with the deployment's user:password (seqd init writes it as %s)", what, root, zkAuthFile)
+	}
+	return fmt.Errorf("ZooKeeper refused %s to user %q (NoAuth): the nodes under %s belong to another identity: give --zk-auth-file (or SEQD_ZK_AUTH_FILE) the user:password that the daemons use", what, auth.User, root)
+}
+
+// startError is the status of a daemon whose service did not start: 77
+// when ZooKeeper refused its identity (or its lack of one), 69 otherwise.
+func startError(err error, root string, z zkSecurity) error {
+	if errors.Is(err, zk.ErrNoAuth) {
+		var nr *zklock.NoAuthRootError
+		if errors.As(err, &nr) {
+			root = nr.Root
+		}
+		return withCode(ExitAuth, zkNoAuth("the daemon", root, z.auth))
+	}
+	return withCode(ExitUnavailable, err)
 }
 
 // warnIfOpen logs, once, that without an identity anyone can break locks.

@@ -43,34 +43,6 @@ func LoadToken(path string) (string, error) {
 	return tok, nil
 }
 
-// ServerTLS returns the TLS configuration of a server with certFile and
-// keyFile; with clientCAFile, clients must present a certificate signed by
-// one of its CAs (mutual TLS). Both files empty means no TLS (nil).
-func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	if certFile == "" && keyFile == "" {
-		if clientCAFile != "" {
-			return nil, errors.New("a client CA needs a server certificate and key too")
-		}
-		return nil, nil
-	}
-	if certFile == "" || keyFile == "" {
-		return nil, errors.New("TLS needs both a certificate file and a key file")
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCAFile != "" {
-		pool, err := loadPool(clientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	}
-	return cfg, nil
-}
-
 // ClientTLS returns the TLS configuration of a client that trusts caFile
 // (the system's roots if empty) and presents certFile/keyFile if given.
 func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {

@@ -4,8 +4,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,26 @@ func TestLoadZKAuth(t *testing.T) {
 // TestMutualTLS: a server requiring client certificates serves a client
 // that presents one from its CA, and refuses one without a certificate or
 // with one from another CA; a client refuses a server its CA did not sign.
+// serveTLS serves "ok" over TLS with cfg until the test ends and returns
+// its URL. (httptest's StartTLS would add a certificate of its own, which
+// crypto/tls prefers to cfg's GetCertificate for clients that send no
+// server name.)
+func serveTLS(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		TLSConfig: cfg,
+		ErrorLog:  log.New(io.Discard, "", 0),
+	}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return "https://" + ln.Addr().String()
+}
+
 func TestMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := testenv.NewCA(dir, "seqd")
@@ -86,13 +107,10 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-	srv.TLS = cfg
-	srv.StartTLS()
-	defer srv.Close()
+	url := serveTLS(t, cfg)
 
 	get := func(c *tls.Config) error {
-		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: c}}).Get(srv.URL)
+		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: c}}).Get(url)
 		if err != nil {
 			return err
 		}

@@ -169,13 +169,13 @@ func (p *dropProxy) accept() {
 				if err != nil {
 					return
 				}
-				// After the connect request: xid, opcode, then for create
-				// (1) and create2 (15) the path.
+				// After the connect request: xid, opcode, then for a
+				// create (1) the path.
 				if !first && len(frame) >= 12 {
 					xid := int32(binary.BigEndian.Uint32(frame[0:4]))
 					op := int32(binary.BigEndian.Uint32(frame[4:8]))
 					n := int(binary.BigEndian.Uint32(frame[8:12]))
-					if (op == 1 || op == 15) && n >= 0 && 12+n <= len(frame) {
+					if op == 1 && n >= 0 && 12+n <= len(frame) {
 						pth := string(frame[12 : 12+n])
 						p.mu.Lock()
 						if p.prefix != "" && strings.HasPrefix(pth, p.prefix) {

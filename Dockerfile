@@ -15,8 +15,6 @@ FROM golang:1.26 AS build
 WORKDIR /src
 # Dependencies first, so that a source change does not refetch modules.
 COPY go.mod go.sum ./
-# go-zookeeper is replaced by a patched copy in the tree (third_party/).
-COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 # Static (no cgo, so no libc dependency on alpine's musl), reproducible

@@ -13,12 +13,13 @@ import (
 // in flight, the creates (deletes) that other goroutines ask for queue;
 // when one is answered, everything queued goes as one multi: ZooKeeper
 // logs and syncs one transaction for all of them. A request goes at once
-// while fewer are in flight, as without group commit. The cost: a batched
-// create waits for a request in flight, then reads its lock's children
-// after the multi (not queued behind it). On a 2-core machine with 16
-// clients it sent about half the requests per cycle and ran slower than
-// one by one (ZooKeeper already syncs concurrent transactions together),
-// hence off by default.
+// while fewer are in flight, as without group commit. A multi answers a
+// create with its path only; one read after it gets the stat that the
+// batch's nodes share (where a lone create reads its own). The cost: a
+// batched create waits for a request in flight, then for that read, before
+// its children read. It sends fewer requests per cycle, but ZooKeeper
+// already syncs concurrent transactions together, hence off by default
+// (docs/design.md has the figures).
 // Nodes created by one multi share its zxid, so a batch never holds two
 // creates under one parent: two contenders of one lock would get the same
 // token. A multi that ZooKeeper refuses (a parent missing, a node already

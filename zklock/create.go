@@ -12,7 +12,7 @@ import (
 
 // create makes our ephemeral-sequential contender, creating the lock node
 // (and its parents) when missing, and reads the lock's children and the
-// lock-delay marker right behind it. A create whose reply is lost is
+// lock-delay marker once it is answered. A create whose reply is lost is
 // recovered by finding our GUID among the children before trying again.
 func (m *Mutex) create(ctx context.Context, guid string) (created, error) {
 	proof := m.markerAbsence(ctx)
@@ -35,10 +35,11 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 }
 
 // created is a node made by createProtected, with what was read right
-// behind its create, in the same round trip.
+// after its create answered.
 type created struct {
 	path string
-	// stat is the node's, from the create's answer; nil when the node was
+	// stat is the node's, read right after the create (one read per
+	// batch under group commit); nil when that read failed or the node was
 	// found again after a lost answer (read it then).
 	stat *zk.Stat
 	at   time.Time // when the create was answered, on the local clock
@@ -60,12 +61,11 @@ type readResult struct {
 
 // createProtected creates an ephemeral-sequential node named prefix<seq>
 // under parent, where prefix carries our GUID; ensure creates what is
-// missing above it. Right behind the create it reads parent's children
-// (setting a watch on them) and, when marker is not "", marker's data:
-// ZooKeeper answers one session's requests in order, so the reads see the
-// new node and cost no extra round trip. A create whose reply was lost is
-// recovered by finding the GUID among parent's children before trying
-// again, so that no twin is left behind.
+// missing above it. Once the create is answered it reads the node's stat
+// and parent's children (setting a watch on them) side by side and, when
+// marker is not "", marker's data after the children. A create whose reply
+// was lost is recovered by finding the GUID among parent's children before
+// trying again, so that no twin is left behind.
 func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker string) (created, error) {
 	for attempt := 0; ; attempt++ {
 		// Not abandoned when ctx ends: a create still in flight could
@@ -77,7 +77,6 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 		}
 		switch {
 		case err == nil:
-			c.at = s.clock.Now()
 			return c, nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
 			if err := ensure(ctx); err != nil {
@@ -100,47 +99,72 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 	}
 }
 
-// createOnce makes one attempt at the create, alone with the reads queued
-// right behind it, or in a batch of the session's group commit and then
-// the reads.
+// createOnce makes one attempt at the create, alone or in a batch of the
+// session's group commit, and then the reads that follow it.
+//
+// go-zookeeper (v1.0.4) has no create2, whose answer would carry the
+// node's stat, and no asynchronous call that would let a read be queued
+// right behind the create in the same round trip: the reads go once the
+// create is answered. The token (czxid) and the owner come from a read of
+// our own node; the parent's stat in the children read cannot stand in for
+// it (docs/design.md, "Requests per grant").
 func (s *Session) createOnce(parent, prefix string, data []byte, marker string) (created, error) {
+	req := &zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
+	var leave func()
 	if s.groupCommit {
-		req := &zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
 		if q := s.creates.enter(parent, req); q != nil {
 			<-q.done
 			if !q.alone {
 				if q.err != nil {
 					return created{}, q.err
 				}
-				c := created{path: q.node, stat: q.stat}
+				c := created{path: q.node, stat: q.stat, at: s.clock.Now()}
 				s.readBehind(&c, parent, marker)
 				return c, nil
 			}
 		} else {
-			defer s.creates.leave(s)
+			leave = func() { s.creates.leave(s) }
 		}
 	}
 	var c created
 	err := s.call(func() (err error) {
-		answer := s.conn.Create2Async(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
-		children, _, kids, cerr := s.conn.ChildrenW(parent)
-		var mk *readResult
-		if marker != "" {
-			mk = &readResult{}
-			mk.data, mk.stat, mk.err = s.conn.Get(marker)
-		}
-		c.path, c.stat, err = answer()
-		if err == nil && cerr == nil {
-			c.children, c.kids, c.marker = children, kids, mk
-		}
+		c.path, err = s.conn.Create(req.Path, req.Data, req.Flags, req.Acl)
 		return err
 	})
-	return c, err
+	if leave != nil {
+		leave() // answered: the next batch may go
+	}
+	if err != nil {
+		return created{}, err
+	}
+	c.at = s.clock.Now()
+	s.readBehind(&c, parent, marker)
+	return c, nil
 }
 
-// readBehind reads, after a create made in a batch, what a lone create
-// reads right behind it; c keeps nil for what could not be read.
+// readBehind reads, once the create of c was answered, what the acquire
+// looks at first: c's own stat (unless its batch read it) side by side with
+// parent's children, and then marker (a lock-delay marker must be read
+// after the children that showed us at the head). c keeps nil for what
+// could not be read.
 func (s *Session) readBehind(c *created, parent, marker string) {
+	var own *zk.Stat
+	statRead := make(chan struct{})
+	if c.stat == nil {
+		node := c.path
+		go func() { // waited for below; go-zookeeper answers or fails it in time
+			defer close(statRead)
+			s.call(func() error {
+				ok, st, err := s.conn.Exists(node)
+				if ok {
+					own = st
+				}
+				return err
+			})
+		}()
+	} else {
+		close(statRead)
+	}
 	s.call(func() error {
 		children, _, kids, err := s.conn.ChildrenW(parent)
 		if err != nil {
@@ -157,10 +181,14 @@ func (s *Session) readBehind(c *created, parent, marker string) {
 		c.children, c.kids, c.marker = children, kids, mk
 		return nil
 	})
+	<-statRead
+	if own != nil {
+		c.stat = own
+	}
 }
 
-// statOf is c's stat: from the create's answer, or read when the node was
-// found again after a lost answer.
+// statOf is c's stat: read right after the create, or now when that read
+// failed or the node was found again after a lost answer.
 func (s *Session) statOf(ctx context.Context, c created) (*zk.Stat, error) {
 	if c.stat != nil {
 		return c.stat, nil

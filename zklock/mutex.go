@@ -187,7 +187,7 @@ func (m *Mutex) contend(ctx context.Context, wait bool, what string,
 // awaitGrant returns once our contender c is the lowest and no lock-delay
 // holds it back, with a watch on the lock's children that has not fired
 // since that was last seen: the grant's monitor goes on from it. The
-// children read right behind the create (and the marker read behind them)
+// children read after the create (and the marker read after them)
 // serve the first look.
 func (m *Mutex) awaitGrant(ctx context.Context, c created, stat *zk.Stat, guid string, wait bool) (<-chan zk.Event, error) {
 	children, kids, marker := c.children, c.kids, c.marker

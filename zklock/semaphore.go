@@ -197,7 +197,7 @@ func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
 
 // awaitSlot returns once at most limit children are under leases, own
 // among them, with the watch set on them by the last look. The children
-// read right behind the create serve the first look. Without wait it looks
+// read after the create serve the first look. Without wait it looks
 // once.
 func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-chan zk.Event, error) {
 	s := sem.s

@@ -86,7 +86,7 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 			}
 			return 0, nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 		}
-		// The watch set right behind the create goes to the grant: if the
+		// The watch set by the read after the create goes to the grant: if the
 		// children changed while a writer was waited for, the grant's
 		// monitor looks at them again at once.
 		return token, c.kids, nil

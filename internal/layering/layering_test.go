@@ -1,10 +1,12 @@
 package layering
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,17 +14,22 @@ import (
 const mod = "github.com/seqd/seqd/"
 
 // TestImportRules: a resource (fence, store) links no ZooKeeper client and
-// no lock library; fence links nothing outside the standard library; zklock
-// is a library of its own, linking neither seqd's metrics nor internal
-// packages; and the seqd binary does not link package testing.
+// no lock library; fence links nothing outside the standard library;
+// client, what a program that talks to a daemon links, adds only fence to
+// it (no ZooKeeper client, no Prometheus, no protobuf); zklock is a library
+// of its own, linking neither seqd's metrics nor internal packages; and the
+// seqd binary does not link package testing.
 func TestImportRules(t *testing.T) {
 	for _, r := range []struct {
-		pkg     string
-		forbid  []string
-		stdOnly bool
+		pkg    string
+		forbid []string
+		// onlyStd: outside the standard library, nothing but these.
+		onlyStd bool
+		beyond  []string
 		why     string
 	}{
-		{pkg: "fence", stdOnly: true, why: "a resource that imports fence must pull in nothing but the standard library"},
+		{pkg: "fence", onlyStd: true, why: "a resource that imports fence must pull in nothing but the standard library"},
+		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence"}, why: "a program that talks to a daemon must pull in nothing but the standard library and fence (no ZooKeeper client, client_golang or protobuf)"},
 		{pkg: "store", forbid: []string{"github.com/go-zookeeper/zk", mod + "zklock", mod + "sequencer"}, why: "a resource must not pull in ZooKeeper"},
 		{pkg: "zklock", forbid: []string{mod + "metrics", mod + "internal/", mod + "sequencer", "github.com/prometheus/"}, why: "zklock is a library of its own"},
 		{pkg: "cmd/seqd", forbid: []string{"testing"}, why: "the binary must not link package testing"},
@@ -31,7 +38,7 @@ func TestImportRules(t *testing.T) {
 			if dep == mod+r.pkg {
 				continue
 			}
-			if r.stdOnly {
+			if r.onlyStd && !slices.Contains(r.beyond, dep) {
 				if first, _, _ := strings.Cut(dep, "/"); strings.Contains(first, ".") {
 					t.Errorf("%s depends on %s: %s", r.pkg, dep, r.why)
 				}
@@ -45,18 +52,61 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// listDeps returns `go list -deps pkg`. It fails the test, rather than
-// skipping it, when there is no go command: a skipped check passes silently.
-func listDeps(t *testing.T, pkg string) []string {
+// TestNoReplace: go.mod has no replace directive. Go ignores the replace
+// directives of a dependency, so a module that needs one cannot be
+// imported (go get) or installed (go install …@version) by anyone else.
+// The control: a go.mod with a replace is seen to have one.
+func TestNoReplace(t *testing.T) {
+	if got := replaces(t, "../../go.mod"); len(got) != 0 {
+		t.Errorf("go.mod replaces %v: another module importing seqd would not get the replacement", got)
+	}
+	control := filepath.Join(t.TempDir(), "go.mod")
+	if err := os.WriteFile(control, []byte("module example.com/m\n\ngo 1.22\n\nreplace example.com/x => ./x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := replaces(t, control); len(got) != 1 {
+		t.Errorf("a go.mod with one replace: found %v, want it", got)
+	}
+}
+
+// replaces lists the modules that the go.mod file at path replaces.
+func replaces(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command(goCommand(t), "mod", "edit", "-json", path).Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
+	}
+	var gomod struct {
+		Replace []struct{ Old struct{ Path string } }
+	}
+	if err := json.Unmarshal(out, &gomod); err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
+	}
+	var mods []string
+	for _, r := range gomod.Replace {
+		mods = append(mods, r.Old.Path)
+	}
+	return mods
+}
+
+// goCommand finds the go command. It fails the test, rather than skipping
+// it, when there is none: a skipped check passes silently.
+func goCommand(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		if _, serr := os.Stat(goTool); os.Getenv("GOROOT") == "" || serr != nil {
-			t.Fatalf("no go command on PATH (%v) or in $GOROOT/bin: cannot list the dependencies of %s", err, pkg)
+			t.Fatalf("no go command on PATH (%v) or in $GOROOT/bin", err)
 		}
 	}
-	out, err := exec.Command(goTool, "list", "-deps", pkg).Output()
+	return goTool
+}
+
+// listDeps returns `go list -deps pkg`.
+func listDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command(goCommand(t), "list", "-deps", pkg).Output()
 	if err != nil {
 		var stderr []byte
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {

@@ -20,7 +20,7 @@ import (
 func TestCampaignRunsCommandWhileLeader(t *testing.T) {
 	c := zktest.StartT(t, testenv.Options{})
 	dir := t.TempDir()
-	const script = `trap 'exit 0' TERM; echo "$SEQD_TERM $SEQD_ELECTION" > "$D/$WHO"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`
+	const script = `trap 'exit 0' TERM; echo "$SEQD_TERM $SEQD_ELECTION" > "$D/$WHO.tmp" && mv "$D/$WHO.tmp" "$D/$WHO"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`
 	start := func(who string) *lockProc {
 		return startRunner(t, "campaign", []string{"SEQD_ZK=" + c.ConnectString(), "D=" + dir, "WHO=" + who},
 			"--session-timeout", "10s", "--value", who, "scheduler", "--", "sh", "-c", script)

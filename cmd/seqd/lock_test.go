@@ -575,7 +575,7 @@ func TestLockLoss(t *testing.T) {
 	const script = `
 		trap 'date +%s%N > "$D/child.term"; exit 0' TERM
 		sh -c 'trap "date +%s%N > \"\$D/grand.term\"; exit 0" TERM; echo > "$D/grand.ready"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done' &
-		echo "$SEQD_TOKEN" > "$D/token"
+		echo "$SEQD_TOKEN" > "$D/token.tmp" && mv "$D/token.tmp" "$D/token"
 		wait`
 	var fromHeard, fromPause []float64
 	for run := range runs {

@@ -45,7 +45,7 @@ func TestLockSocketSafeFor(t *testing.T) {
 	dir := t.TempDir()
 	p := startLock(t, []string{"SEQD_ZK=" + followers[0].ClientAddr, "D=" + dir},
 		"--session-timeout", sessionTimeout.String(), "--kill-grace", "5s", "safe", "--",
-		"sh", "-c", `trap 'exit 0' TERM; echo "$SEQD_LOCK_SOCKET" > "$D/sock"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`)
+		"sh", "-c", `trap 'exit 0' TERM; echo "$SEQD_LOCK_SOCKET" > "$D/sock.tmp" && mv "$D/sock.tmp" "$D/sock"; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`)
 	var sock string
 	zktest.Eventually(t, 30*time.Second, "the command to write the socket path", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "sock"))

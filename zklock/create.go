@@ -119,7 +119,7 @@ func (s *Session) createOnce(parent, prefix string, data []byte, marker string) 
 					return created{}, q.err
 				}
 				c := created{path: q.node, stat: q.stat, at: s.clock.Now()}
-				s.readBehind(&c, parent, marker)
+				s.readBehind(&c, parent, marker, c.stat == nil)
 				return c, nil
 			}
 		} else {
@@ -138,26 +138,26 @@ func (s *Session) createOnce(parent, prefix string, data []byte, marker string) 
 		return created{}, err
 	}
 	c.at = s.clock.Now()
-	s.readBehind(&c, parent, marker)
+	s.readBehind(&c, parent, marker, true)
 	return c, nil
 }
 
 // readBehind reads, once the create of c was answered, what the acquire
-// looks at first: c's own stat (unless its batch read it) side by side with
-// parent's children, and then marker (a lock-delay marker must be read
-// after the children that showed us at the head). c keeps nil for what
-// could not be read.
-func (s *Session) readBehind(c *created, parent, marker string) {
-	var own *zk.Stat
+// looks at first: c's own stat (when own: not when its batch or its multi
+// reads it) side by side with parent's children, and then marker (a
+// lock-delay marker must be read after the children that showed us at the
+// head). c keeps nil for what could not be read.
+func (s *Session) readBehind(c *created, parent, marker string, own bool) {
+	var st *zk.Stat
 	statRead := make(chan struct{})
-	if c.stat == nil {
+	if own {
 		node := c.path
 		go func() { // waited for below; go-zookeeper answers or fails it in time
 			defer close(statRead)
 			s.call(func() error {
-				ok, st, err := s.conn.Exists(node)
+				ok, stat, err := s.conn.Exists(node)
 				if ok {
-					own = st
+					st = stat
 				}
 				return err
 			})
@@ -182,8 +182,8 @@ func (s *Session) readBehind(c *created, parent, marker string) {
 		return nil
 	})
 	<-statRead
-	if own != nil {
-		c.stat = own
+	if st != nil {
+		c.stat = st
 	}
 }
 

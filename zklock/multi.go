@@ -292,7 +292,7 @@ func (mm *MultiMutex) readBehind(paths []string, proofs []*absence) []created {
 			if proofs[i] != nil {
 				marker = "" // no marker can exist: not read
 			}
-			s.readBehind(&cs[i], m.path, marker)
+			s.readBehind(&cs[i], m.path, marker, false) // the stat is read once, above
 			if proofs[i] != nil && cs[i].children != nil && proofs[i].confirm(s) {
 				cs[i].marker = &readResult{err: zk.ErrNoNode}
 			}

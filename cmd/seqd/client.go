@@ -310,7 +310,7 @@ func renewCommand() *cli.Command {
 		Name:      "renew",
 		Usage:     "renew a lease (the token stays the same)",
 		ArgsUsage: "NAME",
-		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", Usage: "new `TTL`, 1s..1h (default: keep)", EnvVars: []string{"SEQD_TTL"}}),
+		Flags:     append(leaseFlags(), &cli.DurationFlag{Name: "ttl", DefaultText: "keep", Usage: "new `TTL`, 1s..1h", EnvVars: []string{"SEQD_TTL"}}),
 		Action: func(c *cli.Context) error {
 			name, id, token, err := leaseArgs(c)
 			if err != nil {

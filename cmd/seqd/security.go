@@ -27,7 +27,7 @@ func serverSecurityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tls-cert-file", Usage: "serve HTTPS with this PEM certificate (with --tls-key-file)", EnvVars: []string{"SEQD_TLS_CERT_FILE"}},
 		&cli.StringFlag{Name: "tls-key-file", Usage: "the PEM key of --tls-cert-file", EnvVars: []string{"SEQD_TLS_KEY_FILE"}},
 		&cli.StringFlag{Name: "tls-client-ca-file", Usage: "require client certificates signed by a CA in this PEM file (mutual TLS)", EnvVars: []string{"SEQD_TLS_CLIENT_CA_FILE"}},
-		&cli.IntFlag{Name: "max-connections", Usage: "cap on open client connections (default: the file descriptor limit less 128 kept for ZooKeeper and files)", EnvVars: []string{"SEQD_MAX_CONNECTIONS"}},
+		&cli.IntFlag{Name: "max-connections", DefaultText: "the file descriptor limit less 128 kept for ZooKeeper and files", Usage: "cap on open client connections", EnvVars: []string{"SEQD_MAX_CONNECTIONS"}},
 	}
 }
 

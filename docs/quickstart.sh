@@ -13,21 +13,21 @@ export SEQD_ADDR SEQD_ZK
 ALICE=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 T1=$(seqd acquire --owner alice --lease-id "$ALICE" --ttl 30s --token-only demo)
 echo "alice holds demo with token $T1"
-# alice holds demo with token 6
+# alice holds demo with token 12
 
 # Asking again with her lease id returns her lease, same token. (Without the
 # lease id it would be 409 held, exit 75: an owner name is not a proof.)
 seqd acquire --owner alice --lease-id "$ALICE" --token-only demo
-# 6
+# 12
 
 # Bob cannot have the lock while alice holds it.
 curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/locks/demo/acquire" -d '{"owner":"bob"}'
-# {"error":"lock \"demo\" is held (an owner retrying its own acquire sends the lease_id it was given)","code":"held","current_token":6}
+# {"error":"lock \"demo\" is held (an owner retrying its own acquire sends the lease_id it was given)","code":"held","current_token":12}
 # 409
 
 # Alice's token is the current one: a resource would admit her writes.
 curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
-# {"valid":true,"current_token":6}
+# {"valid":true,"current_token":12}
 # 200
 
 # Alice releases; bob takes the lock and gets a higher token.
@@ -38,16 +38,33 @@ seqd release --lease-id "$ALICE" --token "$T1" demo
 BOB=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 T2=$(seqd acquire --owner bob --lease-id "$BOB" --token-only demo)
 echo "bob holds demo with token $T2"
-# bob holds demo with token 10
+# bob holds demo with token 16
 
 # Alice's token is now stale: a resource refuses it (409 stale_token), and
 # `seqd check` exits 1.
 curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
-# {"valid":false,"current_token":10,"code":"stale_token","error":"token 6 for lock \"demo\" is stale: the lock's current token is 10"}
+# {"valid":false,"current_token":16,"code":"stale_token","error":"token 12 for lock \"demo\" is stale: the lock's current token is 16"}
 # 409
 seqd check --token-only "demo@$T1" || echo "seqd check exited $?"
-# 10
+# 16
 # seqd check exited 1
+
+# A resource that fences refuses alice too. seqd store is a small fenced
+# key-value store: bob writes with his sequencer, alice's write is refused,
+# and bob's value stays.
+DIR=$(mktemp -d)
+seqd store --dir "$DIR/data" --listen 127.0.0.1:0 --addr-file "$DIR/addr" 2>"$DIR/log" &
+until [ -s "$DIR/addr" ]; do sleep 0.1; done
+STORE=http://$(cat "$DIR/addr")
+curl -s -X PUT -H "Fencing-Sequencer: demo@$T2" --data-binary 'from bob' "$STORE/v1/kv/reports/daily"
+# {"key":"reports/daily","token":10}
+curl -s -w '%{http_code}\n' -X PUT -H "Fencing-Sequencer: demo@$T1" --data-binary 'from alice' "$STORE/v1/kv/reports/daily"
+# {"error":"fence: stale token 12 for \"reports/daily\": a newer holder already used token 16","code":"stale_token","current_token":16}
+# 409
+curl -s "$STORE/v1/kv/reports/daily"; echo
+# from bob
+kill $!
+
 seqd release --lease-id "$BOB" --token "$T2" demo
 # {
 #   "released": true
@@ -56,7 +73,7 @@ seqd release --lease-id "$BOB" --token "$T2" demo
 # seqd lock talks to ZooKeeper itself ($SEQD_ZK): it runs the command under
 # the lock, with the token in its environment, and releases the lock after.
 seqd lock nightly-report -- sh -c 'echo "nightly-report runs under $SEQD_SEQUENCER"'
-# nightly-report runs under nightly-report@17
+# nightly-report runs under nightly-report@23
 
 curl -s "$SEQD_ADDR/metrics" | grep '^seqd_grants_total'
 # seqd_grants_total{lock="demo"} 2

@@ -167,15 +167,17 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	if err := s.ownedBy("lease", c.path, stat); err != nil {
 		return nil, err
 	}
-	kids, err := sem.awaitSlot(ctx, c, wait)
-	if err != nil {
+	if err := sem.awaitSlot(ctx, c, wait); err != nil {
 		return nil, err
 	}
 	token, err := sem.leases.takeToken(ctx, c.path, stat)
 	if err != nil {
 		return nil, err
 	}
-	return sem.leases.newGrant(c.path, guid, token, s.clock.Now().Sub(start), kids)
+	// The grant watches its own node, armed by its monitor (no watch given
+	// here), not the others': its place among them does not matter, while
+	// its node deleted or rewritten by another client ends it at once.
+	return sem.leases.newGrant(c.path, guid, token, s.clock.Now().Sub(start), nil)
 }
 
 // takeLock takes the mutex that orders acquirers. Without wait it tries
@@ -194,17 +196,16 @@ func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
 }
 
 // awaitSlot returns once at most limit children are under leases, own
-// among them, with the watch set on them by the last look. The children
-// read right behind the create serve the first look. Without wait it looks
-// once.
-func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-chan zk.Event, error) {
+// among them. The children read right behind the create serve the first
+// look. Without wait it looks once.
+func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) error {
 	s := sem.s
 	node := c.path[strings.LastIndexByte(c.path, '/')+1:]
 	children, ch := c.children, c.kids
 	for {
 		if children == nil {
 			if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(sem.leases.path); return err }); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		found := false
@@ -213,19 +214,19 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-ch
 		}
 		switch {
 		case !found:
-			return nil, fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, c.path)
+			return fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, c.path)
 		case len(children) <= sem.limit:
-			return ch, nil
+			return nil
 		case !wait:
-			return nil, fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
+			return fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
 		}
 		select {
 		case <-ch:
 			children = nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-s.done:
-			return nil, s.Err()
+			return s.Err()
 		}
 	}
 }

@@ -167,7 +167,7 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	if err := s.ownedBy("lease", c.path, stat); err != nil {
 		return nil, err
 	}
-	if err := sem.awaitSlot(ctx, c, wait); err != nil {
+	if _, err := sem.awaitSlot(ctx, c, wait); err != nil {
 		return nil, err
 	}
 	token, err := sem.leases.takeToken(ctx, c.path, stat)
@@ -196,16 +196,17 @@ func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
 }
 
 // awaitSlot returns once at most limit children are under leases, own
-// among them. The children read right behind the create serve the first
-// look. Without wait it looks once.
-func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) error {
+// among them, with the watch set on them by the last look. The children
+// read right behind the create serve the first look. Without wait it looks
+// once.
+func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-chan zk.Event, error) {
 	s := sem.s
 	node := c.path[strings.LastIndexByte(c.path, '/')+1:]
 	children, ch := c.children, c.kids
 	for {
 		if children == nil {
 			if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(sem.leases.path); return err }); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		found := false
@@ -214,19 +215,19 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) error
 		}
 		switch {
 		case !found:
-			return fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, c.path)
+			return nil, fmt.Errorf("%w: lease %s vanished while acquiring", ErrLockLost, c.path)
 		case len(children) <= sem.limit:
-			return nil
+			return ch, nil
 		case !wait:
-			return fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
+			return nil, fmt.Errorf("%w: semaphore %s has %d holders, its limit is %d", ErrHeld, sem.name, len(children)-1, sem.limit)
 		}
 		select {
 		case <-ch:
 			children = nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-s.done:
-			return s.Err()
+			return nil, s.Err()
 		}
 	}
 }

@@ -44,8 +44,8 @@ func (s *Service) startCampaigns() {
 func (s *Service) runCampaign(ctx context.Context, c *ownCampaign) {
 	defer s.campaigns.Done()
 	key := watchKey{kind: fence.KindElection, name: c.Name}
-	w := s.watches.pin(key) // leader changes are observed (and counted) for as long as the campaign runs
-	defer s.watches.unpin(w)
+	w := s.watches.subscribe(key) // leader changes are observed (and counted) for as long as the campaign runs
+	defer s.watches.unsubscribe(w)
 	s.m.Leader(c.Name, false)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {

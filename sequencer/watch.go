@@ -20,8 +20,9 @@ import (
 // watched, so a reader that went away costs nothing afterwards.
 //
 // What blocking reads may cost is bounded: at most max readers wait at once
-// (one more is answered 503 at once), and at most max names are watched (a
-// new name takes the place of the one nobody has read the longest).
+// (one more is answered 503 at once), and at most max names are watched
+// while some are unread (a new name takes the place of the one nobody has
+// read the longest).
 
 // watchLinger is how long a name stays watched after its last reader left:
 // a long-polling client asks again at once.
@@ -43,7 +44,7 @@ type watched struct {
 	key watchKey
 
 	// Under hub.mu.
-	readers int
+	readers int // subscriptions: readers, and the daemon's own campaign
 	cancel  context.CancelFunc
 	idle    *time.Timer     // ends the watch once nobody has read it for the linger
 	idleAt  *list.Element   // in hub.idle while nobody reads it
@@ -66,7 +67,7 @@ type hub struct {
 	mu       sync.Mutex
 	names    map[watchKey]*watched
 	idle     list.List // the names nobody reads, the longest unread first
-	readers  int
+	readers  int       // readers entered
 	closed   bool
 	ws       watchSession
 	stopKeep context.CancelFunc // nil until the keeper runs
@@ -82,48 +83,46 @@ func newHub(s *Service, max int) *hub {
 	return h
 }
 
-// subscribe returns key's watch for a reader, starting it if needed;
-// unsubscribe gives it back. It refuses (unavailable) once the hub is
-// closed or max readers wait already.
-func (h *hub) subscribe(key watchKey) (*watched, error) { return h.subscribeAs(key, true) }
-
-func (h *hub) unsubscribe(w *watched) { h.unsubscribeAs(w, true) }
-
-// pin keeps key watched for the daemon's own use (its campaign's leader
-// changes are counted), as a reader would but outside the cap; unpin ends
-// that. It returns nil once the hub is closed.
-func (h *hub) pin(key watchKey) *watched {
-	w, _ := h.subscribeAs(key, false)
-	return w
-}
-
-func (h *hub) unpin(w *watched) {
-	if w != nil {
-		h.unsubscribeAs(w, false)
+// enter takes one of the max places of waiting readers, and leave gives
+// it back; past max, enter refuses with a 503 that says so. A reader
+// enters once, whatever the number of names it subscribes to.
+func (h *hub) enter() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return unavailable("shutting down", nil)
+	case h.readers >= h.max:
+		return unavailable(fmt.Sprintf("%d blocking reads are waiting, the most this daemon serves at once: retry later, or read the state without index", h.max), nil)
 	}
+	h.startLocked()
+	h.readers++
+	return nil
 }
 
-func (h *hub) subscribeAs(key watchKey, reader bool) (*watched, error) {
+func (h *hub) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readers--
+}
+
+// subscribe returns key's watch, starting it if needed; unsubscribe gives
+// it back. It returns nil once the hub is closed. At most max names are
+// watched while some are unread: the one unread the longest makes room
+// for a new one.
+func (h *hub) subscribe(key watchKey) *watched {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, unavailable("shutting down", nil)
-	}
-	if reader && h.readers >= h.max {
-		return nil, unavailable(fmt.Sprintf("%d blocking reads are waiting, the most this daemon serves at once: retry later, or read the state without index", h.max), nil)
+		return nil
 	}
 	h.startLocked()
-	if reader {
-		h.readers++
-	}
 	if w := h.names[key]; w != nil {
 		w.readers++
 		h.busyLocked(w)
-		return w, nil
+		return w
 	}
 	if len(h.names) >= h.max && h.idle.Len() > 0 {
-		// Fewer than max names have readers (this reader has none yet),
-		// pins aside: the one unread the longest makes room.
 		h.dropLocked(h.idle.Front().Value.(*watched))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -131,15 +130,15 @@ func (h *hub) subscribeAs(key watchKey, reader bool) (*watched, error) {
 	h.names[key] = w
 	h.wg.Add(1)
 	go h.run(ctx, w)
-	return w, nil
+	return w
 }
 
-func (h *hub) unsubscribeAs(w *watched, reader bool) {
+func (h *hub) unsubscribe(w *watched) {
+	if w == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if reader {
-		h.readers--
-	}
 	if w.readers--; w.readers > 0 || h.names[w.key] != w {
 		return
 	}
@@ -348,9 +347,13 @@ type state struct {
 // that fraction for the session to prove itself.
 func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait time.Duration) (state, error) {
 	h := s.watches
-	w, err := h.subscribe(key)
-	if err != nil {
+	if err := h.enter(); err != nil {
 		return state{}, err
+	}
+	defer h.leave()
+	w := h.subscribe(key)
+	if w == nil {
+		return state{}, unavailable("shutting down", nil)
 	}
 	defer h.unsubscribe(w)
 	tc, t := s.clock.NewTimer(wait)

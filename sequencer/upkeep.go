@@ -30,10 +30,21 @@ func LeaseUpkeep(r *http.Request) bool {
 }
 
 // ProvesLease reports whether r, answered status, proved that its client
-// holds a live lease: a renewal of one lease answered 200, which a client
-// without the lease's id cannot get (the batch renew answers 200 whatever
-// becomes of its leases). A server may keep such a client's connection for
-// its next renewal.
+// holds a live lease: a lease granted (acquire, campaign) or the renewal of
+// one lease, answered 200 (the batch renew answers 200 whatever becomes of
+// its leases). A server may keep such a client's connection for its next
+// renewal.
 func ProvesLease(r *http.Request, status int) bool {
-	return status == http.StatusOK && LeaseUpkeep(r) && r.URL.Path != "/v1/renew" && strings.HasSuffix(r.URL.Path, "/renew")
+	if status != http.StatusOK || r.Method != http.MethodPost || r.URL.Path == "/v1/renew" {
+		return false
+	}
+	p, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+	if !ok || !strings.Contains(p, "/") {
+		return false
+	}
+	switch p[strings.LastIndexByte(p, '/')+1:] {
+	case "acquire", "campaign", "renew":
+		return true
+	}
+	return false
 }

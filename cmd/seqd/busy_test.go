@@ -8,7 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,25 +27,25 @@ import (
 // (a connection cap of 272) under a flood of connections, most of them busy
 // rather than quiet: 300 blocking reads, 300 request bodies sent a byte a
 // second, 1,000 idle connections and 300 that dribble their headers, each
-// reopened soon after the daemon closes or answers it. An owner renews a 3s lease every second, retrying a
-// renewal whose connection broke as any client must: the lease never
-// lapses. Before, the busy connections filled the cap, the renewals waited
-// behind them and the lease expired.
+// reopened soon after the daemon closes or answers it. The flood comes from
+// another process, as it would. Two owners renew 3s leases every second,
+// retrying a renewal whose connection broke as any client must: one keeps
+// its connection between renewals, as clients do; the other opens a new one
+// for each, the worst case. Neither lease lapses. Before, the busy
+// connections filled the cap, the renewals waited behind them and the
+// leases expired.
 func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 	bin := buildSeqd(t)
 	zkc := zktest.StartT(t, testenv.Options{})
 	base := startLimited(t, bin, 400, "--zk", zkc.ConnectString(), "--root", "/seqd-busy", "--session-timeout", "10s")
-	addr := base[len("http://"):]
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 
-	// Two owners: one keeps its connection between renewals, as clients
-	// do; the other opens a new one for each, the worst case.
 	const ttl = 3 * time.Second
 	owners := []*owner{{name: "kept"}, {name: "new-each-time", fresh: true}}
 	for _, o := range owners {
 		var err error
-		o.cl, err = client.New(base, client.WithoutEnv(), client.WithHTTPClient(&http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: o.fresh}}))
+		o.cl, err = client.New(base, client.WithoutEnv(), client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: o.fresh}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,6 +54,70 @@ func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 		}
 	}
 
+	// The flood: this test binary again, running TestBusyFloodHelper.
+	flood := exec.Command(os.Args[0], "-test.run=^TestBusyFloodHelper$", "-test.v")
+	flood.Env = append(os.Environ(), floodAddrEnv+"="+base[len("http://"):])
+	stdin, err := flood.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	flood.Stdout, flood.Stderr = &out, &out
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer flood.Process.Kill()
+	zktest.Eventually(t, 30*time.Second, "the flood starting", func() bool { return strings.Contains(out.String(), "flooding") })
+
+	// Each owner renews every second for 12s from the start of the flood.
+	var owned sync.WaitGroup
+	for _, o := range owners {
+		owned.Add(1)
+		go func() {
+			defer owned.Done()
+			o.renew(ctx, ttl, 12*time.Second)
+		}()
+	}
+	owned.Wait()
+	stdin.Close() // the flood ends
+	if err := flood.Wait(); err != nil {
+		t.Errorf("the flood: %v\n%s", err, out.String())
+	}
+	m := floodRE.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("the flood did not say what it opened:\n%s", out.String())
+	}
+	t.Logf("flood: %s blocking reads, %s slow bodies, %s idle and %s dribbling connections opened", m[1], m[2], m[3], m[4])
+	for i, least := range []int{300, 300, 1000, 300} {
+		if n, _ := strconv.Atoi(m[i+1]); n < least {
+			t.Errorf("the flood opened %d connections of its kind %d, fewer than the %d it was to hold", n, i, least)
+		}
+	}
+	for _, o := range owners {
+		t.Logf("owner %s: %d renewals in %d attempts (%.2f), each answered within %v, the longest between two successes %v",
+			o.name, o.rounds, o.attempts, float64(o.rounds)/float64(o.attempts), o.slowest.Round(time.Millisecond), o.gap.Round(time.Millisecond))
+		for _, r := range o.retried {
+			t.Logf("owner %s retried %s", o.name, r)
+		}
+		if o.err != nil {
+			t.Errorf("owner %s: %v", o.name, o.err)
+		}
+	}
+}
+
+// floodAddrEnv names the daemon TestBusyFloodHelper floods.
+const floodAddrEnv = "SEQD_TEST_FLOOD_ADDR"
+
+var floodRE = regexp.MustCompile(`opened (\d+) (\d+) (\d+) (\d+)`)
+
+// TestBusyFloodHelper is the flood of TestBusyFloodKeepsLeasesAlive, run in
+// a process of its own; it floods until its standard input closes, then
+// prints how many connections of each kind it opened.
+func TestBusyFloodHelper(t *testing.T) {
+	addr := os.Getenv(floodAddrEnv)
+	if addr == "" {
+		t.Skip("the flood of TestBusyFloodKeepsLeasesAlive, run by it")
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var opened [4]atomic.Int64
@@ -119,35 +187,11 @@ func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 			}
 		}
 	})
-
-	// Each owner renews every second for 12s from the start of the flood;
-	// a renewal that fails (its connection broke or was not served in
-	// time) is retried at once, as long as the lease can still be alive.
-	var owned sync.WaitGroup
-	for _, o := range owners {
-		owned.Add(1)
-		go func() {
-			defer owned.Done()
-			o.renew(ctx, ttl, 12*time.Second)
-		}()
-	}
-	owned.Wait()
+	fmt.Println("flooding")
+	io.Copy(io.Discard, os.Stdin)
 	close(stop)
 	wg.Wait()
-	if opened[0].Load() < 300 || opened[1].Load() < 300 || opened[2].Load() < 1000 || opened[3].Load() < 300 {
-		t.Errorf("the flood opened %d, %d, %d and %d connections, fewer than it was to hold", opened[0].Load(), opened[1].Load(), opened[2].Load(), opened[3].Load())
-	}
-	t.Logf("flood: %d blocking reads, %d slow bodies, %d idle and %d dribbling connections opened", opened[0].Load(), opened[1].Load(), opened[2].Load(), opened[3].Load())
-	for _, o := range owners {
-		t.Logf("owner %s: %d renewals in %d attempts (%.2f), each answered within %v, the longest between two successes %v",
-			o.name, o.rounds, o.attempts, float64(o.rounds)/float64(o.attempts), o.slowest.Round(time.Millisecond), o.gap.Round(time.Millisecond))
-		for _, r := range o.retried {
-			t.Logf("owner %s retried %s", o.name, r)
-		}
-		if o.err != nil {
-			t.Errorf("owner %s: %v", o.name, o.err)
-		}
-	}
+	fmt.Printf("opened %d %d %d %d\n", opened[0].Load(), opened[1].Load(), opened[2].Load(), opened[3].Load())
 }
 
 // owner renews a lease during the flood.
@@ -163,9 +207,9 @@ type owner struct {
 	err              error
 }
 
-// renew renews o's lease every second for d, retrying a failed renewal at
-// once while the lease may still be alive; it stops at the first renewal
-// that fails for good.
+// renew renews o's lease every second for d, waiting for each answer as
+// long as the lease may still be alive and retrying at once a renewal whose
+// connection broke; it stops at the first renewal that fails for good.
 func (o *owner) renew(ctx context.Context, ttl, d time.Duration) {
 	last := time.Now()
 	for end := time.Now().Add(d); time.Now().Before(end); {
@@ -173,7 +217,9 @@ func (o *owner) renew(ctx context.Context, ttl, d time.Duration) {
 		for {
 			o.attempts++
 			start := time.Now()
-			_, err := o.cl.Renew(ctx, o.lease, 0)
+			actx, cancel := context.WithDeadline(ctx, last.Add(ttl))
+			_, err := o.cl.Renew(actx, o.lease, 0)
+			cancel()
 			o.slowest = max(o.slowest, time.Since(start))
 			if err == nil {
 				break

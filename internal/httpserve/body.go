@@ -23,17 +23,24 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 }
 
 // serve wraps h: the body of r is read at opts' minimum rate, a priority
-// request is protected once its body has arrived, and its connection kept
-// afterwards if opts.Keep says so.
+// request is protected once its body has arrived, and the connection is
+// kept afterwards if opts.Keep says so.
 func serve(h http.Handler, t *tracker, opts Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(net.Conn)
 		protect := func() {}
 		if c != nil && opts.Priority != nil && opts.Priority(r) {
 			protect = func() { t.protect(c) }
+			defer t.unprotect(c)
+		}
+		if c != nil && opts.Keep != nil {
 			sw := &statusWriter{ResponseWriter: w}
 			w = sw
-			defer func() { t.unprotect(c, opts.Keep != nil && opts.Keep(r, sw.status)) }()
+			defer func() {
+				if opts.Keep(r, sw.status) {
+					t.earn(c)
+				}
+			}()
 		}
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			protect()

@@ -47,14 +47,14 @@ type Options struct {
 	// request's body has arrived, its connection is never closed to make
 	// room, and the others are closed for it. nil: none.
 	Priority func(*http.Request) bool
-	// Keep says whether a priority request r answered status proves its
-	// client worth a connection kept for it: while idle, the connection is
-	// then not closed to make room (up to a quarter of the cap; the idle
+	// Keep says whether a request r answered status proves its client
+	// worth a connection kept for it: while idle, the connection is from
+	// then on not closed to make room (up to a quarter of the cap; the idle
 	// timeout still closes it), so that the client's next priority request
 	// needs no new connection, which would queue behind every other
-	// connection the listener holds. It must be true only for what a
-	// flooding client cannot get (a lease's renewal answered 200). nil:
-	// none.
+	// connection the listener holds. It should be true only for what a
+	// flooding client does not get for free (a lease granted or renewed);
+	// a client that does can at most hold the quarter. nil: none.
 	Keep func(r *http.Request, status int) bool
 }
 

@@ -113,18 +113,22 @@ func (t *tracker) protect(c net.Conn) {
 	}
 }
 
-// unprotect makes c busy again, as its request ends; earns says whether
-// the request was one that makes it kept while idle.
-func (t *tracker) unprotect(c net.Conn, earns bool) {
+// unprotect makes c busy again, as its request ends.
+func (t *tracker) unprotect(c net.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := t.conns[c]
-	if r == nil {
-		return
-	}
-	r.earns = earns
-	if r.at == nil {
+	if r := t.conns[c]; r != nil && r.at == nil {
 		t.moveLocked(c, &t.busy)
+	}
+}
+
+// earn makes c kept whenever it is idle from now on: it carried a request
+// that Options.Keep chose.
+func (t *tracker) earn(c net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.conns[c]; r != nil {
+		r.earns = true
 	}
 }
 

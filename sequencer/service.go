@@ -54,6 +54,10 @@ type Config struct {
 	ZKAuth *zklock.DigestAuth
 	ZKACL  zklock.ACLPolicy
 	ZKTLS  *tls.Config
+	// MaxBlockingReads caps the blocking reads (GET with index) that wait
+	// at once, and the names they watch; one more is answered unavailable
+	// at once. Default DefaultMaxBlockingReads.
+	MaxBlockingReads int
 	// LockDelay is the lock-delay of acquires that name none: how long
 	// after a lease ends uncleanly nobody is granted its lock. Default 0.
 	LockDelay time.Duration
@@ -139,7 +143,7 @@ func New(cfg Config) *Service {
 		stop:   make(chan struct{}),
 		exp:    expiries{kick: make(chan struct{}, 1)},
 	}
-	s.watches = newHub(s)
+	s.watches = newHub(s, cfg.MaxBlockingReads)
 	return s
 }
 

@@ -33,17 +33,7 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) dial(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
-	sess, err := zklock.Dial(dctx, s.cfg.Servers, zklock.Options{
-		SessionTimeout: s.cfg.SessionTimeout,
-		Logger:         s.cfg.Logger,
-		Observer:       s.m,
-		Clock:          s.clock,
-		Guard:          s.guard,
-		Auth:           s.cfg.ZKAuth,
-		ACL:            s.cfg.ZKACL,
-		TLS:            s.cfg.ZKTLS,
-		GroupCommit:    s.cfg.GroupCommit,
-	})
+	sess, err := zklock.Dial(dctx, s.cfg.Servers, s.zkOptions())
 	if err != nil {
 		return unavailable("cannot reach zookeeper", err)
 	}
@@ -62,6 +52,21 @@ func (s *Service) dial(ctx context.Context) error {
 	s.mu.Unlock()
 	go s.notifyEnd(sess)
 	return nil
+}
+
+// zkOptions are the options of the leases' session.
+func (s *Service) zkOptions() zklock.Options {
+	return zklock.Options{
+		SessionTimeout: s.cfg.SessionTimeout,
+		Logger:         s.cfg.Logger,
+		Observer:       s.m,
+		Clock:          s.clock,
+		Guard:          s.guard,
+		Auth:           s.cfg.ZKAuth,
+		ACL:            s.cfg.ZKACL,
+		TLS:            s.cfg.ZKTLS,
+		GroupCommit:    s.cfg.GroupCommit,
+	}
 }
 
 // roots are the daemon's roots, named as its flags name them.

@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -11,15 +12,25 @@ import (
 	"github.com/seqd/seqd/zklock"
 )
 
-// Blocking reads: one watch per lock, semaphore or election name per daemon, however
-// many readers wait on it. The watch (zklock's Observe) keeps the name's
-// state current with ZooKeeper watches; readers wait on a channel that
-// closes when the state changes. A name nobody waits on for watchLinger is
-// no longer watched, so a reader that went away costs nothing afterwards.
+// Blocking reads: one watch per lock, semaphore or election name per daemon,
+// however many readers wait on it. The watch (zklock's Observe) keeps the
+// name's state current with ZooKeeper watches, on the hub's own ZooKeeper
+// session (see watchsession.go); readers wait on a channel that closes when
+// the state changes. A name nobody waits on for watchLinger is no longer
+// watched, so a reader that went away costs nothing afterwards.
+//
+// What blocking reads may cost is bounded: at most max readers wait at once
+// (one more is answered 503 at once), and at most max names are watched
+// while some are unread (a new name takes the place of the one nobody has
+// read the longest).
 
 // watchLinger is how long a name stays watched after its last reader left:
 // a long-polling client asks again at once.
 const watchLinger = 5 * time.Second
+
+// DefaultMaxBlockingReads is how many blocking reads may wait at once when
+// Config.MaxBlockingReads is 0.
+const DefaultMaxBlockingReads = 1024
 
 // watchKey names a watched state: a lock's (both modes share it), a
 // semaphore's or an election's.
@@ -33,9 +44,11 @@ type watched struct {
 	key watchKey
 
 	// Under hub.mu.
-	readers int
+	readers int // subscriptions: readers, and the daemon's own campaign
 	cancel  context.CancelFunc
-	idle    *time.Timer
+	idle    *time.Timer     // ends the watch once nobody has read it for the linger
+	idleAt  *list.Element   // in hub.idle while nobody reads it
+	on      *zklock.Session // the session its watches were set on last
 
 	mu      sync.Mutex
 	have    bool // a state was read
@@ -49,32 +62,68 @@ type watched struct {
 type hub struct {
 	s      *Service
 	linger time.Duration
+	max    int // readers waiting at once, and names watched
 
-	mu     sync.Mutex
-	names  map[watchKey]*watched
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	names    map[watchKey]*watched
+	idle     list.List // the names nobody reads, the longest unread first
+	readers  int       // readers entered
+	closed   bool
+	ws       watchSession
+	stopKeep context.CancelFunc // nil until the keeper runs
+	wg       sync.WaitGroup
 }
 
-func newHub(s *Service) *hub {
-	return &hub{s: s, linger: watchLinger, names: map[watchKey]*watched{}}
+func newHub(s *Service, max int) *hub {
+	if max <= 0 {
+		max = DefaultMaxBlockingReads
+	}
+	h := &hub{s: s, linger: watchLinger, max: max, names: map[watchKey]*watched{}}
+	h.ws.init()
+	return h
+}
+
+// enter takes one of the max places of waiting readers, and leave gives
+// it back; past max, enter refuses with a 503 that says so. A reader
+// enters once, whatever the number of names it subscribes to.
+func (h *hub) enter() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return unavailable("shutting down", nil)
+	case h.readers >= h.max:
+		return unavailable(fmt.Sprintf("%d blocking reads are waiting, the most this daemon serves at once: retry later, or read the state without index", h.max), nil)
+	}
+	h.startLocked()
+	h.readers++
+	return nil
+}
+
+func (h *hub) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readers--
 }
 
 // subscribe returns key's watch, starting it if needed; unsubscribe gives
-// it back. It returns nil once the hub is closed.
+// it back. It returns nil once the hub is closed. At most max names are
+// watched while some are unread: the one unread the longest makes room
+// for a new one.
 func (h *hub) subscribe(key watchKey) *watched {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil
 	}
+	h.startLocked()
 	if w := h.names[key]; w != nil {
 		w.readers++
-		if w.idle != nil {
-			w.idle.Stop()
-			w.idle = nil
-		}
+		h.busyLocked(w)
 		return w
+	}
+	if len(h.names) >= h.max && h.idle.Len() > 0 {
+		h.dropLocked(h.idle.Front().Value.(*watched))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watched{key: key, readers: 1, cancel: cancel, changed: make(chan struct{})}
@@ -90,17 +139,38 @@ func (h *hub) unsubscribe(w *watched) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if w.readers--; w.readers > 0 || h.closed {
+	if w.readers--; w.readers > 0 || h.names[w.key] != w {
 		return
 	}
+	w.idleAt = h.idle.PushBack(w)
 	w.idle = time.AfterFunc(h.linger, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if w.readers == 0 && h.names[w.key] == w {
-			delete(h.names, w.key)
-			w.cancel()
+			h.dropLocked(w)
 		}
 	})
+}
+
+// busyLocked takes w off the idle list.
+func (h *hub) busyLocked(w *watched) {
+	if w.idle != nil {
+		w.idle.Stop()
+		w.idle = nil
+	}
+	if w.idleAt != nil {
+		h.idle.Remove(w.idleAt)
+		w.idleAt = nil
+	}
+}
+
+// dropLocked stops watching w. Its watches stay on ZooKeeper until they
+// fire or their session ends: the watch session counts them.
+func (h *hub) dropLocked(w *watched) {
+	h.busyLocked(w)
+	delete(h.names, w.key)
+	w.cancel()
+	h.ws.leftBehind(w.on, len(h.names))
 }
 
 // watching is how many names are watched now.
@@ -110,19 +180,33 @@ func (h *hub) watching() int {
 	return len(h.names)
 }
 
-// close stops every watch and waits for them.
+// waiting is how many blocking reads wait now.
+func (h *hub) waiting() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.readers
+}
+
+// close stops every watch and the watch session, and waits for them.
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
 	for k, w := range h.names {
-		if w.idle != nil {
-			w.idle.Stop()
-		}
+		h.busyLocked(w)
 		w.cancel()
 		delete(h.names, k)
 	}
+	stop := h.stopKeep
+	sess := h.ws.sess
+	h.ws.sess = nil
 	h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	h.wg.Wait()
+	if sess != nil {
+		sess.Close()
+	}
 }
 
 // touch wakes key's readers without a change in ZooKeeper: a leadership of
@@ -141,17 +225,30 @@ func (h *hub) touch(key watchKey) {
 	}
 }
 
-// run observes w's name on one session after another until ctx ends.
+// run observes w's name on one watch session after another until ctx
+// ends.
 func (h *hub) run(ctx context.Context, w *watched) {
 	defer h.wg.Done()
 	for ctx.Err() == nil {
-		sess, err := h.s.session()
-		if err == nil {
-			h.observe(ctx, sess, w)
+		sess, changed := h.session()
+		if sess == nil {
+			select { // the keeper is dialling one
+			case <-changed:
+			case <-ctx.Done():
+			}
+			continue
 		}
-		select { // the session ended, or there was none: wait for the next
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		h.mu.Lock()
+		w.on = sess
+		h.mu.Unlock()
+		h.observe(ctx, sess, w)
+		if ctx.Err() == nil && sess.Err() == nil {
+			// The name could not be observed on a live session: try again
+			// in a moment rather than at once.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}
 }
@@ -243,27 +340,52 @@ type state struct {
 }
 
 // await waits until key's state has an index other than index, or wait
-// passes, or ctx ends, and returns the state then (with its index).
+// passes, or ctx ends, and returns the state then (with its index). While
+// the watch session cannot vouch for the state (ZooKeeper silent for a
+// fraction of the session timeout, see hub.vouch) it answers unavailable:
+// at once when ZooKeeper is known not to answer, else once it has waited
+// that fraction for the session to prove itself.
 func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait time.Duration) (state, error) {
-	w := s.watches.subscribe(key)
+	h := s.watches
+	if err := h.enter(); err != nil {
+		return state{}, err
+	}
+	defer h.leave()
+	w := h.subscribe(key)
 	if w == nil {
 		return state{}, unavailable("shutting down", nil)
 	}
-	defer s.watches.unsubscribe(w)
+	defer h.unsubscribe(w)
 	tc, t := s.clock.NewTimer(wait)
 	defer t.Stop()
+	start := s.clock.Now()
+	var grace <-chan time.Time
 	for {
+		hold, trustChanged, distrust := h.vouch(start)
+		if distrust != nil && !hold {
+			return state{}, distrust
+		}
+		if distrust != nil && grace == nil {
+			gc, gt := s.clock.TimerAt(start.Add(h.quantum()))
+			defer gt.Stop()
+			grace = gc
+		}
 		w.mu.Lock()
 		have, changed := w.have, w.changed
 		st := state{holder: w.holder, leader: w.leader, sem: w.sem, index: w.index}
 		w.mu.Unlock()
-		if have && st.index != index {
+		if distrust == nil && have && st.index != index {
 			return st, s.answerable()
 		}
 		select {
 		case <-changed:
+		case <-trustChanged:
+		case <-grace:
 		case <-tc:
-			if !have {
+			switch {
+			case distrust != nil:
+				return state{}, distrust
+			case !have:
 				return st, unavailable(fmt.Sprintf("the state could not be read within %v", wait), nil)
 			}
 			return st, s.answerable()
@@ -274,7 +396,7 @@ func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait ti
 }
 
 // answerable says whether a watched state may be given out now: only while
-// the session can be trusted, since watches stop arriving without it.
+// the leases' session can be trusted too, as every answer of the daemon.
 func (s *Service) answerable() error {
 	_, err := s.liveSession()
 	return err

@@ -195,10 +195,16 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 	defer cancel()
 	var ch <-chan zk.Event
 	if g.m.leaseSet {
-		var ok bool
-		err := s.callCtx(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(g.Path); return err })
+		var (
+			ok bool
+			st *zk.Stat
+		)
+		err := s.callCtx(ctx, func() (err error) { ok, st, ch, err = s.conn.ExistsW(g.Path); return err })
 		switch {
 		case err == nil && ok:
+			if l := g.notOwn(st); l != nil {
+				return nil, l
+			}
 			return ch, nil
 		case err == nil || errors.Is(err, zk.ErrNoNode):
 			return nil, contenderDeleted()

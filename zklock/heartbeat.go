@@ -1,6 +1,9 @@
 package zklock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // run is the session's own goroutine: it proves the session alive with a
 // heartbeat when nothing else talked to ZooKeeper lately, and runs the
@@ -30,4 +33,13 @@ func (s *Session) heartbeatEvery() time.Duration {
 		return s.heartbeat
 	}
 	return s.Timeout() / 6
+}
+
+// Ping asks ZooKeeper for a cheap answer (whether "/" exists), bounded like
+// every read: it fails at once while the session cannot be trusted, and
+// after a quarter of the session timeout without an answer. An answer moves
+// LastHeard, so a caller that pings more often than the heartbeat learns
+// sooner that ZooKeeper has stopped answering.
+func (s *Session) Ping(ctx context.Context) error {
+	return s.read(ctx, func() error { _, _, err := s.conn.Exists("/"); return err })
 }

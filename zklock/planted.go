@@ -98,11 +98,23 @@ func (g *Grant) verifyOwnNode(ctx context.Context) error {
 	switch {
 	case !exists:
 		g.lose(contenderDeleted())
-	case st.EphemeralOwner != s.ID() || st.Version != 0:
-		reason := fmt.Sprintf("lease node %s was replaced or rewritten (owner session 0x%x, data version %d)", g.Path, st.EphemeralOwner, st.Version)
-		g.lose(&loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason})
+	default:
+		if l := g.notOwn(st); l != nil {
+			g.lose(l)
+		}
 	}
 	return g.Err()
+}
+
+// notOwn is the loss of a semaphore lease whose node, as st shows it, is
+// not as the grant created it: another session's, or rewritten. nil when
+// it is.
+func (g *Grant) notOwn(st *zk.Stat) *loss {
+	if st.EphemeralOwner == g.m.s.ID() && st.Version == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("lease node %s was replaced or rewritten (owner session 0x%x, data version %d)", g.Path, st.EphemeralOwner, st.Version)
+	return &loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason}
 }
 
 // below looks for the grant's contender in cs (sorted) and returns, with ok,

@@ -85,3 +85,38 @@ func TestLowerContenderEndsTheGrant(t *testing.T) {
 		})
 	}
 }
+
+// A semaphore lease whose node another client deletes or rewrites ends at
+// once, without a verification: the grant watches its own node from the
+// start. Before, it watched the other leases, and a rewrite was noticed
+// only at the holder's next verification.
+func TestChangedLeaseNodeEndsTheGrant(t *testing.T) {
+	c := shared.Get(t)
+	rogue := rawConn(t, c.Servers())
+	s := dial(t, c.Servers(), Options{})
+	for _, change := range []string{"deleted", "rewritten"} {
+		t.Run(change, func(t *testing.T) {
+			sem := semaphore(t, s, "changed-lease/"+change, 2)
+			g, err := sem.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if change == "deleted" {
+				err = rogue.Delete(g.Path, -1)
+			} else {
+				_, err = rogue.Set(g.Path, []byte("mallory"), -1)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-g.Lost():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("lease whose node was %s not lost within 5s", change)
+			}
+			if err := g.Err(); !errors.Is(err, ErrLockLost) {
+				t.Errorf("grant error = %v, want ErrLockLost", err)
+			}
+		})
+	}
+}

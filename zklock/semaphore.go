@@ -169,15 +169,17 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	if err := s.ownedBy("lease", c.path, stat); err != nil {
 		return nil, err
 	}
-	kids, err := sem.awaitSlot(ctx, c, wait)
-	if err != nil {
+	if _, err := sem.awaitSlot(ctx, c, wait); err != nil {
 		return nil, err
 	}
 	token, err := sem.leases.takeToken(ctx, c.path, stat)
 	if err != nil {
 		return nil, err
 	}
-	return sem.leases.newGrant(c.path, guid, token, s.clock.Now().Sub(start), kids)
+	// The grant watches its own node, armed by its monitor (no watch given
+	// here), not the others': its place among them does not matter, while
+	// its node deleted or rewritten by another client ends it at once.
+	return sem.leases.newGrant(c.path, guid, token, s.clock.Now().Sub(start), nil)
 }
 
 // takeLock takes the mutex that orders acquirers. Without wait it tries

@@ -133,11 +133,17 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 // start listens and serves h in the background; the returned channel gets
 // Serve's result. writeTimeout must exceed the longest a handler waits.
 func (s server) start(listen string, h http.Handler, writeTimeout time.Duration, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
+	return s.startWith(listen, h, httpserve.Options{WriteTimeout: writeTimeout}, logger)
+}
+
+// startWith is start with opts (the connection cap is the server's).
+func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, nil, nil, withCode(ExitUnavailable, fmt.Errorf("listen: %w", err))
 	}
-	srv := httpserve.New(h, httpserve.Options{MaxConnections: s.max, WriteTimeout: writeTimeout})
+	opts.MaxConnections = s.max
+	srv := httpserve.New(h, opts)
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
 	served := make(chan error, 1)
 	if s.tls != nil {

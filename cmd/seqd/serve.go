@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/testenv"
@@ -25,6 +26,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		logFormatFlag(),
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least level logged: debug (also every grant and release), info, warn or error", EnvVars: []string{"SEQD_LOG_LEVEL"}},
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
+		&cli.IntFlag{Name: "max-blocking-reads", Usage: "blocking reads (GET with ?index) that may wait at once; one more is answered 503 at once (default: half the connection cap, at most 1024)", EnvVars: []string{"SEQD_MAX_BLOCKING_READS"}},
 		signingKeyFlag(),
 		&cli.StringFlag{Name: "verify-keys-file", Usage: "public keys check accepts signed sequencers from (default: the signing key's own)", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
 		campaignFlag(),
@@ -177,6 +179,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	blockingReads, err := maxBlockingReads(c, sec)
+	if err != nil {
+		return err
+	}
 	labels := c.Int("max-lock-labels")
 	switch {
 	case labels < 0:
@@ -218,6 +224,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
+		MaxBlockingReads: blockingReads,
+
 		Servers:        servers,
 		Root:           c.String("root"),
 		SemaphoreRoot:  c.String("semaphore-root"),
@@ -241,7 +249,12 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.
-	srv, ln, served, err := sec.start(listen, h, client.MaxWait+30*time.Second, logger)
+	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
+		WriteTimeout: client.MaxWait + 30*time.Second,
+		// Renewals and releases are served ahead of everything else.
+		Priority: sequencer.LeaseUpkeep,
+		Keep:     sequencer.ProvesLease,
+	}, logger)
 	if err != nil {
 		svc.Close(context.Background())
 		return err
@@ -269,4 +282,22 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// maxBlockingReads is --max-blocking-reads, or by default half the
+// connection cap (so that blocking reads alone never fill it), at most
+// sequencer.DefaultMaxBlockingReads.
+func maxBlockingReads(c *cli.Context, sec server) (int, error) {
+	n := c.Int("max-blocking-reads")
+	switch {
+	case n < 0:
+		return 0, usageErrorf("--max-blocking-reads must be positive")
+	case n > 0:
+		return n, nil
+	}
+	conns := sec.max
+	if conns == 0 {
+		conns = httpserve.DefaultMaxConnections()
+	}
+	return max(1, min(conns/2, sequencer.DefaultMaxBlockingReads)), nil
 }

@@ -1,17 +1,19 @@
 // Package httpserve builds the HTTP servers of `seqd serve` and `seqd store`
 // so that a flood of connections cannot take them down: every phase of a
-// request has a timeout, the number of open connections is capped below the
-// process's file descriptor limit (keeping descriptors in reserve for
-// ZooKeeper, logs and the store's files), and when the cap is reached the
-// connection that has been idle or silent the longest is closed to make
-// room, so that a client that sends requests gets served while thousands of
-// connections sit open and say nothing.
+// request has a timeout, a request body must arrive at a minimum rate, the
+// number of open connections is capped below the process's file descriptor
+// limit (keeping descriptors in reserve for ZooKeeper, logs and the store's
+// files), and when the cap is reached a connection is closed to make room:
+// the one idle or silent the longest, else the one busy the longest with a
+// request that is not a priority (Options.Priority: a lease's renewal).
+// So a client that sends a priority request is served whatever the other
+// connections do: sit open and say nothing, dribble their headers or
+// bodies, or wait for long answers.
 package httpserve
 
 import (
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -35,7 +37,38 @@ type Options struct {
 	// IdleTimeout closes a keep-alive connection with no request (default
 	// 60s); under pressure the cap closes idle ones sooner.
 	IdleTimeout time.Duration
+	// MinBodyRate is the least rate, in bytes a second, at which a request
+	// body must arrive after the first BodyGrace: a body that falls behind
+	// is cut, and the handler's read of it fails with an error that says
+	// so. Default DefaultMinBodyRate and DefaultBodyGrace.
+	MinBodyRate int
+	BodyGrace   time.Duration
+	// Priority picks the requests served ahead of all others: once such a
+	// request's body has arrived, its connection is never closed to make
+	// room, and the others are closed for it. nil: none.
+	Priority func(*http.Request) bool
+	// Keep says whether a request r answered status proves its client
+	// worth a connection kept for it: while idle, the connection is from
+	// then on not closed to make room (up to a quarter of the cap; the idle
+	// timeout still closes it), so that the client's next priority request
+	// needs no new connection, which would queue behind every other
+	// connection the listener holds. It should be true only for what a
+	// flooding client does not get for free (a lease granted or renewed);
+	// a client that does can at most hold the quarter. nil: none.
+	Keep func(r *http.Request, status int) bool
 }
+
+// DefaultMinBodyRate and DefaultBodyGrace: a request body must arrive at
+// 4 KiB a second after its first second. A client sends its body with its
+// headers, in one or two writes: a 64 kbit/s link (8 KB/s) passes with room
+// to spare, and the grace covers a body sent a round trip after the
+// headers. A connection that means to hold its place by dribbling must
+// send 4 KiB a second for it, so that holding the whole cap becomes a
+// bandwidth flood rather than a few bytes a second per connection.
+const (
+	DefaultMinBodyRate = 4 << 10
+	DefaultBodyGrace   = time.Second
+)
 
 // DefaultMaxConnections is the cap derived from the file descriptor limit.
 func DefaultMaxConnections() int {
@@ -66,15 +99,20 @@ func New(h http.Handler, opts Options) *Server {
 	def(&opts.ReadTimeout, 15*time.Second)
 	def(&opts.WriteTimeout, time.Minute)
 	def(&opts.IdleTimeout, time.Minute)
+	def(&opts.BodyGrace, DefaultBodyGrace)
+	if opts.MinBodyRate <= 0 {
+		opts.MinBodyRate = DefaultMinBodyRate
+	}
 	t := newTracker(opts.MaxConnections)
 	return &Server{
 		Server: &http.Server{
-			Handler:           h,
+			Handler:           serve(h, t, opts),
 			ReadHeaderTimeout: opts.ReadHeaderTimeout,
 			ReadTimeout:       opts.ReadTimeout,
 			WriteTimeout:      opts.WriteTimeout,
 			IdleTimeout:       opts.IdleTimeout,
 			ConnState:         t.state,
+			ConnContext:       withConn,
 		},
 		conns: t,
 	}
@@ -97,104 +135,9 @@ func (s *Server) Open() int {
 	return s.conns.open
 }
 
-// tracker counts connections by state and picks one to close under
-// pressure.
-type tracker struct {
-	mu    sync.Mutex
-	max   int
-	open  int // accepted and not yet closed
-	room  *sync.Cond
-	quiet map[net.Conn]time.Time // new or idle connections, since when
-	keep  bool                   // never close a quiet connection (the control in tests)
-}
-
-func newTracker(max int) *tracker {
-	t := &tracker{max: max, quiet: map[net.Conn]time.Time{}}
-	t.room = sync.NewCond(&t.mu)
-	return t
-}
-
-func (t *tracker) state(c net.Conn, st http.ConnState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch st {
-	case http.StateNew, http.StateIdle:
-		t.quiet[c] = time.Now()
-	case http.StateActive:
-		delete(t.quiet, c)
-	case http.StateClosed, http.StateHijacked:
-		delete(t.quiet, c)
-		// A connection the cap closed was already uncounted.
-		if cc, ok := c.(*countedConn); !ok || cc.uncount() {
-			t.open--
-			t.room.Signal()
-		}
-	}
-}
-
-// minQuiet is how long a connection may stay silent before the cap may
-// close it: a client that means to send a request has sent it by then, so
-// a burst of new connections cannot push out one about to be served.
-const minQuiet = 100 * time.Millisecond
-
-// admit waits for room for one more connection: at the cap it closes the
-// connection quiet the longest (once quiet for minQuiet), and waits only
-// while none is, each busy one being bounded by its timeouts.
-func (t *tracker) admit() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for t.open >= t.max {
-		var oldest net.Conn
-		var since time.Time
-		for c, at := range t.quiet {
-			if oldest == nil || at.Before(since) {
-				oldest, since = c, at
-			}
-		}
-		switch {
-		case oldest == nil || t.keep:
-			t.room.Wait()
-		case time.Since(since) < minQuiet:
-			t.mu.Unlock()
-			time.Sleep(minQuiet - time.Since(since))
-			t.mu.Lock()
-		default:
-			delete(t.quiet, oldest)
-			if cc, ok := oldest.(*countedConn); ok && cc.uncount() {
-				t.open--
-			}
-			oldest.Close()
-		}
-	}
-	t.open++
-}
-
-// capped is a listener whose Accept waits for room under the cap.
-type capped struct {
-	net.Listener
-	t *tracker
-}
-
-func (l *capped) Accept() (net.Conn, error) {
-	l.t.admit()
-	c, err := l.Listener.Accept()
-	if err != nil {
-		l.t.mu.Lock()
-		l.t.open--
-		l.t.room.Signal()
-		l.t.mu.Unlock()
-		return nil, err
-	}
-	return &countedConn{Conn: c}, nil
-}
-
-// countedConn is uncounted once, whether the cap or the server closes it.
-type countedConn struct {
-	net.Conn
-	once sync.Once
-}
-
-func (c *countedConn) uncount() (first bool) {
-	c.once.Do(func() { first = true })
-	return first
+// Shed is the number of busy connections closed to make room so far.
+func (s *Server) Shed() int64 {
+	s.conns.mu.Lock()
+	defer s.conns.mu.Unlock()
+	return s.conns.shed
 }

@@ -2,9 +2,11 @@ package httpserve
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +129,173 @@ func TestSlowHeadersAreCut(t *testing.T) {
 func TestDefaultMaxConnectionsLeavesAReserve(t *testing.T) {
 	if n := DefaultMaxConnections(); n < 16 {
 		t.Fatalf("DefaultMaxConnections() = %d", n)
+	}
+}
+
+// TestSlowBodyIsCut: a body sent a byte at a time falls behind the minimum
+// rate and is cut soon after the grace, with an error that says so; a body
+// sent at once is read whole, and a handler that then waits long is not cut
+// by the body's deadline (its request context lives on).
+func TestSlowBodyIsCut(t *testing.T) {
+	type read struct {
+		n        int
+		err      error
+		took     time.Duration
+		ctxAlive bool
+	}
+	reads := make(chan read, 2)
+	s := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		b, err := io.ReadAll(r.Body)
+		rd := read{n: len(b), err: err, took: time.Since(start)}
+		if err == nil {
+			time.Sleep(time.Second) // past the body's deadline
+			rd.ctxAlive = r.Context().Err() == nil
+		}
+		reads <- rd
+		io.WriteString(w, "ok")
+	}), Options{MinBodyRate: 1000, BodyGrace: 200 * time.Millisecond})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	go func() {
+		for range 100 {
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	rd := <-reads
+	t.Logf("a body sent at 20 bytes a second: %d bytes read in %v: %v", rd.n, rd.took.Round(time.Millisecond), rd.err)
+	if !errors.Is(rd.err, ErrBodyTooSlow) || rd.took > 2*time.Second {
+		t.Fatalf("slow body: %v after %v, want ErrBodyTooSlow soon after the 200ms grace", rd.err, rd.took)
+	}
+
+	resp, err := http.Post("http://"+l.Addr().String(), "text/plain", strings.NewReader(strings.Repeat("y", 1000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if rd := <-reads; rd.err != nil || rd.n != 1000 || !rd.ctxAlive {
+		t.Fatalf("a body sent at once: %d bytes, %v, request context alive afterwards %v; want 1000 bytes, nil, true", rd.n, rd.err, rd.ctxAlive)
+	}
+}
+
+// TestBusyConnectionsAreShedForPriority: long requests (a blocking read's
+// shape) fill the cap; a priority request still gets through, because the
+// busy connection that waited the longest is closed for it, and the open
+// connections never pass the cap. A connection kept after a priority
+// request stays open through a flood of idle ones. The control closes no
+// busy connection: the priority request starves.
+func TestBusyConnectionsAreShedForPriority(t *testing.T) {
+	const maxConns = 20
+	long := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/long" {
+			<-r.Context().Done()
+			return
+		}
+		io.WriteString(w, "ok")
+	}
+	opts := Options{
+		MaxConnections: maxConns,
+		Priority:       func(r *http.Request) bool { return r.URL.Path == "/renew" },
+		Keep:           func(r *http.Request, status int) bool { return status == http.StatusOK },
+	}
+	serveLong := func(keep bool) (*Server, string) {
+		s := New(http.HandlerFunc(long), opts)
+		s.conns.keep = keep
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve(l)
+		t.Cleanup(func() { s.Close() })
+		return s, "http://" + l.Addr().String()
+	}
+	busy := func(url string, n int) {
+		addr := url[len("http://"):]
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		t.Cleanup(func() { close(stop); wg.Wait() })
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					c, err := net.DialTimeout("tcp", addr, time.Second)
+					if err == nil {
+						io.WriteString(c, "GET /long HTTP/1.1\r\nHost: x\r\n\r\n")
+						done := make(chan struct{})
+						go func() { c.Read(make([]byte, 1)); close(done) }()
+						select {
+						case <-stop:
+						case <-done:
+						}
+						c.Close()
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}()
+		}
+	}
+	renew := func(c *http.Client, url string) (time.Duration, error) {
+		start := time.Now()
+		resp, err := c.Post(url+"/renew", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return time.Since(start), err
+		}
+		io.ReadAll(resp.Body) // read whole, so that the connection can be used again
+		resp.Body.Close()
+		return time.Since(start), nil
+	}
+
+	s, url := serveLong(false)
+	kept := &http.Client{Timeout: 3 * time.Second}
+	if _, err := renew(kept, url); err != nil {
+		t.Fatal(err)
+	}
+	busy(url, 3*maxConns)
+	flood(t, url, 3*maxConns, false)
+	fresh := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 5 {
+		time.Sleep(300 * time.Millisecond) // the floods fill the cap again
+		took, err := renew(fresh, url)
+		if err != nil {
+			t.Fatalf("priority request %d on a new connection: %v", i, err)
+		}
+		keptTook, err := renew(kept, url)
+		if err != nil {
+			t.Fatalf("priority request %d on the kept connection: %v", i, err)
+		}
+		t.Logf("priority request %d answered in %v on a new connection, %v on the kept one", i, took.Round(time.Millisecond), keptTook.Round(time.Millisecond))
+		if n := s.Open(); n > maxConns {
+			t.Fatalf("%d connections open, over the cap of %d", n, maxConns)
+		}
+	}
+	if s.Shed() == 0 {
+		t.Error("no busy connection was closed: the floods did not fill the cap")
+	}
+
+	_, ctlURL := serveLong(true)
+	busy(ctlURL, 3*maxConns)
+	time.Sleep(300 * time.Millisecond)
+	short := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if _, err := renew(short, ctlURL); err == nil {
+		t.Fatal("with busy connections kept at the cap, a priority request was still served: the control shows nothing")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -14,7 +15,8 @@ import (
 
 // TestBlockingReadDuringFreeze: ZooKeeper stops answering (SIGSTOP). A
 // blocking read that was waiting when it froze, and blocking reads opened
-// during the freeze (on the watched name, and on a name nobody watched),
+// during the freeze (on the watched name, and on a name nobody watched), and
+// a blocking overview of every lock,
 // answer 503 within a quarter of the session timeout, not when ZooKeeper
 // comes back with a state nobody could vouch for meanwhile; one opened once
 // the freeze is known answers at once. After the thaw they are answered
@@ -38,11 +40,11 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 		start  time.Time
 		end    time.Time
 	}
-	answers := make(chan answer, 4)
+	answers := make(chan answer, 5)
 	var frozen time.Time
-	read := func(what, name string, index uint64) {
+	get := func(what, path string) {
 		start := time.Now()
-		url := fmt.Sprintf("%s/v1/locks/%s?index=%d&wait=60s", d.srv.URL, name, index)
+		url := d.srv.URL + path
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := http.DefaultClient.Do(req)
 		a := answer{what: what, start: start}
@@ -55,6 +57,9 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 		}
 		a.end = time.Now()
 		answers <- a
+	}
+	read := func(what, name string, index uint64) {
+		get(what, fmt.Sprintf("/v1/locks/%s?index=%d&wait=60s", name, index))
 	}
 	check := func(n int) {
 		t.Helper()
@@ -77,8 +82,16 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 		}
 	}
 	go read("opened before the freeze", "frozen", st.Index)
-	zktest.Eventually(t, 10*time.Second, "the blocking read waiting on a state", func() bool {
-		return d.svc.watches.waiting() == 1 && hasState(d.svc.Service, watchKey{kind: fence.KindLock, name: "frozen"})
+	// A blocking overview (?all=1) is a blocking read like the others.
+	o, err := d.svc.Overview(ctx, client.Locks, true, 0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go get("overview opened before the freeze", fmt.Sprintf("/v1/locks?all=1&index=%d&wait=60s", o.Index))
+	zktest.Eventually(t, 10*time.Second, "the blocking reads waiting on a state", func() bool {
+		// Both subscribed to the lock's state: the overview has listed.
+		key := watchKey{kind: fence.KindLock, name: "frozen"}
+		return d.svc.watches.waiting() == 2 && hasState(d.svc.Service, key) && subscribers(d.svc.Service, key) == 2
 	})
 
 	if err := zkc.Members[0].Pause(); err != nil {
@@ -88,7 +101,7 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 	frozen = time.Now()
 	go read("opened during the freeze", "frozen", st.Index)
 	go read("opened during the freeze, on a name nobody watched", "frozen-other", 0)
-	check(3)
+	check(4)
 	// ZooKeeper is now known not to answer: a new read need not wait.
 	frozen = time.Now()
 	go read("opened once the freeze was known", "frozen", st.Index)
@@ -102,6 +115,17 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 		_, err := d.svc.WaitLock(ctx, "frozen", 0, time.Second)
 		return err == nil
 	})
+}
+
+// subscribers is how many readers are subscribed to key's watch.
+func subscribers(s *Service, key watchKey) int {
+	h := s.watches
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w := h.names[key]; w != nil {
+		return w.readers
+	}
+	return 0
 }
 
 // hasState reports whether key is watched and its state read.

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"net/http"
 	"strconv"
@@ -66,12 +67,32 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 		root = s.cfg.ElectionRoot
 	}
 	deadline := time.Now().Add(wait)
+	start := s.clock.Now()
+	if blocking {
+		// A blocking overview is one blocking read: it takes a reader's
+		// place under the cap, and its answers need the watch session's
+		// vouching as await's do.
+		if err := s.watches.enter(); err != nil {
+			return client.Overview{}, err
+		}
+		defer s.watches.leave()
+	}
+	// trustChanged closes when the watch session's trust changes, once it
+	// vouched for the states watched: a listing is then cut short.
+	var trustChanged <-chan struct{}
 	for {
 		sess, err := s.liveSession()
 		if err != nil {
 			return client.Overview{}, err
 		}
-		names, more, err := sess.Names(ctx, root, shape, client.MaxOverview)
+		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged)
+		if errors.Is(err, errTrustChanged) {
+			trustChanged = nil
+			if hold, _, distrust := s.watches.vouch(start); distrust != nil && !hold {
+				return client.Overview{}, distrust
+			}
+			continue
+		}
 		if err != nil {
 			return client.Overview{}, s.readError(ctx, err)
 		}
@@ -84,24 +105,74 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 				ws = append(ws, w)
 			}
 		}
-		idx, changed := overviewIndex(names, ws)
-		if idx != index {
+		idx, ready, changed := overviewIndex(names, ws)
+		// The names come from the leases' session; the watched states
+		// need the watch session to vouch for them.
+		var distrust error
+		trustChanged = nil
+		if len(ws) > 0 {
+			hold, tc, d := s.watches.vouch(start)
+			if d != nil && !hold {
+				s.unsubscribeAll(ws)
+				return client.Overview{}, d
+			}
+			changed = append(changed, tc)
+			if distrust = d; d == nil {
+				trustChanged = tc
+			}
+		}
+		if ready && idx != index && distrust == nil {
 			o, err := s.overviewOf(ctx, f, names, more, idx)
 			s.unsubscribeAll(ws)
 			return o, err
 		}
 		left := time.Until(deadline)
+		if left <= 0 && distrust != nil {
+			s.unsubscribeAll(ws)
+			return client.Overview{}, distrust
+		}
 		if left <= 0 {
 			o, err := s.overviewOf(ctx, f, names, more, idx)
 			s.unsubscribeAll(ws)
 			return o, err
 		}
-		err = waitAny(ctx, changed, min(left, overviewRelist))
+		d := min(left, overviewRelist)
+		if distrust != nil {
+			d = min(d, start.Add(s.watches.quantum()).Sub(s.clock.Now())) // the grace
+		}
+		err = waitAny(ctx, changed, max(d, 0))
 		s.unsubscribeAll(ws)
 		if err != nil {
 			return client.Overview{}, err
 		}
 	}
+}
+
+// errTrustChanged ends a listing whose answer the watch session's trust
+// changed under.
+var errTrustChanged = errors.New("the watch session's trust changed")
+
+// listNames lists the names under root; a change of the watch session's
+// trust (ZooKeeper fell silent) cuts it short with errTrustChanged, so
+// that a blocking overview need not wait for the read's own timeout.
+func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root string, shape zklock.Shape, trustChanged <-chan struct{}) ([]string, bool, error) {
+	if trustChanged == nil {
+		return sess.Names(ctx, root, shape, client.MaxOverview)
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-trustChanged:
+			cancel(errTrustChanged)
+		case <-lctx.Done():
+		}
+	}()
+	names, more, err := sess.Names(lctx, root, shape, client.MaxOverview)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errTrustChanged) {
+		return nil, false, errTrustChanged
+	}
+	return names, more, err
 }
 
 func (s *Service) unsubscribeAll(ws []*watched) {
@@ -112,10 +183,13 @@ func (s *Service) unsubscribeAll(ws []*watched) {
 
 // overviewIndex is the overview's index: a hash of the names and of their
 // watched states' indexes, so that it differs when any of them changes;
-// changed is the channels that close at their next change.
-func overviewIndex(names []string, ws []*watched) (uint64, []chan struct{}) {
+// ready says every state was read (an index of states still unread would
+// differ from the next one with nothing changed); changed is the channels
+// that close at their next change.
+func overviewIndex(names []string, ws []*watched) (idx uint64, ready bool, changed []<-chan struct{}) {
 	h := fnv.New64a()
-	changed := make([]chan struct{}, 0, len(ws))
+	ready = true
+	changed = make([]<-chan struct{}, 0, len(ws)+1)
 	for _, n := range names {
 		h.Write([]byte(n))
 		h.Write([]byte{0})
@@ -124,18 +198,19 @@ func overviewIndex(names []string, ws []*watched) (uint64, []chan struct{}) {
 		w.mu.Lock()
 		h.Write([]byte(strconv.FormatUint(w.index, 10)))
 		h.Write([]byte{0})
+		ready = ready && w.have
 		changed = append(changed, w.changed)
 		w.mu.Unlock()
 	}
-	idx := h.Sum64()
+	idx = h.Sum64()
 	if idx == 0 {
 		idx = 1 // 0 is no index
 	}
-	return idx, changed
+	return idx, ready, changed
 }
 
 // waitAny returns when one of chans closes, d passes or ctx ends.
-func waitAny(ctx context.Context, chans []chan struct{}, d time.Duration) error {
+func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -340,16 +341,17 @@ func (h *handler) safeFor(f client.Family, name string, q query) *int64 {
 	return &ms
 }
 
-func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
-	var (
-		st  client.LockStatus
-		err error
-	)
+// readStatus reads a status: a blocking read (wait) when q has an index, a
+// plain read otherwise.
+func readStatus[S any](ctx context.Context, name string, q query, plain func(context.Context, string) (S, error), wait func(context.Context, string, uint64, time.Duration) (S, error)) (S, error) {
 	if q.blocking {
-		st, err = h.s.WaitLock(r.Context(), name, q.index, q.wait)
-	} else {
-		st, err = h.s.Status(r.Context(), name)
+		return wait(ctx, name, q.index, q.wait)
 	}
+	return plain(ctx, name)
+}
+
+func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
+	st, err := readStatus(r.Context(), name, q, h.s.Status, h.s.WaitLock)
 	st.SafeForMS = h.safeFor(client.Locks, name, q)
 	return st, st.Index, err
 }
@@ -360,29 +362,13 @@ func multiLockStatusRead(h *handler, r *http.Request, id string, q query) (any, 
 }
 
 func semaphoreStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
-	var (
-		st  client.SemaphoreStatus
-		err error
-	)
-	if q.blocking {
-		st, err = h.s.WaitSemaphore(r.Context(), name, q.index, q.wait)
-	} else {
-		st, err = h.s.SemaphoreStatus(r.Context(), name)
-	}
+	st, err := readStatus(r.Context(), name, q, h.s.SemaphoreStatus, h.s.WaitSemaphore)
 	st.SafeForMS = h.safeFor(client.Semaphores, name, q)
 	return st, st.Index, err
 }
 
 func electionStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
-	var (
-		st  client.ElectionStatus
-		err error
-	)
-	if q.blocking {
-		st, err = h.s.WaitElection(r.Context(), name, q.index, q.wait)
-	} else {
-		st, err = h.s.ElectionStatus(r.Context(), name)
-	}
+	st, err := readStatus(r.Context(), name, q, h.s.ElectionStatus, h.s.WaitElection)
 	st.SafeForMS = h.safeFor(client.Elections, name, q)
 	return st, st.Index, err
 }

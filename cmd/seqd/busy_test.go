@@ -255,8 +255,15 @@ func closeOnStop(c net.Conn, stop <-chan struct{}, f func()) {
 }
 
 // startLimited runs the seqd binary bin with serve and args under
-// prlimit's file descriptor limit nofile, and returns its base URL.
+// prlimit's file descriptor limit nofile, and returns its base URL. It is
+// stopped when the test ends, or earlier by stopLimited.
 func startLimited(t *testing.T, bin string, nofile int, args ...string) string {
+	base, _ := startLimitedStop(t, bin, nofile, args...)
+	return base
+}
+
+// startLimitedStop is startLimited, with a stop for an earlier end.
+func startLimitedStop(t *testing.T, bin string, nofile int, args ...string) (base string, stop func()) {
 	t.Helper()
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
@@ -268,13 +275,17 @@ func startLimited(t *testing.T, bin string, nofile int, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("seqd serve stderr (tail):\n%s", tail(stderr.String(), 3000))
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("seqd serve stderr (tail):\n%s", tail(stderr.String(), 3000))
+			}
+		})
+	}
+	t.Cleanup(stop)
 	var addr string
 	zktest.Eventually(t, 30*time.Second, "the daemon listening", func() bool {
 		m := listenRE.FindStringSubmatch(stderr.String())
@@ -283,5 +294,5 @@ func startLimited(t *testing.T, bin string, nofile int, args ...string) string {
 		}
 		return m != nil
 	})
-	return "http://" + addr
+	return "http://" + addr, stop
 }

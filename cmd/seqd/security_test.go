@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -176,36 +175,13 @@ func TestConnectionFlood(t *testing.T) {
 
 func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 	t.Helper()
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Fatalf("prlimit (util-linux) is needed to run the daemon with few descriptors: %v", err)
-	}
-	args := []string{"--nofile=256", "--", bin, "serve", "--zk", zkc.ConnectString(), "--root", "/seqd-flood", "--listen", "127.0.0.1:0", "--session-timeout", "10s"}
+	args := []string{"--zk", zkc.ConnectString(), "--root", "/seqd-flood", "--session-timeout", "10s"}
 	if !capped {
 		args = append(args, "--max-connections", "100000")
 	}
-	stderr := &addrWriter{addr: make(chan string, 1)}
-	cmd := exec.Command(prlimit, args...)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("seqd serve stderr (tail):\n%s", tail(stderr.String(), 3000))
-		}
-	}()
-	var addr string
-	zktest.Eventually(t, 30*time.Second, "the daemon listening", func() bool {
-		m := listenRE.FindStringSubmatch(stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
-	base := "http://" + addr
+	base, stopDaemon := startLimitedStop(t, bin, 256, args...)
+	defer stopDaemon()
+	addr := strings.TrimPrefix(base, "http://")
 	cl, err := client.New(base, client.WithoutEnv(), client.WithHTTPClient(&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}))
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,9 @@ const (
 	maxBenchDuration = time.Hour
 	maxBenchClients  = 1000
 	maxBenchRTT      = time.Second
+	// devZKWarmup is how long --dev loads its new ZooKeeper before the
+	// first case, while its JVM compiles.
+	devZKWarmup = 3 * time.Second
 )
 
 func benchCommand() *cli.Command {
@@ -197,6 +200,7 @@ func benchDevZK(c *cli.Context, cfg *bench.Config) (stop func(), err error) {
 		return nil, withCode(ExitUnavailable, fmt.Errorf("start ZooKeeper: %w", err))
 	}
 	cfg.Servers = zkc.Servers()
+	cfg.ZKWarmup = devZKWarmup
 	for _, m := range zkc.Members {
 		cfg.ZKPIDs = append(cfg.ZKPIDs, m.PID())
 		cfg.ZKStats = append(cfg.ZKStats, m.ClientAddr)

@@ -140,6 +140,11 @@ type Config struct {
 	// ZKStats are the servers' client addresses, asked for their request
 	// counters (srvr) to give the requests per cycle; none: not reported.
 	ZKStats []string
+	// ZKWarmup runs the requests of every kind against ZooKeeper for this
+	// long before the first case, for a ZooKeeper just started: its JVM
+	// compiles its hot code during the first seconds of load, which would
+	// slow the first cases down and take CPU from the others.
+	ZKWarmup time.Duration
 	// RTT is the round-trip time a delay proxy adds between every client
 	// and ZooKeeper, for the report (the caller sets the proxy up).
 	RTT time.Duration
@@ -303,6 +308,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.needsZK() {
 		var err error
 		if r.admin, err = r.connect(ctx); err != nil {
+			return rep, err
+		}
+	}
+	if cfg.ZKWarmup > 0 && r.admin != nil {
+		if err := r.warmZK(ctx); err != nil {
 			return rep, err
 		}
 	}

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -140,7 +139,7 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
-		zk.WithDialer(buffered(dialer)),
+		zk.WithDialer(dialer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
 				return
@@ -182,29 +181,6 @@ func TLSDialer(cfg *tls.Config) zk.Dialer {
 		return d.DialContext(ctx, network, addr)
 	}
 }
-
-// buffered wraps dial's connections so that their reads go through a
-// buffer. go-zookeeper reads each answer with two reads (its length, then
-// the rest), each a system call on a bare connection; through the buffer,
-// the answers and watch events that arrived together take one. Reads still
-// block, and time out, on the connection itself.
-func buffered(dial zk.Dialer) zk.Dialer {
-	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		c, err := dial(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 16<<10)}, nil
-	}
-}
-
-// bufferedConn is a connection whose reads go through r.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // authenticate adds the digest identity to the connection; go-zookeeper
 // sends it again after every reconnect, before any queued request.

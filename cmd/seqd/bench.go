@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -47,8 +45,6 @@ func benchCommand() *cli.Command {
 			Usage: "a running daemon's address for the http cases (default: a `seqd serve` started as a process of its own on --zk, as a sidecar runs)"},
 		&cli.BoolFlag{Name: "in-process", EnvVars: []string{"SEQD_IN_PROCESS"},
 			Usage: "run the http cases' daemon inside the bench's own process instead of as a process of its own (for profiling: not how it is deployed)"},
-		&cli.StringFlag{Name: "listen", EnvVars: []string{"SEQD_LISTEN"},
-			Usage: "where the daemon the bench starts listens: a loopback host:port or unix:PATH (default a free loopback port)"},
 		&cli.BoolFlag{Name: "group-commit", EnvVars: []string{"SEQD_GROUP_COMMIT"},
 			Usage: "the daemon the bench starts batches its creates and deletes (serve --group-commit)"},
 		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"SEQD_CPU_PROFILE"},
@@ -151,9 +147,6 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	cfg.InProcess = c.Bool("in-process")
 	cfg.GroupCommit = c.Bool("group-commit")
 	cfg.CPUProfile = c.String("cpu-profile")
-	if cfg.DaemonListen, err = benchListen(c.String("listen")); err != nil {
-		return cfg, err
-	}
 	if !cfg.InProcess {
 		if cfg.DaemonCommand, err = daemonCommand(c); err != nil {
 			return cfg, err
@@ -169,7 +162,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		return cfg, err
 	}
 	if s := c.String("addr"); s != "" {
-		for _, f := range []string{"in-process", "listen", "group-commit", "cpu-profile"} {
+		for _, f := range []string{"in-process", "group-commit", "cpu-profile"} {
 			if c.IsSet(f) {
 				return cfg, usageErrorf("--%s is for a daemon the bench starts, not for a running one (--addr)", f)
 			}
@@ -240,25 +233,6 @@ func daemonCommand(c *cli.Context) ([]string, error) {
 		}
 	}
 	return cmd, nil
-}
-
-// benchListen checks where the daemon the bench starts listens: a loopback
-// address or a unix socket.
-func benchListen(listen string) (string, error) {
-	if listen == "" || strings.HasPrefix(listen, "unix:") {
-		if listen == "unix:" {
-			return "", usageErrorf("--listen unix: needs a socket path, e.g. unix:/tmp/seqd.sock")
-		}
-		return listen, nil
-	}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", usageErrorf("--listen %q: want host:port or unix:PATH", listen)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return "", usageErrorf("--listen %q: the bench's daemon listens on loopback only", listen)
-	}
-	return listen, nil
 }
 
 // daemonTLS is the client TLS configuration from --cacert, --cert and

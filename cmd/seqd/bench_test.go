@@ -222,7 +222,6 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"extra"}, "bench takes no arguments"},
 		{[]string{"--rtt", "1ms"}, "--rtt needs --dev"},
 		{[]string{"--dev", "--rtt", "-1ms"}, "--rtt -1ms is negative"},
-		{[]string{"--listen", "0.0.0.0:7070"}, "listens on loopback only"},
 		{[]string{"--addr", "http://127.0.0.1:7070", "--in-process"}, "--in-process is for a daemon the bench starts"},
 	} {
 		args := append([]string{"bench", "--zk", zkc.ConnectString(), "--duration", "100ms"}, tc.args...)

@@ -117,9 +117,6 @@ type Config struct {
 	// InProcess runs the http kind's daemon inside this process, on
 	// loopback: for profiling, not as deployed.
 	InProcess bool
-	// DaemonListen is where a daemon started here listens: a loopback
-	// host:port (default 127.0.0.1:0, a free port) or unix:PATH.
-	DaemonListen string
 	// GroupCommit: a daemon started here batches its creates and deletes
 	// (zklock.Options.GroupCommit).
 	GroupCommit bool

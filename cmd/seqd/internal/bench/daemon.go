@@ -50,7 +50,7 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 func (r *runner) startProcess(ctx context.Context) (*daemon, error) {
 	args := append(append([]string(nil), r.cfg.DaemonCommand[1:]...),
 		"--zk", strings.Join(r.cfg.Servers, ","),
-		"--listen", r.listenAddr(),
+		"--listen", "127.0.0.1:0",
 		"--root", r.root+"/http",
 		"--semaphore-root", r.root+"/semaphores",
 		"--election-root", r.root+"/elections",
@@ -123,11 +123,7 @@ func (r *runner) startProcess(ctx context.Context) (*daemon, error) {
 	defer timeout.Stop()
 	select {
 	case addr := <-listening:
-		base := "http://" + addr
-		if strings.HasPrefix(r.cfg.DaemonListen, "unix:") {
-			base = "unix:" + addr
-		}
-		return &daemon{addr: base, pid: cmd.Process.Pid, stop: stop}, nil
+		return &daemon{addr: "http://" + addr, pid: cmd.Process.Pid, stop: stop}, nil
 	case err := <-exited:
 		exited <- err
 		return nil, unavailablef("the daemon exited before it listened (%v):\n%s", err, log.String())
@@ -138,14 +134,6 @@ func (r *runner) startProcess(ctx context.Context) (*daemon, error) {
 		_ = stop()
 		return nil, ctx.Err()
 	}
-}
-
-// listenAddr is where a daemon started here listens.
-func (r *runner) listenAddr() string {
-	if r.cfg.DaemonListen != "" {
-		return r.cfg.DaemonListen
-	}
-	return "127.0.0.1:0"
 }
 
 // tail keeps the last lines a process wrote, for the error that says why
@@ -195,11 +183,7 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 	if err := svc.Start(ctx); err != nil {
 		return nil, unavailablef("start the daemon: %w", err)
 	}
-	network, address := "tcp", r.listenAddr()
-	if p, ok := strings.CutPrefix(address, "unix:"); ok {
-		network, address = "unix", p
-	}
-	ln, err := net.Listen(network, address)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		svc.Close(context.Background())
 		return nil, fmt.Errorf("listen: %w", err)
@@ -222,11 +206,7 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 		defer close(served)
 		_ = srv.Serve(ln)
 	}()
-	base := "http://" + ln.Addr().String()
-	if network == "unix" {
-		base = "unix:" + address
-	}
-	return &daemon{addr: base, stop: func() error {
+	return &daemon{addr: "http://" + ln.Addr().String(), stop: func() error {
 		_ = srv.Close()
 		<-served
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -116,6 +116,7 @@ func newSession(opts Options) (*Session, error) {
 		margin:      opts.LossMargin,
 		heartbeat:   opts.Heartbeat,
 		groupCommit: opts.GroupCommit,
+		lookEvery:   lookEvery,
 		done:        make(chan struct{}),
 		connClosed:  make(chan struct{}),
 		granted:     grantedSet{paths: map[string]struct{}{}},

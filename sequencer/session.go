@@ -42,7 +42,6 @@ func (s *Service) dial(ctx context.Context) error {
 		Auth:           s.cfg.ZKAuth,
 		ACL:            s.cfg.ZKACL,
 		TLS:            s.cfg.ZKTLS,
-		GroupCommit:    s.cfg.GroupCommit,
 	})
 	if err != nil {
 		return unavailable("cannot reach zookeeper", err)

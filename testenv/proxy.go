@@ -64,9 +64,10 @@ type Proxy struct {
 }
 
 type proxyState struct {
-	cut   bool
-	delay time.Duration
-	drop  Direction
+	cut      bool
+	delay    time.Duration
+	delayDir Direction // the one direction delay holds; 0: both
+	drop     Direction
 }
 
 // ProxyStats counts what a Proxy did.
@@ -221,8 +222,12 @@ func (p *Proxy) copy(pc *proxyConn, dst, src net.Conn, dir Direction) {
 				pc.taint()
 				p.dropped(n)
 			} else {
+				due := time.Now()
+				if st.delayDir == 0 || st.delayDir == dir {
+					due = due.Add(st.delay)
+				}
 				select {
-				case line <- delayed{b: bytes.Clone(buf[:n]), due: time.Now().Add(st.delay)}:
+				case line <- delayed{b: bytes.Clone(buf[:n]), due: due}:
 				case <-written: // the writer failed
 					return
 				}
@@ -282,6 +287,15 @@ func (p *Proxy) Cut() { p.set(proxyState{cut: true}) }
 // Delay forwards both ways, holding each chunk for d (0 is Pass): a
 // delay line, so a connection's round trip grows by 2d however busy it is.
 func (p *Proxy) Delay(d time.Duration) { p.set(proxyState{delay: d}) }
+
+// DelayOneWay forwards both ways, holding what travels in dir for d and
+// nothing else. A round trip then grows by d: Go's timers wake no sooner
+// than about a millisecond after they are set on some hosts, so a round
+// trip of 1ms is one delay of 1ms, where Delay(500µs) would add two of
+// them.
+func (p *Proxy) DelayOneWay(dir Direction, d time.Duration) {
+	p.set(proxyState{delay: d, delayDir: dir})
+}
 
 // Drop forwards dir's opposite and discards what travels in dir.
 func (p *Proxy) Drop(dir Direction) { p.set(proxyState{drop: dir}) }

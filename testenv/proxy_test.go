@@ -200,6 +200,28 @@ func TestProxyDelayLine(t *testing.T) {
 	}
 }
 
+// DelayOneWay holds one direction only: a round trip takes the delay once.
+func TestProxyDelayOneWay(t *testing.T) {
+	echo := startEcho(t)
+	p := testenv.NewProxy("oneway")
+	t.Cleanup(p.Close)
+	addr, err := p.Forward(echo.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	for _, dir := range []testenv.Direction{testenv.ToTarget, testenv.FromTarget} {
+		p.DelayOneWay(dir, 300*time.Millisecond)
+		start := time.Now()
+		if err := roundTrip(c, "x", 5*time.Second); err != nil {
+			t.Fatalf("%v: %v", dir, err)
+		}
+		if got := time.Since(start); got < 300*time.Millisecond || got >= 600*time.Millisecond {
+			t.Errorf("delay %v of 300ms: round trip %v, want 300ms and not twice that", dir, got)
+		}
+	}
+}
+
 func TestProxyBounded(t *testing.T) {
 	echo := startEcho(t)
 	p := testenv.NewProxy("bounded")

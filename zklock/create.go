@@ -50,8 +50,8 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 // after its create answered.
 type created struct {
 	path string
-	// stat is the node's, read right after the create (one read per
-	// batch under group commit); nil when that read failed or the node was
+	// stat is the node's, from a stamped create's answer or read right
+	// after a plain create; nil when that read failed or the node was
 	// found again after a lost answer (read it then).
 	stat *zk.Stat
 	at   time.Time // when the create was answered, on the local clock
@@ -89,7 +89,7 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 			c   created
 			err error
 		)
-		if stamp != "" && !s.groupCommit {
+		if stamp != "" {
 			c, err = s.createStamped(parent, prefix, guid, data, marker, stamp)
 			if errors.Is(err, errStampRefused) {
 				c, err = s.createOnce(parent, prefix, data, marker)
@@ -124,8 +124,8 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 	}
 }
 
-// createOnce makes one attempt at the create, alone or in a batch of the
-// session's group commit, and then the reads that follow it.
+// createOnce makes one attempt at a plain create, and then the reads that
+// follow it.
 //
 // go-zookeeper (v1.0.4) has no create2, whose answer would carry the
 // node's stat, and no asynchronous call that would let a read be queued
@@ -134,31 +134,11 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 // our own node; the parent's stat in the children read cannot stand in for
 // it (docs/design.md, "Requests per grant").
 func (s *Session) createOnce(parent, prefix string, data []byte, marker string) (created, error) {
-	req := &zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
-	var leave func()
-	if s.groupCommit {
-		if q := s.creates.enter(parent, req); q != nil {
-			<-q.done
-			if !q.alone {
-				if q.err != nil {
-					return created{}, q.err
-				}
-				c := created{path: q.node, stat: q.stat, at: s.clock.Now()}
-				s.readBehind(&c, parent, marker)
-				return c, nil
-			}
-		} else {
-			leave = func() { s.creates.leave(s) }
-		}
-	}
 	var c created
 	err := s.call(func() (err error) {
-		c.path, err = s.conn.Create(req.Path, req.Data, req.Flags, req.Acl)
+		c.path, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 		return err
 	})
-	if leave != nil {
-		leave() // answered: the next batch may go
-	}
 	if err != nil {
 		return created{}, err
 	}
@@ -247,7 +227,7 @@ func (s *Session) createStamped(parent, prefix, guid string, data []byte, marker
 }
 
 // readBehind reads, once the create of c was answered, what the acquire
-// looks at first: c's own stat (unless its batch read it) side by side with
+// looks at first: c's own stat side by side with
 // parent's children, and then marker (a lock-delay marker must be read
 // after the children that showed us at the head). c keeps nil for what
 // could not be read.

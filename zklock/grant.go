@@ -329,3 +329,9 @@ func (g *Grant) released(err error) error {
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "released", slog.String("lock", g.Name), slog.Uint64("token", g.Token))
 	return err
 }
+
+// deleteNode deletes p (any version). Like callCtx, it stops waiting when
+// ctx ends; the delete may still happen.
+func (s *Session) deleteNode(ctx context.Context, p string) error {
+	return s.callCtx(ctx, func() error { return s.conn.Delete(p, -1) })
+}

@@ -63,13 +63,8 @@ type Session struct {
 	modes     claimedModes
 	delayDirs delayDirs
 	silence   silence
-	// groupCommit: creates and deletes go through these batchers
-	// (Options.GroupCommit).
-	groupCommit bool
 	// lookEvery paces the reads of a grant's monitor (the constant).
 	lookEvery time.Duration
-	creates   batcher
-	deletes   batcher
 	grants    liveGrants
 	blocked   grantedSet // blocking nodes already reported
 	janitor   janitor

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -45,8 +46,6 @@ func benchCommand() *cli.Command {
 			Usage: "a running daemon's address for the http cases (default: a `seqd serve` started as a process of its own on --zk, as a sidecar runs)"},
 		&cli.BoolFlag{Name: "in-process", EnvVars: []string{"SEQD_IN_PROCESS"},
 			Usage: "run the http cases' daemon inside the bench's own process instead of as a process of its own (for profiling: not how it is deployed)"},
-		&cli.BoolFlag{Name: "group-commit", EnvVars: []string{"SEQD_GROUP_COMMIT"},
-			Usage: "the daemon the bench starts batches its creates and deletes (serve --group-commit)"},
 		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"SEQD_CPU_PROFILE"},
 			Usage: "write the CPU profile of the daemon the bench starts to `FILE` (with --in-process: of the bench's process); read it with go tool pprof"},
 		&cli.StringFlag{Name: "root", Value: zklock.DefaultRoot, EnvVars: []string{"SEQD_ROOT"},
@@ -145,7 +144,6 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	}
 	cfg.RTT = rtt
 	cfg.InProcess = c.Bool("in-process")
-	cfg.GroupCommit = c.Bool("group-commit")
 	cfg.CPUProfile = c.String("cpu-profile")
 	if !cfg.InProcess {
 		if cfg.DaemonCommand, err = daemonCommand(c); err != nil {
@@ -162,7 +160,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		return cfg, err
 	}
 	if s := c.String("addr"); s != "" {
-		for _, f := range []string{"in-process", "group-commit", "cpu-profile"} {
+		for _, f := range []string{"in-process", "cpu-profile"} {
 			if c.IsSet(f) {
 				return cfg, usageErrorf("--%s is for a daemon the bench starts, not for a running one (--addr)", f)
 			}
@@ -209,13 +207,37 @@ func benchDevZK(c *cli.Context, cfg *bench.Config) (stop func(), err error) {
 		zkc.Stop()
 		return nil, withCode(ExitUnavailable, err)
 	}
-	proxy.Delay(cfg.RTT / 2)
+	// All of the round trip on the way there: one timer per chunk, not two
+	// half as long (Go's timers overshoot short waits by up to a
+	// millisecond on some hosts).
+	proxy.DelayOneWay(testenv.ToTarget, cfg.RTT)
 	cfg.Servers = []string{addr}
-	fmt.Fprintf(c.App.ErrWriter, "a delay proxy on %s adds %v of round trip to it\n", addr, cfg.RTT)
+	cfg.RTTMeasured = addedRTT(addr, zkc.Servers()[0])
+	fmt.Fprintf(c.App.ErrWriter, "a delay proxy on %s adds %v of round trip to it (measured: %v)\n", addr, cfg.RTT, cfg.RTTMeasured.Round(10*time.Microsecond))
 	return func() {
 		proxy.Close()
 		zkc.Stop()
 	}, nil
+}
+
+// addedRTT is what the proxy at via adds to a round trip with the server
+// at direct: the median time of a srvr four-letter word through it less
+// that of one straight to the server (each on a new connection, whose
+// handshake the proxy does not delay).
+func addedRTT(via, direct string) time.Duration {
+	median := func(addr string) time.Duration {
+		var ds []time.Duration
+		for range 9 {
+			t0 := time.Now()
+			if _, err := testenv.FourLetter(addr, "srvr", 2*time.Second); err != nil {
+				return 0
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	return max(median(via)-median(direct), 0)
 }
 
 // daemonCommand is how the bench runs the daemon as a process of its own:

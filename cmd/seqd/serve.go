@@ -36,7 +36,6 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the admin token that breaks holders (POST …/break, seqd break; mode 600, at least 16 bytes); without it breaks are refused", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
 		&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per grant, release, expiry, loss, break, term and resignation to this `FILE` (- for standard output)", EnvVars: []string{"SEQD_AUDIT_LOG"}},
 		&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile of the daemon, from start to exit, to `FILE` (read it with go tool pprof); none by default", EnvVars: []string{"SEQD_CPU_PROFILE"}},
-		&cli.BoolFlag{Name: "group-commit", Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (fewer requests for ZooKeeper, one more round trip for a batched grant)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
 	fs = append(fs, zkSecurityFlags()...)
@@ -243,7 +242,6 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKACL:          zkSec.acl,
 		ZKTLS:          zkSec.tls,
 		LockDelay:      lockDelay,
-		GroupCommit:    c.Bool("group-commit"),
 		Audit:          audit,
 	})
 	if err := svc.Start(ctx); err != nil {

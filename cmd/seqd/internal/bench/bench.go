@@ -117,9 +117,6 @@ type Config struct {
 	// InProcess runs the http kind's daemon inside this process, on
 	// loopback: for profiling, not as deployed.
 	InProcess bool
-	// GroupCommit: a daemon started here batches its creates and deletes
-	// (zklock.Options.GroupCommit).
-	GroupCommit bool
 	// CPUProfile is a file for the CPU profile of a daemon started here
 	// (in process: of this process while the daemon runs).
 	CPUProfile string
@@ -143,8 +140,9 @@ type Config struct {
 	// slow the first cases down and take CPU from the others.
 	ZKWarmup time.Duration
 	// RTT is the round-trip time a delay proxy adds between every client
-	// and ZooKeeper, for the report (the caller sets the proxy up).
-	RTT time.Duration
+	// and ZooKeeper, for the report (the caller sets the proxy up), and
+	// RTTMeasured what it was seen to add.
+	RTT, RTTMeasured time.Duration
 
 	// Base is the znode under which the run makes its root,
 	// Base/<time>-<random>; default DefaultBase. The run removes its root
@@ -282,24 +280,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.root = cfg.Base + "/" + r.id
 	rep := &Report{
-		Started:  started,
-		Servers:  cfg.Servers,
-		Daemon:   DaemonProcess,
-		Root:     r.root,
-		RTT:      cfg.RTT,
-		Duration: cfg.Duration,
-		Warmup:   cfg.Warmup,
-		Clients:  cfg.Clients,
-		Kinds:    cfg.Kinds,
+		Started:     started,
+		Servers:     cfg.Servers,
+		Daemon:      DaemonProcess,
+		Root:        r.root,
+		RTT:         cfg.RTT,
+		RTTMeasured: cfg.RTTMeasured,
+		Duration:    cfg.Duration,
+		Warmup:      cfg.Warmup,
+		Clients:     cfg.Clients,
+		Kinds:       cfg.Kinds,
 	}
 	switch {
 	case cfg.Daemon != "":
 		rep.Daemon = cfg.Daemon
 	case cfg.InProcess:
 		rep.Daemon = DaemonInProcess
-	}
-	if cfg.GroupCommit && cfg.Daemon == "" {
-		rep.Daemon += " with group commit"
 	}
 	defer r.cleanup()
 	if cfg.needsZK() {

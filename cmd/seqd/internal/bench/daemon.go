@@ -57,9 +57,6 @@ func (r *runner) startProcess(ctx context.Context) (*daemon, error) {
 		"--session-timeout", r.cfg.SessionTimeout.String(),
 		"--log-format", "text",
 	)
-	if r.cfg.GroupCommit {
-		args = append(args, "--group-commit")
-	}
 	if r.cfg.CPUProfile != "" {
 		args = append(args, "--cpu-profile", r.cfg.CPUProfile)
 	}
@@ -178,7 +175,6 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 		ZKAuth:         r.cfg.Auth,
 		ZKACL:          r.cfg.ACL,
 		ZKTLS:          r.cfg.TLS,
-		GroupCommit:    r.cfg.GroupCommit,
 	})
 	if err := svc.Start(ctx); err != nil {
 		return nil, unavailablef("start the daemon: %w", err)

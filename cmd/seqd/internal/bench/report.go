@@ -70,16 +70,18 @@ const (
 type Report struct {
 	Started time.Time
 	Servers []string
-	// Daemon is DaemonProcess or DaemonInProcess (either may say "with
-	// group commit" after it), or a running daemon's URL.
-	Daemon   string
-	RTT      time.Duration // added by a delay proxy in front of ZooKeeper
-	Root     string        // the run's znode (removed at the end)
-	Duration time.Duration
-	Warmup   time.Duration
-	Clients  int
-	Kinds    []string
-	Results  []Result
+	// Daemon is DaemonProcess or DaemonInProcess, or a running daemon's
+	// URL.
+	Daemon string
+	RTT    time.Duration // added by a delay proxy in front of ZooKeeper
+	// RTTMeasured is what the proxy was seen to add (0: not measured).
+	RTTMeasured time.Duration
+	Root        string // the run's znode (removed at the end)
+	Duration    time.Duration
+	Warmup      time.Duration
+	Clients     int
+	Kinds       []string
+	Results     []Result
 }
 
 // ratios fills in each result's throughput against the baselines of its
@@ -176,14 +178,17 @@ func (rep *Report) footnote() string {
 	rtt := ""
 	if rep.RTT > 0 {
 		rtt = " behind a delay proxy adding " + shortDuration(rep.RTT) + " of round trip"
+		if rep.RTTMeasured > 0 {
+			rtt += " (" + FormatLatency(rep.RTTMeasured) + " measured)"
+		}
 	}
 	daemon := ""
 	if slices.Contains(rep.Kinds, KindHTTP) {
 		switch {
-		case strings.HasPrefix(rep.Daemon, DaemonProcess):
-			daemon = "; http: the daemon as a separate `seqd serve` process" + strings.TrimPrefix(rep.Daemon, DaemonProcess) + ", as deployed"
-		case strings.HasPrefix(rep.Daemon, DaemonInProcess):
-			daemon = "; http: the daemon inside the bench's own process" + strings.TrimPrefix(rep.Daemon, DaemonInProcess) + " (for profiling: a sidecar runs as a process of its own)"
+		case rep.Daemon == DaemonProcess:
+			daemon = "; http: the daemon as a separate `seqd serve` process, as deployed"
+		case rep.Daemon == DaemonInProcess:
+			daemon = "; http: the daemon inside the bench's own process (for profiling: a sidecar runs as a process of its own)"
 		default:
 			daemon = "; http: " + rep.Daemon + " daemon"
 		}
@@ -195,7 +200,7 @@ func (rep *Report) footnote() string {
 
 func (rep *Report) costNote() string {
 	note := "zk requests: packets ZooKeeper received per cycle (srvr), heartbeats included; cpu: user+system CPU per cycle of ZooKeeper, the daemon and the bench's process (the clients)"
-	if strings.HasPrefix(rep.Daemon, DaemonInProcess) {
+	if rep.Daemon == DaemonInProcess {
 		note += "; the daemon runs in the bench's process, so its CPU is in the client's"
 	}
 	return note + "\n"
@@ -288,6 +293,7 @@ type jsonReport struct {
 	ZK        []string     `json:"zk"`
 	Daemon    string       `json:"daemon"`
 	RTTms     float64      `json:"rtt_ms,omitempty"`
+	RTTSeenms float64      `json:"rtt_measured_ms,omitempty"`
 	Root      string       `json:"root"`
 	DurationS float64      `json:"duration_s"`
 	WarmupS   float64      `json:"warmup_s"`
@@ -312,6 +318,7 @@ func (rep *Report) MarshalJSON() ([]byte, error) {
 		ZK:        rep.Servers,
 		Daemon:    rep.Daemon,
 		RTTms:     ms(rep.RTT),
+		RTTSeenms: ms(rep.RTTMeasured),
 		Root:      rep.Root,
 		DurationS: rep.Duration.Seconds(),
 		WarmupS:   rep.Warmup.Seconds(),

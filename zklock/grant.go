@@ -117,8 +117,8 @@ func (g *Grant) monitor(ch <-chan zk.Event) {
 
 // watch waits until the grant is lost, and says why, or released (nil).
 // A lock's grant watches the lock's children: our contender deleted, or
-// one appearing below it, ends the grant at once (and a change costs one
-// read). A semaphore's lease, whose neighbours do not matter, watches its
+// one appearing below it, ends the grant as soon as the holder looks, at
+// most lookEvery after the change (and a look costs one read). A semaphore's lease, whose neighbours do not matter, watches its
 // own node. ch is the watch being waited on; nil while it must be set
 // again.
 func (g *Grant) watch(ch <-chan zk.Event) *loss {

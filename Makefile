@@ -61,15 +61,19 @@ chaos: deps
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 1m ./fence/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 1m ./sequencer/
 
-# bench: `seqd bench --dev` (about a minute and a half): lock cycles/s and
-# latency of raw create+delete, go-zookeeper's zk.Lock, zklock and the
-# daemon's HTTP API on a throwaway ZooKeeper, printed as a table.
-# BENCH_FLAGS adds flags (BENCH_FLAGS='--clients 32 --duration 10s').
+# bench: `seqd bench --dev` (about two minutes): lock cycles/s, latency and
+# cost per cycle of raw create+delete, go-zookeeper's zk.Lock, zklock and the
+# daemon's HTTP API (a separate `seqd serve` process, as deployed) on a
+# throwaway ZooKeeper, printed as a table; below it, the HTTP API with the
+# daemon inside the bench's process (for profiling). BENCH_FLAGS adds flags
+# to both (BENCH_FLAGS='--clients 32 --duration 10s', '--rtt 1ms').
 # bench-go runs the Go benchmarks of every package.
 BENCH_FLAGS ?=
 bench: build
 	scripts/deps.sh zookeeper
 	bin/seqd bench --dev $(BENCH_FLAGS)
+	@printf '\nThe daemon inside the bench'"'"'s own process (for profiling; not as deployed):\n'
+	bin/seqd bench --dev $(BENCH_FLAGS) --in-process --cases http
 
 bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...

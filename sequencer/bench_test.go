@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/client"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/client"
 
 	"github.com/go-zookeeper/zk"
 
@@ -140,17 +141,6 @@ func benchDaemon(b *testing.B, servers []string, signer ...*fence.Signer) *daemo
 		o.root += "-signed"
 	}
 	return benchStart(b, o)
-}
-
-// benchDaemonGroupCommit is benchDaemon with group commit.
-func benchDaemonGroupCommit(b *testing.B, servers []string) *daemon {
-	b.Helper()
-	return benchStart(b, daemonOpts{
-		servers:     servers,
-		root:        "/seqd-bench/" + strings.ReplaceAll(b.Name(), "/", "_") + "-group-commit",
-		logger:      slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		groupCommit: true,
-	})
 }
 
 func benchStart(b *testing.B, o daemonOpts) *daemon {
@@ -302,11 +292,9 @@ func BenchmarkCycles16Uncontended(b *testing.B) {
 		benchMkdirs(b, z.shared, rawParent(w))
 	}
 	own := func(w int) string { return fmt.Sprintf("own/%d", w) }
-	gc := benchDaemonGroupCommit(b, servers)
 	benchCompare(b, servers, []benchVariant{
 		benchLeases("seqd", d.client, own, 0),
 		benchLeases("service", d.svc, own, 0),
-		benchLeases("seqd-group-commit", gc.client, own, 0),
 		benchRaw("raw-1conn", func(int) *zk.Conn { return z.shared }, rawParent),
 		benchRaw("raw-16conn", func(w int) *zk.Conn { return z.conns[w] }, rawParent),
 		benchZKLock("zkLock-1conn", z.locks1),

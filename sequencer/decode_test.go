@@ -51,9 +51,39 @@ func keysOnce(b []byte) bool {
 	return walk()
 }
 
+// decodeAllTheWay is decodeBytes without its shortcut for well-formed
+// objects: every body is decoded into a tree first.
+func decodeAllTheWay(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return badRequest("%s", jsonSentence(err))
+	}
+	if dec.More() {
+		return badRequest("the request body has data after the JSON object")
+	}
+	if _, ok := tree.(map[string]any); !ok {
+		return badRequest("the request body must be a JSON object")
+	}
+	if err := exactKeys(body, reflect.TypeOf(v).Elem(), ""); err != nil {
+		return err
+	}
+	dec = json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("%s", jsonSentence(err))
+	}
+	return nil
+}
+
 // FuzzDecodeBody: whatever the body, the strict decoder never panics; what
 // it accepts repeats no key at any depth, spells every key as the wire type
-// does, and decodes to what its re-encoding decodes to.
+// does, and decodes to what its re-encoding decodes to; and it answers as
+// it does without its shortcut for well-formed objects.
 func FuzzDecodeBody(f *testing.F) {
 	for _, s := range []string{
 		`{"owner":"a","ttl":"15s","wait":"0s","lease_id":"0123456789abcdef0123456789abcdef","mode":"shared","lock_delay":"1s"}`,
@@ -61,13 +91,17 @@ func FuzzDecodeBody(f *testing.F) {
 		`{"OWNER":"a"}`,
 		`{"leases":[{"name":"a","lease_id":"x","token":1,"token":2}]}`,
 		`{"leases":[{"name":"a","lease_id":"0123456789abcdef0123456789abcdef","token":1}],"ttl":"5s"}`,
-		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`,
+		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`, ` {"owner":"a"} `, `"x"`, `{"owner":1}`, `{"ttl":"15s","x":1}`, "0\v", "{}\v",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, v := range []any{&client.AcquireRequest{}, &client.RenewManyRequest{}, &client.CampaignRequest{}} {
 			err := decodeBytes(body, v)
+			ref := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+			if rerr := decodeAllTheWay(body, ref); (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() || err == nil && !reflect.DeepEqual(v, ref) {
+				t.Fatalf("%T: %q decoded to %+v, %v; without the shortcut %+v, %v", v, body, v, err, ref, rerr)
+			}
 			if err == nil && len(bytes.TrimSpace(body)) > 0 {
 				if !keysOnce(body) {
 					t.Fatalf("%T accepted %q, which repeats a key", v, body)

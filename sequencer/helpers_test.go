@@ -60,8 +60,6 @@ type daemonOpts struct {
 	zkAuth    *zklock.DigestAuth
 	zkTLS     *tls.Config
 	delay     time.Duration // the daemon's lock-delay
-	// groupCommit turns group commit on (seqd serve --group-commit).
-	groupCommit bool
 	// apiToken and adminToken are the handler's; audit the service's
 	// audit log.
 	apiToken, adminToken string
@@ -98,7 +96,6 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ZKAuth:         o.zkAuth,
 		ZKTLS:          o.zkTLS,
 		LockDelay:      o.delay,
-		GroupCommit:    o.groupCommit,
 		Audit:          o.audit,
 	})
 	if err := svc.Start(context.Background()); err != nil {

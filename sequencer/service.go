@@ -61,10 +61,6 @@ type Config struct {
 	// LockDelay is the lock-delay of acquires that name none: how long
 	// after a lease ends uncleanly nobody is granted its lock. Default 0.
 	LockDelay time.Duration
-	// GroupCommit sends the contender creates (and the release deletes)
-	// of different locks that wait at the same time as one ZooKeeper
-	// transaction (zklock.Options.GroupCommit).
-	GroupCommit bool
 	// Audit, if set, records every grant, release, expiry, loss, break,
 	// term and resignation of the daemon's leases (and every break it
 	// makes).

@@ -65,7 +65,6 @@ func (s *Service) zkOptions() zklock.Options {
 		Auth:           s.cfg.ZKAuth,
 		ACL:            s.cfg.ZKACL,
 		TLS:            s.cfg.ZKTLS,
-		GroupCommit:    s.cfg.GroupCommit,
 	}
 }
 

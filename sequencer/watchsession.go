@@ -248,7 +248,7 @@ func (h *hub) dial(ctx context.Context) {
 	opts := s.zkOptions()
 	// Not the leases' session: its connection is not the daemon's health,
 	// it creates nothing, and a replacement is routine.
-	opts.Observer, opts.GroupCommit = nil, false
+	opts.Observer = nil
 	opts.Logger = slog.New(atLeast{s.cfg.Logger.Handler(), slog.LevelWarn}).With("session", "blocking reads")
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	sess, err := zklock.Dial(dctx, s.cfg.Servers, opts)

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,13 +39,13 @@ func (d Direction) String() string {
 //   - Cut closes every connection and blackholes new ones: they are accepted
 //     and held, nothing is forwarded, and they are closed when the proxy
 //     passes again;
-//   - Delay forwards both ways, each chunk read after d;
+//   - Delay forwards both ways, each chunk d after it was read;
 //   - Drop forwards one direction and silently discards the other.
 //
 // A connection that lost bytes to Drop carries a broken stream, so it is
 // closed when the proxy passes again and both ends reconnect, as they would
 // once a real partition heals and their timeouts fire. A Proxy holds at most
-// MaxConns connections (new ones beyond are closed at once). Close stops it
+// MaxConns connections (SetMaxConns; new ones beyond are closed at once). Close stops it
 // and waits for every goroutine it started.
 type Proxy struct {
 	name     string
@@ -63,9 +64,10 @@ type Proxy struct {
 }
 
 type proxyState struct {
-	cut   bool
-	delay time.Duration
-	drop  Direction
+	cut      bool
+	delay    time.Duration
+	delayDir Direction // the one direction delay holds; 0: both
+	drop     Direction
 }
 
 // ProxyStats counts what a Proxy did.
@@ -88,6 +90,14 @@ type hello func(r io.Reader, w io.Writer) error
 // messages.
 func NewProxy(name string) *Proxy {
 	return &Proxy{name: name, maxConns: MaxConns, conns: map[*proxyConn]struct{}{}, done: make(chan struct{})}
+}
+
+// SetMaxConns changes how many connections p forwards at once (default
+// MaxConns); connections already open stay.
+func (p *Proxy) SetMaxConns(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxConns = n
 }
 
 // Forward adds a route to target and returns the address it listens on.
@@ -178,8 +188,31 @@ func (p *Proxy) forward(pc *proxyConn, target string, h hello) {
 	p.copy(pc, server, pc.client, ToTarget)
 }
 
+// copy forwards src to dst in one direction. The state is read as each
+// chunk arrives: a cut or a drop discards it; a delay holds it for d before
+// it is written, as a delay line (a writer goroutine delivers each chunk d
+// after it was read while the next ones are being read, so that a busy
+// connection sees d, not d per chunk queued ahead of it).
 func (p *Proxy) copy(pc *proxyConn, dst, src net.Conn, dir Direction) {
 	defer pc.close()
+	line := make(chan delayed, 256)
+	written := make(chan struct{})
+	go func() { // owned by copy: ends when line is closed or the connection is
+		defer close(written)
+		for c := range line {
+			if wait := time.Until(c.due); wait > 0 && !p.sleep(pc, wait) {
+				return
+			}
+			if _, err := dst.Write(c.b); err != nil {
+				pc.close()
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(line)
+		<-written
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -189,10 +222,13 @@ func (p *Proxy) copy(pc *proxyConn, dst, src net.Conn, dir Direction) {
 				pc.taint()
 				p.dropped(n)
 			} else {
-				if st.delay > 0 && !p.sleep(pc, st.delay) {
-					return
+				due := time.Now()
+				if st.delayDir == 0 || st.delayDir == dir {
+					due = due.Add(st.delay)
 				}
-				if _, werr := dst.Write(buf[:n]); werr != nil {
+				select {
+				case line <- delayed{b: bytes.Clone(buf[:n]), due: due}:
+				case <-written: // the writer failed
 					return
 				}
 			}
@@ -201,6 +237,12 @@ func (p *Proxy) copy(pc *proxyConn, dst, src net.Conn, dir Direction) {
 			return
 		}
 	}
+}
+
+// delayed is a chunk on its way through a delay line.
+type delayed struct {
+	b   []byte
+	due time.Time
 }
 
 // sleep waits d unless the connection or the proxy closes first.
@@ -242,8 +284,18 @@ func (p *Proxy) Pass() { p.set(proxyState{}) }
 // Delay or Drop.
 func (p *Proxy) Cut() { p.set(proxyState{cut: true}) }
 
-// Delay forwards both ways, holding each chunk for d (0 is Pass).
+// Delay forwards both ways, holding each chunk for d (0 is Pass): a
+// delay line, so a connection's round trip grows by 2d however busy it is.
 func (p *Proxy) Delay(d time.Duration) { p.set(proxyState{delay: d}) }
+
+// DelayOneWay forwards both ways, holding what travels in dir for d and
+// nothing else. A round trip then grows by d: Go's timers wake no sooner
+// than about a millisecond after they are set on some hosts, so a round
+// trip of 1ms is one delay of 1ms, where Delay(500µs) would add two of
+// them.
+func (p *Proxy) DelayOneWay(dir Direction, d time.Duration) {
+	p.set(proxyState{delay: d, delayDir: dir})
+}
 
 // Drop forwards dir's opposite and discards what travels in dir.
 func (p *Proxy) Drop(dir Direction) { p.set(proxyState{drop: dir}) }

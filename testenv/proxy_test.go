@@ -161,6 +161,67 @@ func TestProxyStates(t *testing.T) {
 	}
 }
 
+// A delayed connection is a delay line: a chunk sent right behind another
+// arrives d after it was sent, right behind the first, not d after the
+// first was delivered (which would make a busy connection's round trip grow
+// with its load). Their order is kept.
+func TestProxyDelayLine(t *testing.T) {
+	echo := startEcho(t)
+	p := testenv.NewProxy("line")
+	t.Cleanup(p.Close)
+	addr, err := p.Forward(echo.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	const d = 500 * time.Millisecond
+	p.Delay(d)
+	if _, err := c.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // a second chunk, not for ordering
+	if _, err := c.Write([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var at [2]time.Time
+	for i, want := range []byte("ab") {
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			t.Fatalf("echo %d: %v", i, err)
+		}
+		if b[0] != want {
+			t.Fatalf("echo %d is %q, want %q: out of order", i, b[0], want)
+		}
+		at[i] = time.Now()
+	}
+	if gap := at[1].Sub(at[0]); gap > d/2 {
+		t.Errorf("the second echo came %v after the first; want about the 20ms between them (a chunk queued behind another is not delayed twice)", gap)
+	}
+}
+
+// DelayOneWay holds one direction only: a round trip takes the delay once.
+func TestProxyDelayOneWay(t *testing.T) {
+	echo := startEcho(t)
+	p := testenv.NewProxy("oneway")
+	t.Cleanup(p.Close)
+	addr, err := p.Forward(echo.l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	for _, dir := range []testenv.Direction{testenv.ToTarget, testenv.FromTarget} {
+		p.DelayOneWay(dir, 300*time.Millisecond)
+		start := time.Now()
+		if err := roundTrip(c, "x", 5*time.Second); err != nil {
+			t.Fatalf("%v: %v", dir, err)
+		}
+		if got := time.Since(start); got < 300*time.Millisecond || got >= 600*time.Millisecond {
+			t.Errorf("delay %v of 300ms: round trip %v, want 300ms and not twice that", dir, got)
+		}
+	}
+}
+
 func TestProxyBounded(t *testing.T) {
 	echo := startEcho(t)
 	p := testenv.NewProxy("bounded")

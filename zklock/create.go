@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,13 +22,23 @@ func (m *Mutex) create(ctx context.Context, guid string) (created, error) {
 	if proof != nil {
 		marker = "" // no marker can exist: not read
 	}
-	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode, marker)
+	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode, marker, m.stampNode())
 	if err == nil && proof != nil && c.children != nil && proof.confirm(m.s) {
 		// Still absent as of the children's answer: what a read behind
 		// them would have found.
 		c.marker = &readResult{err: zk.ErrNoNode}
 	}
 	return c, err
+}
+
+// stampNode is the node a create of ours may stamp (see createStamped):
+// the lock node, whose data nobody reads in zxid mode; "" where it has a
+// meaning (version mode's counter, an election's term).
+func (m *Mutex) stampNode() string {
+	if !m.stamp || m.mode != TokenZxid {
+		return ""
+	}
+	return m.path
 }
 
 // findOwn looks for our GUID among the lock's children.
@@ -38,8 +50,8 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 // after its create answered.
 type created struct {
 	path string
-	// stat is the node's, read right after the create (one read per
-	// batch under group commit); nil when that read failed or the node was
+	// stat is the node's, from a stamped create's answer or read right
+	// after a plain create; nil when that read failed or the node was
 	// found again after a lost answer (read it then).
 	stat *zk.Stat
 	at   time.Time // when the create was answered, on the local clock
@@ -61,17 +73,30 @@ type readResult struct {
 
 // createProtected creates an ephemeral-sequential node named prefix<seq>
 // under parent, where prefix carries our GUID; ensure creates what is
-// missing above it. Once the create is answered it reads the node's stat
-// and parent's children (setting a watch on them) side by side and, when
-// marker is not "", marker's data after the children. A create whose reply
+// missing above it. It reads the node's stat and parent's children
+// (setting a watch on them) and, when marker is not "", marker's data after
+// the children. With a stamp node (see createStamped) the stat comes with
+// the create and the children read goes right behind it; otherwise both
+// reads go side by side once the create is answered. A create whose reply
 // was lost is recovered by finding the GUID among parent's children before
 // trying again, so that no twin is left behind.
-func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker string) (created, error) {
+func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker, stamp string) (created, error) {
 	for attempt := 0; ; attempt++ {
 		// Not abandoned when ctx ends: a create still in flight could
 		// commit after the withdrawal looked for it, and leave an orphan.
 		// go-zookeeper answers or fails every request in time.
-		c, err := s.createOnce(parent, prefix, data, marker)
+		var (
+			c   created
+			err error
+		)
+		if stamp != "" {
+			c, err = s.createStamped(parent, prefix, guid, data, marker, stamp)
+			if errors.Is(err, errStampRefused) {
+				c, err = s.createOnce(parent, prefix, data, marker)
+			}
+		} else {
+			c, err = s.createOnce(parent, prefix, data, marker)
+		}
 		if err == nil && ctx.Err() != nil {
 			return created{}, ctx.Err() // the caller withdraws the node by its GUID
 		}
@@ -99,8 +124,8 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 	}
 }
 
-// createOnce makes one attempt at the create, alone or in a batch of the
-// session's group commit, and then the reads that follow it.
+// createOnce makes one attempt at a plain create, and then the reads that
+// follow it.
 //
 // go-zookeeper (v1.0.4) has no create2, whose answer would carry the
 // node's stat, and no asynchronous call that would let a read be queued
@@ -109,36 +134,95 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 // our own node; the parent's stat in the children read cannot stand in for
 // it (docs/design.md, "Requests per grant").
 func (s *Session) createOnce(parent, prefix string, data []byte, marker string) (created, error) {
-	req := &zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
-	var leave func()
-	if s.groupCommit {
-		if q := s.creates.enter(parent, req); q != nil {
-			<-q.done
-			if !q.alone {
-				if q.err != nil {
-					return created{}, q.err
-				}
-				c := created{path: q.node, stat: q.stat, at: s.clock.Now()}
-				s.readBehind(&c, parent, marker, c.stat == nil)
-				return c, nil
-			}
-		} else {
-			leave = func() { s.creates.leave(s) }
-		}
-	}
 	var c created
 	err := s.call(func() (err error) {
-		c.path, err = s.conn.Create(req.Path, req.Data, req.Flags, req.Acl)
+		c.path, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 		return err
 	})
-	if leave != nil {
-		leave() // answered: the next batch may go
-	}
 	if err != nil {
 		return created{}, err
 	}
 	c.at = s.clock.Now()
 	s.readBehind(&c, parent, marker, true)
+	return c, nil
+}
+
+// errStampRefused: ZooKeeper refused a stamped create for what it stamps
+// (the stamp node's ACL), not for the create: create without it.
+var errStampRefused = errors.New("zklock: stamp refused")
+
+// createStamped creates our node in one multi with a setData of stamp (a
+// node whose data nobody reads: the lock node of a lock in zxid mode), and
+// sends the children read of parent right behind it.
+//
+// Every operation of a multi carries the multi's zxid and time, so the
+// stamp node's mzxid and mtime in the setData's answer are our node's czxid
+// and ctime; its owner is the session that sent the create. The node's stat
+// therefore comes with the create's answer, where a plain create answers
+// with the path only (go-zookeeper has no create2) and needs one more
+// request and round trip to read it. ZooKeeper runs a session's requests in
+// the order they were sent and answers a read only after the session's
+// writes before it, so a children read sent behind the multi shows our
+// node: create and first look take one round trip. The two requests go from
+// two goroutines, and go-zookeeper gives no way to order them on the wire;
+// should the read have gone first (our GUID is not among its children), it
+// is sent again.
+func (s *Session) createStamped(parent, prefix, guid string, data []byte, marker, stamp string) (created, error) {
+	var (
+		children []string
+		kids     <-chan zk.Event
+		kerr     error
+		read     = make(chan struct{})
+	)
+	session := s.ID()
+	if !s.spawn(func() {
+		defer close(read)
+		kerr = s.call(func() (err error) { children, _, kids, err = s.conn.ChildrenW(parent); return err })
+	}) {
+		return created{}, ErrClosed
+	}
+	var res []zk.MultiResponse
+	err := s.call(func() (err error) {
+		res, err = s.conn.Multi(
+			&zk.CreateRequest{Path: prefix, Data: data, Acl: s.acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
+			&zk.SetDataRequest{Path: stamp, Version: -1},
+		)
+		return err
+	})
+	at := s.clock.Now()
+	<-read
+	switch {
+	case err == nil && len(res) == 2 && res[1].Stat != nil:
+	case err == nil:
+		return created{}, fmt.Errorf("%w: a multi of 2 requests answered %d results", ErrUnavailable, len(res))
+	case errors.Is(err, zk.ErrNoNode): // the lock node is missing: ensure creates it
+		return created{}, err
+	case isServerAnswer(err):
+		return created{}, errStampRefused
+	default:
+		return created{}, err
+	}
+	c := created{path: res[0].String, at: at}
+	if st := res[1].Stat; s.ID() == session {
+		c.stat = &zk.Stat{Czxid: st.Mzxid, Mzxid: st.Mzxid, Pzxid: st.Mzxid, Ctime: st.Mtime, Mtime: st.Mtime,
+			EphemeralOwner: session, DataLength: int32(len(data))}
+	}
+	if kerr == nil && slices.Contains(children, path.Base(c.path)) {
+		c.children, c.kids = children, kids
+	} else {
+		s.call(func() (err error) { c.children, _, c.kids, err = s.conn.ChildrenW(parent); return err })
+	}
+	if c.children != nil && marker != "" {
+		mk := &readResult{}
+		s.call(func() error {
+			mk.data, mk.stat, mk.err = s.conn.Get(marker)
+			if mk.err != nil && !isServerAnswer(mk.err) {
+				return mk.err
+			}
+			c.marker = mk
+			return nil
+		})
+	}
 	return c, nil
 }
 

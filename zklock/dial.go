@@ -48,12 +48,6 @@ type Options struct {
 	ACL ACLPolicy
 	// TLS, if set, connects to ZooKeeper's secure client port with it.
 	TLS *tls.Config
-	// GroupCommit sends the creates of contenders of different locks that
-	// wait at the same time as one multi (one ZooKeeper transaction), and
-	// the deletes of releases alike; a request goes at once while few are
-	// in flight. It halves the requests ZooKeeper handles per grant but
-	// adds a round trip to a batched one. Off by default.
-	GroupCommit bool
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -107,19 +101,19 @@ func newSession(opts Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		log:         opts.Logger.With("component", "zklock"),
-		obs:         opts.Observer,
-		clock:       opts.Clock,
-		guard:       opts.Guard,
-		acl:         acl,
-		anonymous:   opts.Auth == nil,
-		margin:      opts.LossMargin,
-		heartbeat:   opts.Heartbeat,
-		groupCommit: opts.GroupCommit,
-		done:        make(chan struct{}),
-		connClosed:  make(chan struct{}),
-		granted:     grantedSet{paths: map[string]struct{}{}},
-		blocked:     grantedSet{paths: map[string]struct{}{}},
+		log:        opts.Logger.With("component", "zklock"),
+		obs:        opts.Observer,
+		clock:      opts.Clock,
+		guard:      opts.Guard,
+		acl:        acl,
+		anonymous:  opts.Auth == nil,
+		margin:     opts.LossMargin,
+		heartbeat:  opts.Heartbeat,
+		lookEvery:  lookEvery,
+		done:       make(chan struct{}),
+		connClosed: make(chan struct{}),
+		granted:    grantedSet{paths: map[string]struct{}{}},
+		blocked:    grantedSet{paths: map[string]struct{}{}},
 	}
 	s.timeout.init(opts.SessionTimeout)
 	s.janitor.init()

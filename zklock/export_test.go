@@ -21,9 +21,3 @@ func sequenceToken(_ context.Context, _ *Mutex, own string, _ *zk.Stat) (uint64,
 	c, _ := parseContender(path.Base(own))
 	return uint64(c.seq) + 1, nil
 }
-
-// batchCounts is how many multis of creates the session sent, and how
-// many creates went in them.
-func (s *Session) batchCounts() (batches, creates int64) {
-	return s.creates.batches.Load(), s.creates.batched.Load()
-}

@@ -117,12 +117,13 @@ func (g *Grant) monitor(ch <-chan zk.Event) {
 
 // watch waits until the grant is lost, and says why, or released (nil).
 // A lock's grant watches the lock's children: our contender deleted, or
-// one appearing below it, ends the grant at once (and a change costs one
-// read). A semaphore's lease, whose neighbours do not matter, watches its
+// one appearing below it, ends the grant as soon as the holder looks, at
+// most lookEvery after the change (and a look costs one read). A semaphore's lease, whose neighbours do not matter, watches its
 // own node. ch is the watch being waited on; nil while it must be set
 // again.
 func (g *Grant) watch(ch <-chan zk.Event) *loss {
 	s := g.m.s
+	looked := time.Now() // when what the grant watches was last read: at its grant
 	for {
 		if s.overdue(s.clock.Now()) {
 			return &loss{
@@ -135,6 +136,10 @@ func (g *Grant) watch(ch <-chan zk.Event) *loss {
 		if ch == nil {
 			// Until the watch is set again, the deadline and the session
 			// decide.
+			if l, done := g.pace(looked); done {
+				return l
+			}
+			looked = time.Now()
 			var l *loss
 			if ch, l = g.arm(); l != nil || g.Err() != nil {
 				return l // lost; nil when ended by overtaken
@@ -230,6 +235,38 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 	return ch, nil
 }
 
+// lookEvery is the least time between two reads of what a grant watches
+// (Session.lookEvery, which tests change).
+// On a hot lock every waiter that joins changes the lock's children and
+// fires the holder's watch, and a holder that read them again each time
+// would cost ZooKeeper a read per cycle, and one more when it is granted
+// by a hand-over without a look (awaitGrant); paced, a grant released
+// within lookEvery reads nothing. What the read looks for (our contender
+// gone, one planted below it) is then seen up to lookEvery later. Real
+// time: it spaces requests, it decides nothing.
+const lookEvery = 10 * time.Millisecond
+
+// pace waits until lookEvery has passed since looked; done means the watch
+// is over (released, ended, or the session is), with l nil on release.
+func (g *Grant) pace(looked time.Time) (l *loss, done bool) {
+	wait := time.Until(looked.Add(g.m.s.lookEvery))
+	if wait <= 0 {
+		return nil, false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, false
+	case <-g.stop:
+		return nil, true
+	case <-g.lost:
+		return nil, true
+	case <-g.m.s.done:
+		return g.sessionLoss(), true
+	}
+}
+
 // pause waits a moment before the watch is set again; done means the watch
 // is over, with l nil on release.
 func (g *Grant) pause() (l *loss, done bool) {
@@ -297,4 +334,10 @@ func (g *Grant) released(err error) error {
 	// LogAttrs: nothing is allocated when debug is off (once per cycle).
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "released", slog.String("lock", g.Name), slog.Uint64("token", g.Token))
 	return err
+}
+
+// deleteNode deletes p (any version). Like callCtx, it stops waiting when
+// ctx ends; the delete may still happen.
+func (s *Session) deleteNode(ctx context.Context, p string) error {
+	return s.callCtx(ctx, func() error { return s.conn.Delete(p, -1) })
 }

@@ -49,6 +49,9 @@ type Mutex struct {
 	// leaseSet: the grants are a semaphore's leases, unordered among
 	// themselves: each watches its own node only.
 	leaseSet bool
+	// stamp: nobody reads the lock node's data, so a create may rewrite
+	// it to learn its zxid (stampNode).
+	stamp bool
 
 	tokenOf tokenSource // the mode's, unless a test or an election replaced it
 
@@ -58,7 +61,7 @@ type Mutex struct {
 
 // NewMutex names a lock on s. It validates the name and touches nothing.
 func NewMutex(s *Session, name string, opts ...MutexOption) (*Mutex, error) {
-	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid}
+	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid, stamp: true}
 	for _, o := range opts {
 		o.applyMutex(m)
 	}
@@ -188,11 +191,16 @@ func (m *Mutex) contend(ctx context.Context, wait bool, what string,
 // holds it back, with a watch on the lock's children that has not fired
 // since that was last seen: the grant's monitor goes on from it. The
 // children read after the create (and the marker read after them)
-// serve the first look.
+// serve the first look. When a predecessor granted on this session has
+// gone, we are the lowest without a look (see awaitGone): the grant is
+// declared at once, with no watch, and its monitor reads the children and
+// sets the watch right after, off the path of the hand-over (a contender
+// planted below ours meanwhile is seen then).
 func (m *Mutex) awaitGrant(ctx context.Context, c created, stat *zk.Stat, guid string, wait bool) (<-chan zk.Event, error) {
 	children, kids, marker := c.children, c.kids, c.marker
 	for {
-		if err := m.waitForTurn(ctx, c.path, guid, wait, children); err != nil {
+		handedOver, err := m.waitForTurn(ctx, c.path, guid, wait, children)
+		if err != nil {
 			return nil, err
 		}
 		if children == nil || !m.wasLowest(c.path, children) {
@@ -210,9 +218,11 @@ func (m *Mutex) awaitGrant(ctx context.Context, c created, stat *zk.Stat, guid s
 		if kids != nil && !fired(kids) {
 			return kids, nil
 		}
+		if handedOver {
+			return nil, nil
+		}
 		// The children changed since they were read (or were not read
 		// with a watch): read them again, watching, before the grant.
-		var err error
 		if children, kids, err = m.readChildren(ctx, true); err != nil {
 			return nil, err
 		}
@@ -256,19 +266,21 @@ func (m *Mutex) forgetEndedGrant() error {
 // herd), and serves waiters in FIFO order. Without wait it looks once and
 // returns ErrHeld if anyone is ahead. children, when not nil, are the
 // lock's children just read.
-func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool, children []string) error {
+// It reports whether it knows we are the lowest from a hand-over inside
+// this session (awaitGone), without a look at the children.
+func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool, children []string) (handedOver bool, err error) {
 	for {
 		pred, err := m.predecessor(ctx, own, guid, children)
 		children = nil // read again after a wait
 		if err != nil || pred == "" {
-			return err
+			return false, err
 		}
 		if !wait {
-			return fmt.Errorf("%w: %s", ErrHeld, m.name)
+			return false, fmt.Errorf("%w: %s", ErrHeld, m.name)
 		}
 		lowest, err := m.awaitGone(ctx, pred)
 		if err != nil || lowest {
-			return err
+			return lowest, err
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // wherever the ACL lets them): a contender-shaped node that is not
 // ephemeral blocks the lock but is no holder; a contender that appears
 // below a live holder takes the lock from it, so the holder's grant is
-// declared lost at once, and renew, check and status keep one answer.
+// declared lost as soon as the holder looks (within lookEvery; at once on
+// Verify), and renew, check and status keep one answer.
 
 // ErrOvertaken: a contender with a lower sequence appeared under the held
 // lock (wrapped in ErrLockLost).

@@ -21,8 +21,8 @@ func (o *overtakeCounter) Overtaken(string) { o.overtaken.Add(1) }
 func (o *overtakeCounter) Blocked(string)   { o.blocked.Add(1) }
 
 // A contender planted below a live holder (ephemeral or not) ends the grant
-// at once, without a renew or a check: the holder's watch on the lock's
-// children sees it. The grant's contender is deleted, the loss reported.
+// without a renew or a check: the holder's watch on the lock's children
+// sees it, within lookEvery. The grant's contender is deleted, the loss reported.
 func TestLowerContenderEndsTheGrant(t *testing.T) {
 	c := shared.Get(t)
 	rogue := rawConn(t, c.Servers())

@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // TestUncontendedCycleRequests counts, with ZooKeeper's cons four-letter
 // word, the requests one session sends per uncontended acquire and
-// release: the create, then side by side the read of our own node (its
-// czxid is the token, its owner proves it ours) and the children read (its
-// watch becomes the grant's), and the release's delete. The lock-delay
-// marker is not read while no lock under the root has one; the control:
-// once one does, every grant reads it, and the count shows that fifth
-// request.
+// release: the create (in one multi with the stamp of the lock node, whose
+// answer carries the token and proves the node ours), the children read
+// sent right behind it (its watch becomes the grant's), and the release's
+// delete. The lock-delay marker is not read while no lock under the root
+// has one; the control: once one does, every grant reads it, and the count
+// shows that fourth request.
 func TestUncontendedCycleRequests(t *testing.T) {
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second})
@@ -47,8 +48,8 @@ func TestUncontendedCycleRequests(t *testing.T) {
 	}
 	got := perCycle()
 	t.Logf("requests per uncontended cycle: %.2f", got)
-	if got > 4.05 {
-		t.Errorf("%.2f requests per uncontended cycle, want 4 (create, exists, children, delete)", got)
+	if got > 3.05 {
+		t.Errorf("%.2f requests per uncontended cycle, want 3 (create, children, delete)", got)
 	}
 
 	// The control: a lock under the same root that asks for a lock-delay
@@ -63,8 +64,8 @@ func TestUncontendedCycleRequests(t *testing.T) {
 	}
 	got = perCycle()
 	t.Logf("requests per uncontended cycle once markers exist: %.2f", got)
-	if got < 4.95 || got > 5.05 {
-		t.Errorf("%.2f requests per cycle with a marker directory, want 5 (the marker read): the count does not see what it should", got)
+	if got < 3.95 || got > 4.05 {
+		t.Errorf("%.2f requests per cycle with a marker directory, want 4 (the marker read): the count does not see what it should", got)
 	}
 }
 
@@ -92,4 +93,60 @@ func received(t testing.TB, c *testenv.Cluster, id int64) int {
 	}
 	t.Fatalf("session 0x%x not in cons:\n%s", id, out)
 	return 0
+}
+
+// TestHandOverReadsNothing: on a lock handed over inside one session, the
+// next holder is granted on its predecessor's deletion without a look at
+// the children, and a grant released within lookEvery reads nothing: the
+// hand-over and the next holder's tenure cost the two deletes and no more.
+// The control: with no pacing, the new holder's monitor reads the children
+// (and sets its watch) right after the grant, one more request.
+func TestHandOverReadsNothing(t *testing.T) {
+	c := shared.Get(t)
+	for _, tc := range []struct {
+		name  string
+		pace  time.Duration
+		extra int
+	}{{"paced", time.Minute, 0}, {"control", 0, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{SessionTimeout: 60 * time.Second})
+			s.lookEvery = tc.pace
+			root := "/handover-" + newGUID()
+			a, b := mutex(t, s, "l", WithRoot(root)), mutex(t, s, "l", WithRoot(root))
+			ga, err := a.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			granted := make(chan *Grant, 1)
+			go func() {
+				g, err := b.Acquire(ctxT(t, 30*time.Second))
+				if err != nil {
+					t.Error(err)
+				}
+				granted <- g
+			}()
+			// b waits once its node is there and its watch on a's is set.
+			zktest.Eventually(t, 10*time.Second, "b to wait behind a", func() bool {
+				out, err := testenv.FourLetter(c.Servers()[0], "wchp", 5*time.Second)
+				return err == nil && strings.Contains(out, ga.Path)
+			})
+			before := received(t, c, s.ID())
+			if err := ga.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			gb := <-granted
+			if gb == nil {
+				t.FailNow()
+			}
+			if tc.extra > 0 {
+				zktest.Eventually(t, 10*time.Second, "the new holder's look", func() bool { return received(t, c, s.ID())-before >= 1+tc.extra })
+			}
+			if err := gb.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := received(t, c, s.ID())-before, 2+tc.extra; got != want {
+				t.Errorf("%d requests from a's release to b's, want %d (a's delete, b's delete%s)", got, want, map[bool]string{true: ", b's look"}[tc.extra > 0])
+			}
+		})
+	}
 }

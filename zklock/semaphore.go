@@ -250,7 +250,7 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (created, error) 
 			return fmt.Errorf("zklock: create %s: %w", sem.leases.path, err)
 		}
 		return nil
-	}, "")
+	}, "", "")
 }
 
 // ErrLimitMismatch: the semaphore records another limit than the one

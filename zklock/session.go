@@ -63,14 +63,11 @@ type Session struct {
 	modes     claimedModes
 	delayDirs delayDirs
 	silence   silence
-	// groupCommit: creates and deletes go through these batchers
-	// (Options.GroupCommit).
-	groupCommit bool
-	creates     batcher
-	deletes     batcher
-	grants      liveGrants
-	blocked     grantedSet // blocking nodes already reported
-	janitor     janitor
+	// lookEvery paces the reads of a grant's monitor (the constant).
+	lookEvery time.Duration
+	grants    liveGrants
+	blocked   grantedSet // blocking nodes already reported
+	janitor   janitor
 }
 
 // onState runs on go-zookeeper's event goroutine: it must not block.

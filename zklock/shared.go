@@ -29,7 +29,7 @@ type ReadLock struct {
 // NewReadLock names a lock to share on s. It takes WithRoot and WithData;
 // its tokens are czxids and it has no lock-delay.
 func NewReadLock(s *Session, name string, opts ...ReadLockOption) (*ReadLock, error) {
-	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid, shared: true}
+	m := &Mutex{s: s, name: name, root: DefaultRoot, mode: TokenZxid, shared: true, stamp: true}
 	for _, o := range opts {
 		o.applyReadLock(m)
 	}
@@ -124,7 +124,7 @@ func (r *ReadLock) writerAhead(ctx context.Context, own string, children []strin
 // create whose reply is lost is recovered by finding our GUID.
 func (r *ReadLock) create(ctx context.Context, guid string) (created, error) {
 	m := r.m
-	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode, "")
+	return m.s.createProtected(ctx, m.path, m.path+"/"+protectedPrefix+guid+"-"+readMarker, guid, m.data, m.ensureLockNode, "", m.stampNode())
 }
 
 // HoldsToken reports whether a reader that holds the lock now has token:

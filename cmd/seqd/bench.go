@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -20,13 +21,19 @@ const (
 	minBenchDuration = 10 * time.Millisecond
 	maxBenchDuration = time.Hour
 	maxBenchClients  = 1000
+	maxBenchRTT      = time.Second
+	// devZKWarmup is how long --dev loads its new ZooKeeper before the
+	// first case, while its JVM compiles.
+	devZKWarmup = 3 * time.Second
 )
 
 func benchCommand() *cli.Command {
 	flags := []cli.Flag{
 		zkFlag(true),
 		&cli.BoolFlag{Name: "dev", EnvVars: []string{"SEQD_DEV"},
-			Usage: "start a throwaway local ZooKeeper and measure on it (--zk and --addr are then ignored)"},
+			Usage: "start a throwaway local ZooKeeper and measure on it, with its CPU and requests per cycle (--zk and --addr are then ignored)"},
+		&cli.DurationFlag{Name: "rtt", EnvVars: []string{"SEQD_RTT"},
+			Usage: fmt.Sprintf("with --dev: put ZooKeeper behind a delay proxy adding `RTT` of round trip (e.g. 1ms, as to an ensemble on other machines), for every case and the daemon; up to %v", maxBenchRTT)},
 		&cli.IntFlag{Name: "clients", Value: 16, EnvVars: []string{"SEQD_CLIENTS"},
 			Usage: fmt.Sprintf("`N` clients side by side in the many-clients cases, 1..%d (the one-client cases always run)", maxBenchClients)},
 		&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, EnvVars: []string{"SEQD_DURATION"},
@@ -36,7 +43,11 @@ func benchCommand() *cli.Command {
 		&cli.BoolFlag{Name: "json", EnvVars: []string{"SEQD_JSON"},
 			Usage: "print the report as JSON instead of a table"},
 		&cli.StringFlag{Name: "addr", EnvVars: []string{"SEQD_ADDR"},
-			Usage: "a running daemon's base URL for the http cases (default: a daemon started in process on loopback, on --zk)"},
+			Usage: "a running daemon's address for the http cases (default: a `seqd serve` started as a process of its own on --zk, as a sidecar runs)"},
+		&cli.BoolFlag{Name: "in-process", EnvVars: []string{"SEQD_IN_PROCESS"},
+			Usage: "run the http cases' daemon inside the bench's own process instead of as a process of its own (for profiling: not how it is deployed)"},
+		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"SEQD_CPU_PROFILE"},
+			Usage: "write the CPU profile of the daemon the bench starts to `FILE` (with --in-process: of the bench's process); read it with go tool pprof"},
 		&cli.StringFlag{Name: "root", Value: zklock.DefaultRoot, EnvVars: []string{"SEQD_ROOT"},
 			Usage: "with --addr: the daemon's --root, from under which the bench removes its lock nodes at the end"},
 		sessionTimeoutFlag(),
@@ -53,16 +64,11 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("dev") {
-				zkc, err := testenv.Start(c.Context, testenv.Options{})
+				stop, err := benchDevZK(c, &cfg)
 				if err != nil {
-					if c.Context.Err() != nil {
-						return interrupted(c.Context, "bench")
-					}
-					return withCode(ExitUnavailable, fmt.Errorf("start ZooKeeper: %w", err))
+					return err
 				}
-				defer zkc.Stop()
-				cfg.Servers = zkc.Servers()
-				fmt.Fprintf(c.App.ErrWriter, "ZooKeeper (throwaway, standalone) on %s\n", zkc.ConnectString())
+				defer stop()
 			}
 			rep, err := bench.Run(c.Context, cfg)
 			if rep != nil && len(rep.Results) > 0 {
@@ -129,9 +135,24 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		Progress:       c.App.ErrWriter,
 		Live:           isTerminal(c.App.ErrWriter),
 	}
+	rtt, err := durationFlag(c, "rtt", 0, maxBenchRTT)
+	if err != nil {
+		return cfg, err
+	}
+	if rtt > 0 && !c.Bool("dev") {
+		return cfg, usageErrorf("--rtt needs --dev: the bench puts its delay proxy in front of the ZooKeeper it starts")
+	}
+	cfg.RTT = rtt
+	cfg.InProcess = c.Bool("in-process")
+	cfg.CPUProfile = c.String("cpu-profile")
+	if !cfg.InProcess {
+		if cfg.DaemonCommand, err = daemonCommand(c); err != nil {
+			return cfg, err
+		}
+	}
 	if c.Bool("dev") {
 		if c.IsSet("zk") || c.IsSet("addr") {
-			fmt.Fprintln(c.App.ErrWriter, "--dev: measuring on a throwaway ZooKeeper with a daemon in process; --zk and --addr are ignored")
+			fmt.Fprintln(c.App.ErrWriter, "--dev: measuring on a throwaway ZooKeeper with a daemon the bench starts; --zk and --addr are ignored")
 		}
 		return cfg, nil
 	}
@@ -139,6 +160,11 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		return cfg, err
 	}
 	if s := c.String("addr"); s != "" {
+		for _, f := range []string{"in-process", "cpu-profile"} {
+			if c.IsSet(f) {
+				return cfg, usageErrorf("--%s is for a daemon the bench starts, not for a running one (--addr)", f)
+			}
+		}
 		if cfg.Daemon, err = daemonAddr(s); err != nil {
 			return cfg, err
 		}
@@ -151,6 +177,84 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		cfg.DaemonRoot = c.String("root")
 	}
 	return cfg, nil
+}
+
+// benchDevZK starts the throwaway ZooKeeper of --dev, behind a delay proxy
+// with --rtt, and points cfg at it: its servers, its process (for its CPU)
+// and its own client address (for its request counters, asked directly).
+func benchDevZK(c *cli.Context, cfg *bench.Config) (stop func(), err error) {
+	zkc, err := testenv.Start(c.Context, testenv.Options{})
+	if err != nil {
+		if c.Context.Err() != nil {
+			return nil, interrupted(c.Context, "bench")
+		}
+		return nil, withCode(ExitUnavailable, fmt.Errorf("start ZooKeeper: %w", err))
+	}
+	cfg.Servers = zkc.Servers()
+	cfg.ZKWarmup = devZKWarmup
+	for _, m := range zkc.Members {
+		cfg.ZKPIDs = append(cfg.ZKPIDs, m.PID())
+		cfg.ZKStats = append(cfg.ZKStats, m.ClientAddr)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "ZooKeeper (throwaway, standalone) on %s\n", zkc.ConnectString())
+	if cfg.RTT <= 0 {
+		return zkc.Stop, nil
+	}
+	proxy := testenv.NewProxy("zookeeper")
+	proxy.SetMaxConns(4*cfg.Clients + 16) // every client of a case, the daemon, the run's own
+	addr, err := proxy.Forward(zkc.Servers()[0])
+	if err != nil {
+		zkc.Stop()
+		return nil, withCode(ExitUnavailable, err)
+	}
+	// All of the round trip on the way there: one timer per chunk, not two
+	// half as long (Go's timers overshoot short waits by up to a
+	// millisecond on some hosts).
+	proxy.DelayOneWay(testenv.ToTarget, cfg.RTT)
+	cfg.Servers = []string{addr}
+	cfg.RTTMeasured = addedRTT(addr, zkc.Servers()[0])
+	fmt.Fprintf(c.App.ErrWriter, "a delay proxy on %s adds %v of round trip to it (measured: %v)\n", addr, cfg.RTT, cfg.RTTMeasured.Round(10*time.Microsecond))
+	return func() {
+		proxy.Close()
+		zkc.Stop()
+	}, nil
+}
+
+// addedRTT is what the proxy at via adds to a round trip with the server
+// at direct: the median time of a srvr four-letter word through it less
+// that of one straight to the server (each on a new connection, whose
+// handshake the proxy does not delay).
+func addedRTT(via, direct string) time.Duration {
+	median := func(addr string) time.Duration {
+		var ds []time.Duration
+		for range 9 {
+			t0 := time.Now()
+			if _, err := testenv.FourLetter(addr, "srvr", 2*time.Second); err != nil {
+				return 0
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	return max(median(via)-median(direct), 0)
+}
+
+// daemonCommand is how the bench runs the daemon as a process of its own:
+// this very binary's serve, with the ZooKeeper security flags given to the
+// bench.
+func daemonCommand(c *cli.Context) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, withCode(ExitUnavailable, fmt.Errorf("find the seqd binary to run the daemon: %w", err))
+	}
+	cmd := []string{exe, "serve"}
+	for _, f := range []string{"zk-auth-file", "zk-acl", "zk-tls-ca-file", "zk-tls-cert-file", "zk-tls-key-file"} {
+		if v := c.String(f); v != "" {
+			cmd = append(cmd, "--"+f, v)
+		}
+	}
+	return cmd, nil
 }
 
 // daemonTLS is the client TLS configuration from --cacert, --cert and

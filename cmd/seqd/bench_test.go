@@ -117,6 +117,9 @@ func TestBenchTableAndJSON(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("cases %q, want %q; output:\n%s", got, want, out)
 	}
+	if !strings.Contains(out, "http: the daemon as a separate `seqd serve` process, as deployed") {
+		t.Errorf("the table does not say the daemon ran as a process of its own:\n%s", out)
+	}
 	for _, w := range []string{"zklock, 2 clients, own locks: ", "http, 1 client, own lock: ", "raw, 2 clients, one hot lock: "} {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr has no progress line %q:\n%s", w, errs)
@@ -151,6 +154,10 @@ func TestBenchTableAndJSON(t *testing.T) {
 			P999       float64  `json:"p999_ms"`
 			VsRaw      *float64 `json:"vs_raw"`
 			VsGoZK     *float64 `json:"vs_gozk"`
+			ZKRequests *float64 `json:"zk_requests_per_cycle"`
+			ZKCPU      *float64 `json:"zk_cpu_ms_per_cycle"`
+			DaemonCPU  *float64 `json:"daemon_cpu_ms_per_cycle"`
+			ClientCPU  *float64 `json:"client_cpu_ms_per_cycle"`
 		} `json:"results"`
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
@@ -173,6 +180,10 @@ func TestBenchTableAndJSON(t *testing.T) {
 		}
 		if r.VsRaw == nil || *r.VsRaw <= 0 || r.VsGoZK != nil {
 			t.Errorf("%s: vs_raw %v, vs_gozk %v: want a ratio against raw and none against gozk, which did not run", what, r.VsRaw, r.VsGoZK)
+		}
+		if r.ClientCPU == nil || r.ZKRequests != nil || r.ZKCPU != nil || r.DaemonCPU != nil {
+			t.Errorf("%s: client cpu %v, zk requests %v, zk cpu %v, daemon cpu %v: want the client's CPU only (ZooKeeper's process and counters were not given, no daemon ran)",
+				what, r.ClientCPU, r.ZKRequests, r.ZKCPU, r.DaemonCPU)
 		}
 	}
 	if want := []string{"raw/1/own", "zklock/1/own", "raw/2/own", "zklock/2/own", "raw/2/hot", "zklock/2/hot"}; !slices.Equal(got, want) {
@@ -209,6 +220,9 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:7070"}, "is not the daemon's base URL"},
 		{[]string{"--zk-acl", "creator"}, "--zk-acl creator needs --zk-auth-file"},
 		{[]string{"extra"}, "bench takes no arguments"},
+		{[]string{"--rtt", "1ms"}, "--rtt needs --dev"},
+		{[]string{"--dev", "--rtt", "-1ms"}, "--rtt -1ms is negative"},
+		{[]string{"--addr", "http://127.0.0.1:7070", "--in-process"}, "--in-process is for a daemon the bench starts"},
 	} {
 		args := append([]string{"bench", "--zk", zkc.ConnectString(), "--duration", "100ms"}, tc.args...)
 		code, out, errs := runCLI(ctx, args...)
@@ -298,11 +312,59 @@ func TestBenchRunningDaemon(t *testing.T) {
 	}
 }
 
-// --dev starts its own ZooKeeper and runs on it.
+// perCycleRow is one line of the bench's second table: what a cycle cost.
+type perCycleRow struct {
+	kind, locks                   string
+	clients                       int
+	requests                      float64 // 0: "-"
+	zkCPU, daemonCPU, clientCPU   time.Duration
+	daemonMeasured, zkCPUMeasured bool
+}
+
+// parsePerCycle reads the per-cycle table below the bench's first table.
+func parsePerCycle(t *testing.T, out string) []perCycleRow {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "\nper cycle ")
+	if !ok {
+		t.Fatalf("no per-cycle table in:\n%s", out)
+	}
+	var rows []perCycleRow
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 7 {
+			break
+		}
+		r := perCycleRow{kind: f[0], locks: f[2]}
+		var err error
+		if r.clients, err = strconv.Atoi(f[1]); err != nil {
+			t.Fatalf("row %q: clients: %v", line, err)
+		}
+		if f[3] != "-" {
+			if r.requests, err = strconv.ParseFloat(f[3], 64); err != nil {
+				t.Fatalf("row %q: requests: %v", line, err)
+			}
+		}
+		for i, d := range []*time.Duration{&r.zkCPU, &r.daemonCPU, &r.clientCPU} {
+			if f[4+i] == "-" {
+				continue
+			}
+			if *d, err = time.ParseDuration(f[4+i]); err != nil {
+				t.Fatalf("row %q: cpu %q: %v", line, f[4+i], err)
+			}
+		}
+		r.zkCPUMeasured, r.daemonMeasured = f[4] != "-", f[5] != "-"
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// --dev starts its own ZooKeeper and runs on it, with what each cycle cost
+// ZooKeeper (its CPU and the requests it received), the daemon (a process
+// of its own) and the clients.
 func TestBenchDev(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code, out, errs := runCLI(ctx, "bench", "--dev", "--cases", "raw,http", "--clients", "1", "--duration", "100ms")
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--cases", "raw,http", "--clients", "1", "--duration", "300ms")
 	if code != 0 {
 		t.Fatalf("seqd bench --dev: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -312,6 +374,46 @@ func TestBenchDev(t *testing.T) {
 	}
 	if !strings.Contains(errs, "ZooKeeper (throwaway, standalone) on ") {
 		t.Errorf("stderr does not say where ZooKeeper runs:\n%s", errs)
+	}
+	cost := parsePerCycle(t, out)
+	if len(cost) != 2 {
+		t.Fatalf("per-cycle rows %+v, want raw and http", cost)
+	}
+	// A raw cycle is a create and a delete: two requests, and a heartbeat
+	// now and then.
+	if raw := cost[0]; raw.kind != "raw" || raw.requests < 1.9 || raw.requests > 3 || !raw.zkCPUMeasured || raw.daemonMeasured || raw.clientCPU <= 0 {
+		t.Errorf("raw per cycle %+v: want about 2 requests, ZooKeeper's and the client's CPU, no daemon's", raw)
+	}
+	if h := cost[1]; h.kind != "http" || h.requests < 2 || !h.zkCPUMeasured || !h.daemonMeasured || h.clientCPU <= 0 {
+		t.Errorf("http per cycle %+v: want ZooKeeper requests, ZooKeeper's, the daemon's and the client's CPU", h)
+	}
+}
+
+// --in-process runs the daemon inside the bench, and the report says so;
+// --rtt puts a delay proxy between every client and ZooKeeper, which every
+// cycle then waits for.
+func TestBenchInProcessAndRTT(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--in-process", "--rtt", "20ms", "--cases", "raw,http", "--clients", "1", "--duration", "300ms")
+	if code != 0 {
+		t.Fatalf("seqd bench --dev --in-process --rtt 20ms: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rows := parseBenchTable(t, out)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v, want raw and http", rows)
+	}
+	// A raw cycle is two round trips to ZooKeeper: at least 40ms.
+	if rows[0].p50 < 40*time.Millisecond {
+		t.Errorf("raw p50 %v behind a 20ms RTT: want at least two round trips", rows[0].p50)
+	}
+	for _, w := range []string{"http: the daemon inside the bench's own process (for profiling", "behind a delay proxy adding 20ms of round trip", "its CPU is in the client's"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the report does not say %q:\n%s", w, out)
+		}
+	}
+	if cost := parsePerCycle(t, out); len(cost) != 2 || cost[1].daemonMeasured || cost[1].clientCPU <= 0 {
+		t.Errorf("per cycle %+v: want no daemon CPU of its own for an in-process daemon", cost)
 	}
 }
 
@@ -337,6 +439,21 @@ func TestMakeBench(t *testing.T) {
 	}
 	if want := []string{"raw/1/own", "http/1/own", "raw/2/own", "http/2/own", "raw/2/hot", "http/2/hot"}; !slices.Equal(got, want) {
 		t.Errorf("make bench printed the cases %q, want %q:\n%s", got, want, out)
+	}
+	if !strings.Contains(string(out), "http: the daemon as a separate `seqd serve` process, as deployed") {
+		t.Errorf("the first table is not the separate daemon's:\n%s", out)
+	}
+	const label = "The daemon inside the bench's own process (for profiling; not as deployed):\n"
+	_, below, ok := strings.Cut(string(out), label)
+	if !ok {
+		t.Fatalf("make bench printed no in-process figures below the others (%q):\n%s", label, out)
+	}
+	got = nil
+	for _, r := range parseBenchTable(t, below) {
+		got = append(got, r.kind+"/"+strconv.Itoa(r.clients)+"/"+r.locks)
+	}
+	if want := []string{"http/1/own", "http/2/own", "http/2/hot"}; !slices.Equal(got, want) || !strings.Contains(below, "the daemon inside the bench's own process") {
+		t.Errorf("below the label, the cases %q, want %q run in process:\n%s", got, want, below)
 	}
 }
 

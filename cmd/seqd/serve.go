@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqd/seqd/client"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
@@ -34,7 +36,7 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 		&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the admin token that breaks holders (POST …/break, seqd break; mode 600, at least 16 bytes); without it breaks are refused", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
 		&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per grant, release, expiry, loss, break, term and resignation to this `FILE` (- for standard output)", EnvVars: []string{"SEQD_AUDIT_LOG"}},
-		&cli.BoolFlag{Name: "group-commit", Usage: "send the creates and deletes of different locks that wait at the same time as one ZooKeeper transaction (fewer requests for ZooKeeper, one more round trip for a batched grant)", EnvVars: []string{"SEQD_GROUP_COMMIT"}},
+		&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile of the daemon, from start to exit, to `FILE` (read it with go tool pprof); none by default", EnvVars: []string{"SEQD_CPU_PROFILE"}},
 	}
 	fs = append(fs, serverSecurityFlags()...)
 	fs = append(fs, zkSecurityFlags()...)
@@ -221,6 +223,12 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	defer closeAudit()
 
+	stopProfile, err := startCPUProfile(c.String("cpu-profile"))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
@@ -241,7 +249,6 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKACL:          zkSec.acl,
 		ZKTLS:          zkSec.tls,
 		LockDelay:      lockDelay,
-		GroupCommit:    c.Bool("group-commit"),
 		Audit:          audit,
 	})
 	if err := svc.Start(ctx); err != nil {
@@ -300,4 +307,24 @@ func maxBlockingReads(c *cli.Context, sec server) (int, error) {
 		conns = httpserve.DefaultMaxConnections()
 	}
 	return max(1, min(conns/2, sequencer.DefaultMaxBlockingReads)), nil
+}
+
+// startCPUProfile profiles the process into file until stop is called;
+// with no file it does nothing.
+func startCPUProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, usageErrorf("--cpu-profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, usageErrorf("--cpu-profile: %v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -24,6 +24,12 @@ _MAX_WAIT = 600.0
 _WATCH_WAIT = 30.0
 """The wait of each blocking read of a lease's watcher."""
 
+_WATCH_AFTER = 0.2
+"""Seconds a lease's watcher waits before its first blocking read. A lease
+released sooner never reads: its read would be cut short by the release,
+and its kept-alive connection closed with it, so that every short lease
+would cost a new connection and a request more."""
+
 _mono = time.monotonic
 
 _L = TypeVar("_L", bound="Lease")
@@ -70,10 +76,11 @@ class Lease:
     long). The deadline is the time the last confirmed acquire or renew was
     *sent* plus the TTL, on the monotonic clock, so it never lies past the
     daemon's ``expires_at``. With ``watch`` (locks and elections), a
-    blocking read of the lock's state runs beside the renewals and triggers
-    a renewal at once when the state changes, so a lease deleted from
-    outside is seen lost within milliseconds rather than at the next
-    renewal.
+    blocking read of the lock's state runs beside the renewals (from 0.2s
+    after the grant: a lease released sooner costs no read and keeps its
+    connection) and triggers a renewal at once when the state changes, so a
+    lease deleted from outside is seen lost within milliseconds rather than
+    at the next renewal.
 
     A lease that was lost is not released (the block still ends normally,
     without an error); nothing interrupts the block's own code: check
@@ -370,6 +377,9 @@ class Lease:
             next_at = sent + interval
 
     def _run_watcher(self) -> None:
+        with self._cv:
+            if self._cv.wait_for(lambda: self._stopping, timeout=_WATCH_AFTER):
+                return
         retry = _retry_delay(self.renew_interval)
         backoff = retry
         index: Optional[int] = None

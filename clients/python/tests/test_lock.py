@@ -54,6 +54,20 @@ class LockTest(unittest.TestCase):
         with self.client.lock(name, ttl="2s", wait=0) as nxt:
             self.assertGreater(nxt.token, token)
 
+    def test_short_leases_keep_one_connection(self) -> None:
+        # Each cycle's acquire and release go over the kept-alive
+        # connection; a lease released before its watcher's first blocking
+        # read never opens (and never cuts) a second one.
+        proxy = Proxy(ADDR)
+        self.addCleanup(proxy.close)
+        client = seqd.Client(proxy.addr, owner="py-keepalive")
+        self.addCleanup(client.close)
+        name = unique("keepalive")
+        for _ in range(20):
+            with client.lock(name, ttl="15s", wait="5s"):
+                pass
+        self.assertLessEqual(proxy.accepted, 2, f"20 lock cycles opened {proxy.accepted} connections")
+
     def test_without_renewal_the_lease_expires(self) -> None:
         # The negative control of the test above: the same hold with the
         # renewals switched off loses the lease, at the daemon too.

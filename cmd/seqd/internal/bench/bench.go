@@ -107,8 +107,19 @@ type Config struct {
 	Warmup time.Duration
 
 	// Daemon is the URL of a running daemon for the http kind; empty
-	// starts one in process on loopback against Servers.
+	// starts one against Servers: as a process of its own with
+	// DaemonCommand (as a sidecar runs), or with InProcess inside this one.
 	Daemon string
+	// DaemonCommand is the program and first arguments that run the daemon
+	// (the seqd binary and "serve", with its ZooKeeper security flags);
+	// the run adds --zk, --listen, the roots and --session-timeout.
+	DaemonCommand []string
+	// InProcess runs the http kind's daemon inside this process, on
+	// loopback: for profiling, not as deployed.
+	InProcess bool
+	// CPUProfile is a file for the CPU profile of a daemon started here
+	// (in process: of this process while the daemon runs).
+	CPUProfile string
 	// DaemonToken is the bearer token Daemon requires, if any.
 	DaemonToken string
 	// DaemonTLS is the client TLS configuration for an https Daemon.
@@ -116,6 +127,22 @@ type Config struct {
 	// DaemonRoot is Daemon's --root: the run removes the lock nodes it
 	// made there. Default zklock.DefaultRoot.
 	DaemonRoot string
+
+	// ZKPIDs are ZooKeeper's server processes, whose CPU per cycle the
+	// report gives; none: not reported.
+	ZKPIDs []int
+	// ZKStats are the servers' client addresses, asked for their request
+	// counters (srvr) to give the requests per cycle; none: not reported.
+	ZKStats []string
+	// ZKWarmup runs the requests of every kind against ZooKeeper for this
+	// long before the first case, for a ZooKeeper just started: its JVM
+	// compiles its hot code during the first seconds of load, which would
+	// slow the first cases down and take CPU from the others.
+	ZKWarmup time.Duration
+	// RTT is the round-trip time a delay proxy adds between every client
+	// and ZooKeeper, for the report (the caller sets the proxy up), and
+	// RTTMeasured what it was seen to add.
+	RTT, RTTMeasured time.Duration
 
 	// Base is the znode under which the run makes its root,
 	// Base/<time>-<random>; default DefaultBase. The run removes its root
@@ -175,6 +202,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("bench: negative duration %v", c.Duration)
 	case len(c.Servers) == 0 && c.needsZK():
 		return errors.New("bench: no ZooKeeper servers")
+	case c.has(KindHTTP) && c.Daemon == "" && !c.InProcess && len(c.DaemonCommand) == 0:
+		return errors.New("bench: no daemon command for the http cases (or a running daemon, or in process)")
 	case !strings.HasPrefix(c.Base, "/") || strings.HasSuffix(c.Base, "/"):
 		return fmt.Errorf("bench: base %q is not a znode path", c.Base)
 	}
@@ -226,6 +255,8 @@ type runner struct {
 	acl    []zk.ACL
 	admin  *zk.Conn       // creates parents and cleans up
 	daemon *client.Client // the http kind's
+	// daemonPID is the http kind's daemon process when it runs apart.
+	daemonPID int
 	// daemonNames is the prefix of the http kind's lock names: a subtree
 	// of the run's own on a running daemon, whose root is shared.
 	daemonNames string
@@ -249,22 +280,32 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.root = cfg.Base + "/" + r.id
 	rep := &Report{
-		Started:  started,
-		Servers:  cfg.Servers,
-		Daemon:   "in-process",
-		Root:     r.root,
-		Duration: cfg.Duration,
-		Warmup:   cfg.Warmup,
-		Clients:  cfg.Clients,
-		Kinds:    cfg.Kinds,
+		Started:     started,
+		Servers:     cfg.Servers,
+		Daemon:      DaemonProcess,
+		Root:        r.root,
+		RTT:         cfg.RTT,
+		RTTMeasured: cfg.RTTMeasured,
+		Duration:    cfg.Duration,
+		Warmup:      cfg.Warmup,
+		Clients:     cfg.Clients,
+		Kinds:       cfg.Kinds,
 	}
-	if cfg.Daemon != "" {
+	switch {
+	case cfg.Daemon != "":
 		rep.Daemon = cfg.Daemon
+	case cfg.InProcess:
+		rep.Daemon = DaemonInProcess
 	}
 	defer r.cleanup()
 	if cfg.needsZK() {
 		var err error
 		if r.admin, err = r.connect(ctx); err != nil {
+			return rep, err
+		}
+	}
+	if cfg.ZKWarmup > 0 && r.admin != nil {
+		if err := r.warmZK(ctx); err != nil {
 			return rep, err
 		}
 	}
@@ -310,17 +351,24 @@ func (r *runner) startHTTP(ctx context.Context) (stop func(), err error) {
 		r.daemonNames = strings.TrimPrefix(r.root, "/") + "/"
 		return tr.CloseIdleConnections, nil
 	}
-	addr, stopDaemon, err := r.startDaemon(ctx)
+	start := r.startProcess
+	if r.cfg.InProcess {
+		start = r.startInProcess
+	}
+	d, err := start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if r.daemon, err = client.New("http://"+addr, client.WithoutEnv(), client.WithHTTPClient(hc)); err != nil {
-		stopDaemon()
+	r.daemonPID = d.pid
+	if r.daemon, err = client.New(d.addr, client.WithoutEnv(), client.WithHTTPClient(hc)); err != nil {
+		_ = d.stop()
 		return nil, err
 	}
 	return func() {
 		tr.CloseIdleConnections()
-		stopDaemon()
+		if err := d.stop(); err != nil {
+			fmt.Fprintln(r.cfg.Progress, err)
+		}
 	}, nil
 }
 
@@ -410,6 +458,7 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 		wg      sync.WaitGroup
 		lat     = make([][]time.Duration, len(cs))
 		from    time.Time // start of the measurement, set before phase is
+		before  usage     // read at from
 	)
 	for w, c := range cs {
 		wg.Add(1)
@@ -466,7 +515,8 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 			switch phase.Load() {
 			case warming:
 				if now.Sub(start) >= r.cfg.Warmup && warmed.Load() == int64(len(cs)) {
-					from = now
+					before = r.read()
+					from = time.Now()
 					phase.Store(measuring)
 				}
 			case measuring:
@@ -485,6 +535,7 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 		}
 	}
 	stopped := time.Now()
+	after := r.read()
 	if failed != nil {
 		r.progressDone(what + ": failed")
 		return nil, failed
@@ -494,6 +545,7 @@ func (r *runner) runCase(ctx context.Context, kind string, g Group) (*Result, er
 		return nil, ctx.Err()
 	}
 	res := newResult(kind, g, lat, stopped.Sub(from))
+	res.Cost = perCycle(before, after, res.Cycles, kind == KindHTTP)
 	r.progressDone(fmt.Sprintf("%s: %.1fs %d cycles, %.0f/s", what, res.Elapsed.Seconds(), res.Cycles, res.PerSecond))
 	return res, nil
 }

@@ -180,13 +180,14 @@ func TestRunWithDigestAuth(t *testing.T) {
 	base := "/bench-test-auth"
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), Config{
-		Servers:  servers,
-		Auth:     &zklock.DigestAuth{User: "bench", Password: "secret"},
-		ACL:      zklock.ACLCreator,
-		Clients:  2,
-		Duration: 200 * time.Millisecond,
-		Base:     base,
-		Progress: &progress,
+		Servers:   servers,
+		Auth:      &zklock.DigestAuth{User: "bench", Password: "secret"},
+		ACL:       zklock.ACLCreator,
+		Clients:   2,
+		Duration:  200 * time.Millisecond,
+		Base:      base,
+		Progress:  &progress,
+		InProcess: true,
 	})
 	if err != nil {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
@@ -239,7 +240,7 @@ func TestRunFailure(t *testing.T) {
 
 // No ZooKeeper: the error is ErrUnavailable, within the connect timeout.
 func TestRunUnavailable(t *testing.T) {
-	_, err := Run(context.Background(), Config{Servers: []string{"127.0.0.1:1"}, ConnectTimeout: 500 * time.Millisecond, Duration: 50 * time.Millisecond})
+	_, err := Run(context.Background(), Config{Servers: []string{"127.0.0.1:1"}, ConnectTimeout: 500 * time.Millisecond, Duration: 50 * time.Millisecond, InProcess: true})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Run with no ZooKeeper: %v, want ErrUnavailable", err)
 	}
@@ -251,6 +252,7 @@ func TestConfigValidation(t *testing.T) {
 		{Servers: []string{"x:1"}, Duration: -time.Second},
 		{Servers: []string{"x:1"}, Kinds: []string{"paxos"}},
 		{Servers: []string{"x:1"}, Base: "relative"},
+		{Servers: []string{"x:1"}, Kinds: []string{KindHTTP}}, // no way to run the daemon
 		{},
 	} {
 		if _, err := Run(context.Background(), cfg); err == nil || errors.Is(err, ErrUnavailable) {

@@ -3,20 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqd/seqd/client"
-	"github.com/seqd/seqd/internal/httpserve"
-	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -188,46 +181,4 @@ func (c *httpCycler) cycle(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return c.c.Release(rctx, l)
-}
-
-// startDaemon runs the daemon in process, as `seqd serve` wires it (metrics,
-// a logger at Info whose lines are formatted and thrown away, the capped
-// HTTP server), on a loopback port, with its lock root under the run's.
-func (r *runner) startDaemon(ctx context.Context) (addr string, stop func(), err error) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	reg := prometheus.NewRegistry()
-	svc := sequencer.New(sequencer.Config{
-		Servers:        r.cfg.Servers,
-		Root:           r.root + "/http",
-		ElectionRoot:   r.root + "/elections",
-		SessionTimeout: r.cfg.SessionTimeout,
-		DialTimeout:    r.cfg.ConnectTimeout,
-		Logger:         logger,
-		Metrics:        metrics.New(reg, metrics.Options{}),
-		ZKAuth:         r.cfg.Auth,
-		ZKACL:          r.cfg.ACL,
-		ZKTLS:          r.cfg.TLS,
-	})
-	if err := svc.Start(ctx); err != nil {
-		return "", nil, unavailablef("start the daemon: %w", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		svc.Close(context.Background())
-		return "", nil, fmt.Errorf("listen: %w", err)
-	}
-	srv := httpserve.New(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}),
-		httpserve.Options{WriteTimeout: client.MaxWait + 30*time.Second})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	return ln.Addr().String(), func() {
-		_ = srv.Close()
-		<-served
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		svc.Close(cctx)
-	}, nil
 }

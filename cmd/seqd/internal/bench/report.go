@@ -27,6 +27,8 @@ type Result struct {
 	// same clients and locks (below 1: slower); 0 when that case did not
 	// run.
 	VsRaw, VsGoZK float64
+	// Cost is what a cycle cost ZooKeeper, the daemon and the clients.
+	Cost PerCycle
 }
 
 func newResult(kind string, g Group, lat [][]time.Duration, elapsed time.Duration) *Result {
@@ -58,17 +60,28 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
+// What Report.Daemon says of a daemon the run started.
+const (
+	DaemonProcess   = "separate-process" // `seqd serve` as a process of its own, as deployed
+	DaemonInProcess = "in-process"       // inside the bench's process, for profiling
+)
+
 // Report is a run's cases and what they ran against.
 type Report struct {
-	Started  time.Time
-	Servers  []string
-	Daemon   string // "in-process" or the daemon's URL
-	Root     string // the run's znode (removed at the end)
-	Duration time.Duration
-	Warmup   time.Duration
-	Clients  int
-	Kinds    []string
-	Results  []Result
+	Started time.Time
+	Servers []string
+	// Daemon is DaemonProcess or DaemonInProcess, or a running daemon's
+	// URL.
+	Daemon string
+	RTT    time.Duration // added by a delay proxy in front of ZooKeeper
+	// RTTMeasured is what the proxy was seen to add (0: not measured).
+	RTTMeasured time.Duration
+	Root        string // the run's znode (removed at the end)
+	Duration    time.Duration
+	Warmup      time.Duration
+	Clients     int
+	Kinds       []string
+	Results     []Result
 }
 
 // ratios fills in each result's throughput against the baselines of its
@@ -92,7 +105,8 @@ func (rep *Report) ratios() {
 	}
 }
 
-// WriteTable prints the report as a table, one line per case.
+// WriteTable prints the report as a table, one line per case, and below
+// it what a cycle of each case cost.
 func (rep *Report) WriteTable(w io.Writer) error {
 	rows := [][]string{{"case", "clients", "locks", "cycles/s", "p50", "p99", "p999", "vs raw", "vs gozk"}}
 	for _, r := range rep.Results {
@@ -102,13 +116,33 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			ratio(r.VsRaw), ratio(r.VsGoZK),
 		})
 	}
+	var b strings.Builder
+	writeRows(&b, rows)
+	b.WriteString(rep.footnote())
+	if rep.measuredCost() {
+		b.WriteString("\n")
+		rows = [][]string{{"per cycle", "clients", "locks", "zk requests", "zk cpu", "daemon cpu", "client cpu"}}
+		for _, r := range rep.Results {
+			c := r.Cost
+			rows = append(rows, []string{r.Kind, fmt.Sprint(r.Clients), r.Locks, requests(c.ZKRequests),
+				cpu(c.ZKCPU), cpu(c.DaemonCPU), cpu(c.ClientCPU)})
+		}
+		writeRows(&b, rows)
+		b.WriteString(rep.costNote())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeRows prints rows as aligned columns: words to the left, numbers to
+// the right.
+func writeRows(b *strings.Builder, rows [][]string) {
 	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, cell := range row {
 			widths[i] = max(widths[i], len([]rune(cell)))
 		}
 	}
-	var b strings.Builder
 	for _, row := range rows {
 		for i, cell := range row {
 			pad := strings.Repeat(" ", widths[i]-len([]rune(cell)))
@@ -124,9 +158,16 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(rep.footnote())
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// measuredCost says whether any case has a cost to show.
+func (rep *Report) measuredCost() bool {
+	for _, r := range rep.Results {
+		if r.Cost != (PerCycle{}) {
+			return true
+		}
+	}
+	return false
 }
 
 func (rep *Report) footnote() string {
@@ -134,13 +175,52 @@ func (rep *Report) footnote() string {
 	if rep.Warmup > 0 {
 		warm = " after " + shortDuration(rep.Warmup) + " of warm-up"
 	}
+	rtt := ""
+	if rep.RTT > 0 {
+		rtt = " behind a delay proxy adding " + shortDuration(rep.RTT) + " of round trip"
+		if rep.RTTMeasured > 0 {
+			rtt += " (" + FormatLatency(rep.RTTMeasured) + " measured)"
+		}
+	}
 	daemon := ""
 	if slices.Contains(rep.Kinds, KindHTTP) {
-		daemon = "; http: " + rep.Daemon + " daemon"
+		switch {
+		case rep.Daemon == DaemonProcess:
+			daemon = "; http: the daemon as a separate `seqd serve` process, as deployed"
+		case rep.Daemon == DaemonInProcess:
+			daemon = "; http: the daemon inside the bench's own process (for profiling: a sidecar runs as a process of its own)"
+		default:
+			daemon = "; http: " + rep.Daemon + " daemon"
+		}
 	}
-	return fmt.Sprintf("each case measured for %s%s; ZooKeeper %s%s\n"+
+	return fmt.Sprintf("each case measured for %s%s; ZooKeeper %s%s%s\n"+
 		"vs raw, vs gozk: cycles/s over those of raw create+delete and of go-zookeeper's zk.Lock with the same clients and locks\n",
-		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), daemon)
+		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), rtt, daemon)
+}
+
+func (rep *Report) costNote() string {
+	note := "zk requests: packets ZooKeeper received per cycle (srvr), heartbeats included; cpu: user+system CPU per cycle of ZooKeeper, the daemon and the bench's process (the clients)"
+	if rep.Daemon == DaemonInProcess {
+		note += "; the daemon runs in the bench's process, so its CPU is in the client's"
+	}
+	return note + "\n"
+}
+
+// requests prints requests per cycle with two decimals, "-" when not
+// counted.
+func requests(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// cpu prints a CPU time per cycle, "-" when not measured.
+func cpu(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return FormatLatency(d)
 }
 
 // ratio prints a ratio with two decimals, or two significant digits
@@ -201,12 +281,19 @@ type jsonResult struct {
 	P999ms     float64  `json:"p999_ms"`
 	VsRaw      *float64 `json:"vs_raw,omitempty"`
 	VsGoZK     *float64 `json:"vs_gozk,omitempty"`
+	// What a cycle cost; absent when not measured.
+	ZKRequests  *float64 `json:"zk_requests_per_cycle,omitempty"`
+	ZKCPUms     *float64 `json:"zk_cpu_ms_per_cycle,omitempty"`
+	DaemonCPUms *float64 `json:"daemon_cpu_ms_per_cycle,omitempty"`
+	ClientCPUms *float64 `json:"client_cpu_ms_per_cycle,omitempty"`
 }
 
 type jsonReport struct {
 	Started   time.Time    `json:"started"`
 	ZK        []string     `json:"zk"`
 	Daemon    string       `json:"daemon"`
+	RTTms     float64      `json:"rtt_ms,omitempty"`
+	RTTSeenms float64      `json:"rtt_measured_ms,omitempty"`
 	Root      string       `json:"root"`
 	DurationS float64      `json:"duration_s"`
 	WarmupS   float64      `json:"warmup_s"`
@@ -230,6 +317,8 @@ func (rep *Report) MarshalJSON() ([]byte, error) {
 		Started:   rep.Started.UTC(),
 		ZK:        rep.Servers,
 		Daemon:    rep.Daemon,
+		RTTms:     ms(rep.RTT),
+		RTTSeenms: ms(rep.RTTMeasured),
 		Root:      rep.Root,
 		DurationS: rep.Duration.Seconds(),
 		WarmupS:   rep.Warmup.Seconds(),
@@ -243,6 +332,8 @@ func (rep *Report) MarshalJSON() ([]byte, error) {
 			Cycles: r.Cycles, Seconds: r.Elapsed.Seconds(), CyclesPerS: r.PerSecond,
 			P50ms: ms(r.P50), P99ms: ms(r.P99), P999ms: ms(r.P999),
 			VsRaw: optional(r.VsRaw), VsGoZK: optional(r.VsGoZK),
+			ZKRequests: optional(r.Cost.ZKRequests), ZKCPUms: optional(ms(r.Cost.ZKCPU)),
+			DaemonCPUms: optional(ms(r.Cost.DaemonCPU)), ClientCPUms: optional(ms(r.Cost.ClientCPU)),
 		})
 	}
 	return json.Marshal(j)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -128,4 +129,65 @@ func removeIfEmpty(conn *zk.Conn, p string) {
 	if children, _, err := conn.Children(p); err == nil && len(children) == 0 {
 		_ = conn.Delete(p, -1)
 	}
+}
+
+// warmZK sends ZooKeeper the requests the cases send (creates, multis,
+// children and stat reads, deletes, watches) from a few sessions for
+// ZKWarmup.
+func (r *runner) warmZK(ctx context.Context) error {
+	r.progress("warming ZooKeeper up")
+	parent := r.root + "/warmup"
+	if err := mkdirs(r.admin, parent, r.acl); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.ZKWarmup)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for w := range errs {
+		conn, err := r.connect(ctx)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			for wctx.Err() == nil {
+				if errs[w] = warmCycle(conn, parent, r.acl); errs[w] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.progressDone(fmt.Sprintf("warmed ZooKeeper up for %v", r.cfg.ZKWarmup))
+	return errors.Join(errs...)
+}
+
+// warmCycle is one round of the requests a lock cycle sends.
+func warmCycle(conn *zk.Conn, parent string, acl []zk.ACL) error {
+	res, err := conn.Multi(
+		&zk.CreateRequest{Path: parent + "/c-", Acl: acl, Flags: zk.FlagEphemeral | zk.FlagSequence},
+		&zk.SetDataRequest{Path: parent, Version: -1},
+	)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	node := res[0].String
+	if _, _, _, err := conn.ChildrenW(parent); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, _, _, err := conn.ExistsW(node); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, _, err := conn.Get(node); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return conn.Delete(node, -1)
 }

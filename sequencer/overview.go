@@ -66,17 +66,32 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 	case client.Elections:
 		root = s.cfg.ElectionRoot
 	}
-	deadline := time.Now().Add(wait)
-	start := s.clock.Now()
-	if blocking {
-		// A blocking overview is one blocking read: it takes a reader's
-		// place under the cap, and its answers need the watch session's
-		// vouching as await's do.
-		if err := s.watches.enter(); err != nil {
+	if !blocking {
+		sess, err := s.liveSession()
+		if err != nil {
 			return client.Overview{}, err
 		}
-		defer s.watches.leave()
+		names, more, err := sess.Names(ctx, root, shape, client.MaxOverview)
+		if err != nil {
+			return client.Overview{}, s.readError(ctx, err)
+		}
+		return s.overviewOf(ctx, f, names, more, 0)
 	}
+	// A blocking overview is one blocking read: it takes a reader's place
+	// under the cap, and its answers need the watch session's vouching as
+	// await's do.
+	if err := s.watches.enter(); err != nil {
+		return client.Overview{}, err
+	}
+	defer s.watches.leave()
+	return s.awaitOverview(ctx, f, root, shape, index, wait)
+}
+
+// awaitOverview is a blocking overview: it answers once the overview's
+// index differs from index, or once wait has passed.
+func (s *Service) awaitOverview(ctx context.Context, f client.Family, root string, shape zklock.Shape, index uint64, wait time.Duration) (client.Overview, error) {
+	deadline := time.Now().Add(wait)
+	start := s.clock.Now()
 	// trustChanged closes when the watch session's trust changes, once it
 	// vouched for the states watched: a listing is then cut short.
 	var trustChanged <-chan struct{}
@@ -95,9 +110,6 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 		}
 		if err != nil {
 			return client.Overview{}, s.readError(ctx, err)
-		}
-		if !blocking {
-			return s.overviewOf(ctx, f, names, more, 0)
 		}
 		ws := make([]*watched, 0, len(names))
 		for _, n := range names {

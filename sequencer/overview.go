@@ -92,21 +92,28 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 func (s *Service) awaitOverview(ctx context.Context, f client.Family, root string, shape zklock.Shape, index uint64, wait time.Duration) (client.Overview, error) {
 	deadline := time.Now().Add(wait)
 	start := s.clock.Now()
-	// trustChanged closes when the watch session's trust changes, once it
-	// vouched for the states watched: a listing is then cut short.
-	var trustChanged <-chan struct{}
+	watching := false // the states of the last listing are watched
 	for {
+		// Once states are watched, the watch session must vouch for them
+		// before and during a listing: a listing is cut short when its
+		// trust changes (ZooKeeper fell silent).
+		var trustChanged <-chan struct{}
+		if watching {
+			hold, tc, distrust := s.watches.vouch(start)
+			if distrust != nil && !hold {
+				return client.Overview{}, distrust
+			}
+			if distrust == nil {
+				trustChanged = tc
+			}
+		}
 		sess, err := s.liveSession()
 		if err != nil {
 			return client.Overview{}, err
 		}
 		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged)
 		if errors.Is(err, errTrustChanged) {
-			trustChanged = nil
-			if hold, _, distrust := s.watches.vouch(start); distrust != nil && !hold {
-				return client.Overview{}, distrust
-			}
-			continue
+			continue // vouched for again, or not, at the top
 		}
 		if err != nil {
 			return client.Overview{}, s.readError(ctx, err)
@@ -121,17 +128,13 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 		// The names come from the leases' session; the watched states
 		// need the watch session to vouch for them.
 		var distrust error
-		trustChanged = nil
-		if len(ws) > 0 {
+		if watching = len(ws) > 0; watching {
 			hold, tc, d := s.watches.vouch(start)
 			if d != nil && !hold {
 				s.unsubscribeAll(ws)
 				return client.Overview{}, d
 			}
-			changed = append(changed, tc)
-			if distrust = d; d == nil {
-				trustChanged = tc
-			}
+			changed, distrust = append(changed, tc), d
 		}
 		if ready && idx != index && distrust == nil {
 			o, err := s.overviewOf(ctx, f, names, more, idx)

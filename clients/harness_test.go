@@ -95,24 +95,7 @@ type daemon struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	logs *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *zktest.Buffer
 }
 
 var buildOnce struct {
@@ -229,7 +212,7 @@ func (d *daemon) start(bin, addr string) error {
 		pw.Close()
 		close(done)
 	}()
-	logs := &lockedBuffer{}
+	logs := &zktest.Buffer{}
 	if d.logs != nil {
 		logs.Write([]byte(d.logs.String()))
 	}

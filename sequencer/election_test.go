@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/seqd/seqd/client"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/client"
 
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"

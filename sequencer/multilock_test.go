@@ -204,7 +204,7 @@ func TestMaxMultiLocksAgree(t *testing.T) {
 // its grant and at its release, each with the lock's own name and token.
 func TestMultiLockAudit(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	var audit lockedBuffer
+	var audit auditLog
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), audit: NewAuditLog(&audit, nil)})
 	ctx := ctxT(t, 30*time.Second)
 	l, err := d.client.Client.AcquireMulti(ctx, []string{"audit/a", "audit/b"})

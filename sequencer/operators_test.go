@@ -25,24 +25,13 @@ const (
 	testAdminToken = "admin-token-0123456789abcdef"
 )
 
-// lockedBuffer is an audit log's writer that a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// auditLog is an audit log's writer that a test reads.
+type auditLog struct{ zktest.Buffer }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) events(t *testing.T) []AuditEvent {
+func (b *auditLog) events(t *testing.T) []AuditEvent {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []AuditEvent
-	for _, line := range strings.Split(strings.TrimSpace(b.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -154,7 +143,7 @@ func TestQueueInOrderAcrossClients(t *testing.T) {
 // higher, and the audit log holds the grant, the break and the release.
 func TestBreak(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	var audit lockedBuffer
+	var audit auditLog
 	reg := prometheus.NewRegistry()
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), apiToken: testAPIToken, adminToken: testAdminToken, audit: NewAuditLog(&audit, nil), reg: reg, identity: "daemon-1"})
 	ctx := ctxT(t, time.Minute)

@@ -2,14 +2,12 @@ package zklock
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,26 +141,7 @@ type peer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine of os/exec
-// and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	stderr *zktest.Buffer
 }
 
 const systemPython = "/usr/bin/python3" // Debian's, where python3-kazoo lives
@@ -214,7 +193,7 @@ func startPeer(t *testing.T, label, auth, bin string, args ...string) *peer {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "SEQD_TEST_ZK_AUTH="+auth)
-	k := &peer{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}}
+	k := &peer{cmd: cmd, lines: make(chan string, 16), stderr: &zktest.Buffer{}}
 	cmd.Stderr = k.stderr
 	var err error
 	if k.stdin, err = cmd.StdinPipe(); err != nil {

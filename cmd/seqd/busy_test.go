@@ -61,7 +61,7 @@ func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out zktest.Buffer
 	flood.Stdout, flood.Stderr = &out, &out
 	if err := flood.Start(); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 type campaigner struct {
 	id     int
 	cmd    *exec.Cmd
-	stderr *lockBuffer
+	stderr *zktest.Buffer
 	client *client.Client
 	done   chan struct{}
 }
@@ -28,7 +28,7 @@ var serveListeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 func startCampaigner(t *testing.T, id int, zkHosts string, session time.Duration) *campaigner {
 	t.Helper()
-	p := &campaigner{id: id, stderr: &lockBuffer{}, done: make(chan struct{})}
+	p := &campaigner{id: id, stderr: &zktest.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(lockTestBinary(t), "serve", "--zk", zkHosts, "--listen", "127.0.0.1:0",
 		"--session-timeout", session.String(), "--campaign", fmt.Sprintf("sidecar=pod-%d", id))
 	p.cmd.Env = lockEnv()

@@ -36,7 +36,7 @@ func TestLeaderCommand(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() {
-		var errb syncBuffer
+		var errb zktest.Buffer
 		err := run(wctx, []string{"seqd", "leader", "--watch", "--addr", addr, "solo"}, strings.NewReader(""), pw, &errb)
 		pw.Close()
 		done <- exitCode(err, &errb)

@@ -66,29 +66,11 @@ func lockTestBinary(t *testing.T) string {
 	return lockBin
 }
 
-// lockBuffer is a bytes.Buffer that a process writes while the test reads.
-type lockBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // lockProc is a running `seqd lock`.
 type lockProc struct {
 	cmd    *exec.Cmd
-	stdout lockBuffer
-	stderr lockBuffer
+	stdout zktest.Buffer
+	stderr zktest.Buffer
 	done   chan struct{}
 	err    error
 }

@@ -34,7 +34,7 @@ func shellRun(t *testing.T, env []string, script string) (code int, stdout, stde
 	bin := lockTestBinary(t)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = lockEnv(append(env, "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))...)
-	var out, errb lockBuffer
+	var out, errb zktest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
 	done := make(chan error, 1)
@@ -197,7 +197,7 @@ func TestDevSecureExportLine(t *testing.T) {
 func devSecureExportLine(t *testing.T, extra []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errb syncBuffer
+	var errb zktest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		args := append([]string{"seqd", "dev", "--secure", "--zk-port", "0", "--listen", "127.0.0.1:0"}, extra...)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // repoRoot is the repository's top directory (the tests run in cmd/seqd).
@@ -33,7 +34,7 @@ var devExports = regexp.MustCompile(`export SEQD_ZK=(\S+) SEQD_ADDR=(\S+)`)
 // devStack is a running `make run` (or `seqd dev`) and what it printed.
 type devStack struct {
 	cmd    *exec.Cmd
-	stderr *lockBuffer
+	stderr *zktest.Buffer
 	zk     string // SEQD_ZK
 	addr   string // SEQD_ADDR
 	exited chan error
@@ -45,7 +46,7 @@ func startDev(t *testing.T, dir string, env []string, name string, args ...strin
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	stderr := &lockBuffer{}
+	stderr := &zktest.Buffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	// A group of its own, so that a failed test can kill whatever is left.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -263,7 +264,7 @@ func TestDevStopsWithStatusZero(t *testing.T) {
 			args := []string{"dev", "--zk-port", "0", "--listen", "127.0.0.1:0"}
 			if tc.early {
 				cmd := exec.Command(bin, args...)
-				var stderr lockBuffer
+				var stderr zktest.Buffer
 				cmd.Stdout, cmd.Stderr = &stderr, &stderr
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)

@@ -41,7 +41,7 @@ func TestBreakStopsSeqdLockAndAuditSurvivesCrash(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.log")
 
 	serve := exec.Command(bin, "serve", "--zk", zkc.ConnectString(), "--listen", "127.0.0.1:0", "--admin-token-file", admin, "--audit-log", audit)
-	serveErr := &lockBuffer{}
+	serveErr := &zktest.Buffer{}
 	serve.Stderr = serveErr
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestBreakStopsSeqdLockAndAuditSurvivesCrash(t *testing.T) {
 	}
 
 	lock := exec.Command(bin, "lock", "--zk", zkc.ConnectString(), "demo", "--", "sleep", "300")
-	lockErr := &lockBuffer{}
+	lockErr := &zktest.Buffer{}
 	lock.Stderr = lockErr
 	lock.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := lock.Start(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,27 +20,9 @@ import (
 	"github.com/seqd/seqd/testenv/zktest"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runCLI runs the app in process and returns its exit code and output.
 func runCLI(ctx context.Context, args ...string) (int, string, string) {
-	var out, errb syncBuffer
+	var out, errb zktest.Buffer
 	err := run(ctx, append([]string{"seqd"}, args...), strings.NewReader(""), &out, &errb)
 	return exitCode(err, &errb), out.String(), errb.String()
 }
@@ -53,7 +34,7 @@ var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 func startServe(t *testing.T, args ...string) (addr string, stop func() (int, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errb syncBuffer
+	var errb zktest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		err := run(ctx, append([]string{"seqd", "serve", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &errb)

@@ -21,12 +21,12 @@ seqd acquire --owner alice --lease-id "$ALICE" --token-only demo
 # 12
 
 # Bob cannot have the lock while alice holds it.
-curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/locks/demo/acquire" -d '{"owner":"bob"}'
+curl -s -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' "$SEQD_ADDR/v1/locks/demo/acquire" -d '{"owner":"bob"}'
 # {"error":"lock \"demo\" is held (an owner retrying its own acquire sends the lease_id it was given)","code":"held","current_token":12}
 # 409
 
 # Alice's token is the current one: a resource would admit her writes.
-curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
+curl -s -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
 # {"valid":true,"current_token":12}
 # 200
 
@@ -42,7 +42,7 @@ echo "bob holds demo with token $T2"
 
 # Alice's token is now stale: a resource refuses it (409 stale_token), and
 # `seqd check` exits 1.
-curl -s -w '%{http_code}\n' -X POST "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
+curl -s -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' "$SEQD_ADDR/v1/check" -d "{\"sequencer\":\"demo@$T1\"}"
 # {"valid":false,"current_token":16,"code":"stale_token","error":"token 12 for lock \"demo\" is stale: the lock's current token is 16"}
 # 409
 seqd check --token-only "demo@$T1" || echo "seqd check exited $?"

@@ -29,6 +29,10 @@ type HandlerOptions struct {
 	// on every break (POST /v1/{family}/{name}/break), and accepted
 	// wherever APIToken is. Without it, breaks are refused (403).
 	AdminToken string
+	// AllowedHosts are the names a request's Host may give besides
+	// loopback names and addresses and the address it arrived on (the
+	// daemon's DNS names when it listens beyond loopback).
+	AllowedHosts []string
 	// Gatherer serves /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -41,12 +45,12 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes()}
+	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts)}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
 		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
 	}
-	v1 := h.auth(http.HandlerFunc(h.v1))
+	v1 := h.guarded(h.auth(http.HandlerFunc(h.v1)))
 	// Routed by hand, not by http.ServeMux: the mux cleans paths and
 	// redirects "/v1/locks/a/../b" and "a//b", where a bad name must get a
 	// 400 that says why.
@@ -74,6 +78,7 @@ type handler struct {
 	adminToken string
 	log        *slog.Logger
 	families   map[client.Family]*family
+	guard      *guard
 }
 
 // family is the routes of one family of leases, one row of the table in

@@ -163,6 +163,7 @@ func kindOfFamily(f string) fence.Kind {
 func w405Allow(t *testing.T, method, url string) string {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,9 @@ func (c *apiCheck) send(method, url, body string) (int, string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for base, tok := range c.bearer {
 		if strings.HasPrefix(url, base) {
 			req.Header.Set("Authorization", "Bearer "+tok)

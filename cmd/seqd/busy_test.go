@@ -148,12 +148,12 @@ func TestBusyFloodHelper(t *testing.T) {
 	}
 	// Blocking reads on names nobody holds, each until answered or closed.
 	attack(0, 300, func(c net.Conn, i int) {
-		fmt.Fprintf(c, "GET /v1/locks/busy-%d?index=0&wait=60s HTTP/1.1\r\nHost: x\r\n\r\n", i)
+		fmt.Fprintf(c, "GET /v1/locks/busy-%d?index=0&wait=60s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", i)
 		bufio.NewReader(c).ReadByte()
 	})
 	// Bodies of renewals sent a byte a second.
 	attack(1, 300, func(c net.Conn, i int) {
-		if _, err := fmt.Fprintf(c, "POST /v1/locks/busy-kept/renew HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n"); err != nil {
+		if _, err := fmt.Fprintf(c, "POST /v1/locks/busy-kept/renew HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"); err != nil {
 			return
 		}
 		for {

@@ -209,7 +209,7 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 			opened.Add(1)
 			defer c.Close()
 			if i%3 == 0 {
-				c.Write([]byte("POST /v1/locks/x/acquire HTTP/1.1\r\nHost: x\r\n"))
+				c.Write([]byte("POST /v1/locks/x/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
 			}
 			select {
 			case <-stop:

@@ -20,6 +20,7 @@ import (
 func serveFlags(zkRequired bool) []cli.Flag {
 	fs := []cli.Flag{
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "HTTP listen address (loopback by default)", EnvVars: []string{"SEQD_LISTEN"}},
+		&cli.StringSliceFlag{Name: "host", Usage: "a `NAME` clients reach the daemon by, besides loopback names and addresses and the address they connect to (repeatable); /v1/ refuses any other Host, as a page rebinding its name to the daemon would send", EnvVars: []string{"SEQD_HOST"}},
 		rootFlag(),
 		semaphoreRootFlag(),
 		electionRootFlag(),
@@ -254,7 +255,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err := svc.Start(ctx); err != nil {
 		return startError(err, c.String("root"), zkSec)
 	}
-	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, Gatherer: reg, Logger: logger})
+	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.
 	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
 		WriteTimeout: client.MaxWait + 30*time.Second,

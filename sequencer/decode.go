@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/seqd/seqd/client"
 )
@@ -26,8 +27,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		// the server reads no more than the length.
 		rd = http.MaxBytesReader(w, r.Body, client.MaxBodyBytes)
 	}
-	// The content type is not checked: `curl -d` sends a form type, and the
-	// body is JSON whatever it says.
+	// The content type was checked before: a POST says application/json.
 	body, err := io.ReadAll(rd)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -41,6 +41,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 
 // decodeBytes decodes a body read whole into v strictly.
 func decodeBytes(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		// encoding/json would read each bad byte as U+FFFD: two different
+		// owners, names or reasons would come out the same.
+		return badRequest("the request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
@@ -70,6 +75,18 @@ func decodeBytes(body []byte, v any) error {
 		return badRequest("%s", jsonSentence(err))
 	}
 	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // exactKeys walks the JSON value raw against the Go type t and refuses an

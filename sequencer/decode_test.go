@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/seqd/seqd/client"
 )
@@ -54,6 +55,9 @@ func keysOnce(b []byte) bool {
 // decodeAllTheWay is decodeBytes without its shortcut for well-formed
 // objects: every body is decoded into a tree first.
 func decodeAllTheWay(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return badRequest("the request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
@@ -91,7 +95,7 @@ func FuzzDecodeBody(f *testing.F) {
 		`{"OWNER":"a"}`,
 		`{"leases":[{"name":"a","lease_id":"x","token":1,"token":2}]}`,
 		`{"leases":[{"name":"a","lease_id":"0123456789abcdef0123456789abcdef","token":1}],"ttl":"5s"}`,
-		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`, ` {"owner":"a"} `, `"x"`, `{"owner":1}`, `{"ttl":"15s","x":1}`, "0\v", "{}\v",
+		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`, ` {"owner":"a"} `, `"x"`, `{"owner":1}`, `{"ttl":"15s","x":1}`, "0\v", "{}\v", "{\"owner\":\"a\xff\"}", "{\"\xc3\":1}",
 	} {
 		f.Add([]byte(s))
 	}

@@ -221,7 +221,7 @@ func printOut(c *cli.Context, v any, token uint64) error {
 		_, err := fmt.Fprintln(c.App.Writer, token)
 		return err
 	}
-	enc := json.NewEncoder(c.App.Writer)
+	enc := json.NewEncoder(jsonTermSafe{c.App.Writer})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -71,7 +71,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	code := codeOf(err)
 	if !silent(err) {
-		fmt.Fprintf(stderr, "seqd: %s\n", userMessage(err))
+		fmt.Fprintf(stderr, "seqd: %s\n", termSafe(userMessage(err)))
 	}
 	return code
 }

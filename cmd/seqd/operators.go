@@ -85,7 +85,7 @@ func listLeases(c *cli.Context, cl *client.Client, f client.Family, table bool) 
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tMODE\tEXPIRES")
 	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", l.Name, l.Token, dash(l.Owner), dash(l.Mode), ago(time.Until(l.ExpiresAt)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", termSafe(l.Name), l.Token, dash(termSafe(l.Owner)), dash(termSafe(l.Mode)), ago(time.Until(l.ExpiresAt)))
 	}
 	return tw.Flush()
 }
@@ -132,7 +132,7 @@ func showStatus(c *cli.Context, cl *client.Client, f client.Family, name string,
 	if !table {
 		return printOut(c, v, token)
 	}
-	fmt.Fprintln(c.App.Writer, head)
+	fmt.Fprintln(c.App.Writer, termSafe(head))
 	if len(holding)+len(queue) == 0 {
 		fmt.Fprintln(c.App.Writer, "no contenders")
 		return nil
@@ -156,7 +156,7 @@ func showStatus(c *cli.Context, cl *client.Client, f client.Family, name string,
 		if ct.ExpiresAt != nil {
 			exp = ago(ct.ExpiresAt.Sub(now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s ago)\t%s\n", i, role, tok, dash(strings.TrimSpace(owner)), dash(ct.Daemon), ct.Client, dash(ct.Mode),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s ago)\t%s\n", i, role, tok, dash(termSafe(strings.TrimSpace(owner))), dash(termSafe(ct.Daemon)), termSafe(ct.Client), dash(termSafe(ct.Mode)),
 			ct.Since.Local().Format("2006-01-02 15:04:05"), now.Sub(ct.Since).Round(time.Second), exp)
 	}
 	for i, h := range holding {

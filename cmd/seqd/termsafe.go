@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// What the daemon answers is anybody's text: an owner, a command, an
+// election's value and a name may hold a terminal escape (a clipboard
+// write, a cursor move) or a newline that forges a table row. The
+// operator's terminal sees them only as visible escapes.
+
+// termSafe is s with every rune a terminal would act on written as a Go
+// escape (\x1b, \n, \u202e), and bytes that are not UTF-8 as \xNN.
+func termSafe(s string) string {
+	if strings.IndexFunc(s, actsOnTerminal) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case actsOnTerminal(r):
+			b.WriteString(escapeRune(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// actsOnTerminal reports whether a terminal acts on r instead of showing
+// it: C0 and C1 controls, DEL, and the bidirectional overrides and
+// isolates that reorder what follows.
+func actsOnTerminal(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+func escapeRune(r rune) string {
+	switch r {
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	if r < 0x80 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
+// jsonTermSafe writes JSON that encoding/json made (which escapes C0
+// controls already) with DEL, C1 controls and the bidirectional runes
+// escaped as \uXXXX: the same JSON value, and nothing a terminal acts on.
+type jsonTermSafe struct{ w io.Writer }
+
+func (j jsonTermSafe) Write(p []byte) (int, error) {
+	if bytes.IndexFunc(p, func(r rune) bool { return r != '\n' && actsOnTerminal(r) }) < 0 {
+		return j.w.Write(p)
+	}
+	var b bytes.Buffer
+	for _, r := range string(p) {
+		if r != '\n' && actsOnTerminal(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	if _, err := j.w.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -4,8 +4,10 @@ package main
 // material.
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +63,18 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 	var err error
 	if d.l.dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
+	}
+	// Another user's directory, or one others can write, is refused
+	// before anything in it is read or written.
+	var unsafe *security.UnsafeDirError
+	switch err := security.CheckPrivateDir(d.l.dir); {
+	case errors.As(err, &unsafe):
+		return nil, usageErrorf("--dir: %v", err)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	if w := security.ParentWarning(d.l.dir); w != "" {
+		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
 	}
 	var have, missing []string
 	for _, f := range lockdownFiles {

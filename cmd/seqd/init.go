@@ -100,6 +100,9 @@ func initAction(c *cli.Context) error {
 	if err := writeLockdown(l, hosts, time.Duration(days)*24*time.Hour); err != nil {
 		return err
 	}
+	if w := security.ParentWarning(l.dir); w != "" {
+		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
+	}
 	printLockdown(c.App.Writer, l, listen, hosts, days)
 	return nil
 }

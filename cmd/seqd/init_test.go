@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,5 +33,78 @@ func TestInitThenKeygenRotates(t *testing.T) {
 	keys, err := fence.ParseVerifyKeys(b)
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("verify.keys after the rotation: %d keys, %v; want init's and keygen's", len(keys), err)
+	}
+}
+
+// A directory another user owns is theirs to fill: they could replace
+// verify.keys or point client.env at their own address after seqd init
+// wrote it, or before seqd dev --secure reads it. Both refuse it, and one
+// others can write, as seqd keygen does; a parent anyone can write (and
+// so rename the directory in) is warned about.
+func TestInitAndDevSecureRefuseDirectoriesOfOthers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test gives a directory to another user, which needs root (CI runs as root)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// A directory seqd init wrote, then handed to another user.
+	given := filepath.Join(t.TempDir(), "given")
+	if code, _, errs := runCLI(ctx, "init", "--dir", given); code != 0 {
+		t.Fatalf("init: %d %s", code, errs)
+	}
+	if err := os.Chown(given, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if code, _, errs := runCLI(ctx, "init", "--dir", open); code != 0 {
+		t.Fatalf("init: %d %s", code, errs)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"init into another user's directory", []string{"init", "--dir", theirs}, "owned by uid 65534"},
+		{"dev --secure on another user's directory", []string{"dev", "--secure", "--dir", theirs}, "owned by uid 65534"},
+		{"dev --secure on init's files in another user's directory", []string{"dev", "--secure", "--dir", given}, "owned by uid 65534"},
+		{"dev --secure on init's files in a directory others can write", []string{"dev", "--secure", "--dir", open}, "can be written by others"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runCLI(ctx, tc.args...)
+			if code != ExitUsage || !strings.Contains(errs, tc.want) {
+				t.Fatalf("exit %d %q, want %d saying %q", code, errs, ExitUsage, tc.want)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {
+		t.Fatalf("another user's directory holds %d files after the refusals, want none", len(ents))
+	}
+
+	// A parent anyone may write to: written, with a warning naming it.
+	parent := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(parent, 0o777) // whatever the umask
+	code, _, errs := runCLI(ctx, "init", "--dir", filepath.Join(parent, "mine"))
+	if code != 0 || !strings.Contains(errs, "warning") || !strings.Contains(errs, parent) {
+		t.Fatalf("init under a world-writable parent: exit %d %q, want 0 with a warning naming %s", code, errs, parent)
+	}
+	// A sticky one (/tmp): others cannot rename what is ours in it.
+	sticky := filepath.Join(t.TempDir(), "sticky")
+	os.Mkdir(sticky, 0o777)
+	os.Chmod(sticky, 0o777|os.ModeSticky)
+	if code, _, errs := runCLI(ctx, "init", "--dir", filepath.Join(sticky, "mine")); code != 0 || strings.Contains(errs, "warning") {
+		t.Fatalf("init under a sticky parent: exit %d %q, want 0 and no warning", code, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"strings"
 )
 
@@ -33,9 +34,14 @@ func (e *ExistsError) Error() string {
 type UnsafeDirError struct {
 	Dir  string
 	Mode os.FileMode
+	// Owner, when not -1, is the uid of the other user who owns Dir.
+	Owner int
 }
 
 func (e *UnsafeDirError) Error() string {
+	if e.Owner >= 0 {
+		return fmt.Sprintf("%s is owned by uid %d, not by this user (uid %d), who could replace what is written there: nothing was written or read; give a directory of your own", e.Dir, e.Owner, os.Geteuid())
+	}
 	return fmt.Sprintf("%s can be written by others (mode %v): nothing was written; give a directory only you can write (chmod 700 %s), or a new one", e.Dir, e.Mode.Perm(), e.Dir)
 }
 
@@ -110,13 +116,44 @@ func checkNewDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	return checkPrivate(dir, st)
+}
+
+// CheckPrivateDir refuses a directory that another user owns (root
+// aside) or that others can write (*UnsafeDirError): whoever can write
+// there can replace a key, a certificate or an address between its
+// writing and its use.
+func CheckPrivateDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	return checkPrivate(dir, st)
+}
+
+func checkPrivate(dir string, st fs.FileInfo) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return &UnsafeDirError{Dir: dir, Mode: st.Mode(), Owner: int(sys.Uid)}
+	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return &UnsafeDirError{Dir: dir, Mode: st.Mode()}
+		return &UnsafeDirError{Dir: dir, Mode: st.Mode(), Owner: -1}
 	}
 	return nil
+}
+
+// ParentWarning is a sentence when dir's parent is writable by everyone
+// without the sticky bit (anyone may then rename dir and put another in
+// its place), or "" when it is not.
+func ParentWarning(dir string) string {
+	parent := filepath.Dir(filepath.Clean(dir))
+	st, err := os.Stat(parent)
+	if err != nil || st.Mode().Perm()&0o002 == 0 || st.Mode()&os.ModeSticky != 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s is writable by everyone (mode %v, not sticky): anyone may rename %s and put a directory of their own in its place; keep it under a directory only you can write", parent, st.Mode().Perm(), filepath.Base(dir))
 }
 
 func writeTemp(dir string, f NewFile) (string, error) {

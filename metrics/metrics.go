@@ -71,6 +71,7 @@ type Metrics struct {
 	lockHold          *prometheus.HistogramVec
 	zkConnected       prometheus.Gauge
 	sessionExpiration prometheus.Counter
+	auditFailures     *prometheus.CounterVec
 
 	labels *labelSet
 	elections
@@ -140,10 +141,14 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name: "seqd_zk_session_expirations_total",
 			Help: "ZooKeeper sessions that expired; every lock they held was lost.",
 		}),
+		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seqd_audit_failures_total",
+			Help: "Audit log lines that could not be written (or, for a break, synced), per event; a break whose line fails is refused.",
+		}, []string{"event"}),
 	}
 	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked, m.lockWait, m.lockHold)
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked,
-		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, newBuildInfo(opts.Version))
+		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, m.auditFailures, newBuildInfo(opts.Version))
 	m.elections = newElections(reg, opts.MaxLockLabels)
 	return m
 }
@@ -295,6 +300,14 @@ func (m *Metrics) Blocked(lock string) {
 		return
 	}
 	m.labels.with(lock, func(l string) { m.blocked.WithLabelValues(l).Inc() })
+}
+
+// AuditFailed counts an audit line of event that could not be recorded.
+func (m *Metrics) AuditFailed(event string) {
+	if m == nil {
+		return
+	}
+	m.auditFailures.WithLabelValues(event).Inc()
 }
 
 // SessionExpired counts an expired ZooKeeper session.

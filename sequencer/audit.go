@@ -2,9 +2,13 @@ package sequencer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/seqd/seqd/fence"
@@ -23,6 +27,10 @@ const (
 	AuditBreak       = "break"       // an operator broke it
 	AuditTerm        = "term"        // a campaign was elected: a new term
 	AuditResignation = "resignation" // a leader resigned
+	// AuditBreakFailed follows a break's line when the break then failed
+	// (ZooKeeper did not delete the holder's node): the line is written
+	// before the break, so that no break goes unrecorded.
+	AuditBreakFailed = "break_failed"
 )
 
 // AuditEvent is one line of the audit log.
@@ -52,6 +60,10 @@ type AuditLog struct {
 	mu   sync.Mutex
 	w    io.Writer
 	sync func() error
+	// path is the file OpenAuditFile opened as f, looked at again before
+	// each line; "" for a writer given to NewAuditLog.
+	path string
+	f    *os.File
 }
 
 // NewAuditLog writes to w; sync, if not nil, makes what was written
@@ -60,8 +72,78 @@ func NewAuditLog(w io.Writer, sync func() error) *AuditLog {
 	return &AuditLog{w: w, sync: sync}
 }
 
+// OpenAuditFile appends to the file at path, made mode 600 if missing. It
+// refuses a symbolic link (a planted one would send the lines, or the
+// daemon's writes, anywhere) and a file others can write (who could forge
+// or erase lines). Before each line it looks at path again: a file
+// removed or moved away (a rotation, a mistake) is noticed and a new one
+// opened at path, with the same refusals.
+func OpenAuditFile(path string) (*AuditLog, error) {
+	f, err := openAuditFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditLog{w: f, sync: f.Sync, path: path, f: f}, nil
+}
+
+func openAuditFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link: the audit log is written only to a file of its own, never through a link", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file", path)
+	case st.Mode().Perm()&0o002 != 0:
+		err = fmt.Errorf("%s is writable by others (mode %v), who could forge or erase its lines: chmod o-w %s", path, st.Mode().Perm(), path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close closes the file of an AuditLog OpenAuditFile opened.
+func (a *AuditLog) Close() error {
+	if a == nil || a.f == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.f.Close()
+}
+
+// current reopens the file when the one at a.path is no longer a.f;
+// a.mu must be held.
+func (a *AuditLog) current() error {
+	if a.path == "" {
+		return nil
+	}
+	at, err := os.Lstat(a.path)
+	if err == nil {
+		if open, ferr := a.f.Stat(); ferr == nil && os.SameFile(at, open) {
+			return nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("look at the audit log: %w", err)
+	}
+	f, err := openAuditFile(a.path)
+	if err != nil {
+		return fmt.Errorf("reopen the audit log, which was removed or replaced: %w", err)
+	}
+	a.f.Close()
+	a.f, a.w, a.sync = f, f, f.Sync
+	return nil
+}
+
 // Record writes e, and syncs it when durable is set. It returns the first
-// error, so that a break can tell its caller its line is not on disk.
+// error, so that a break can be refused when its line is not on disk.
 func (a *AuditLog) Record(e AuditEvent, durable bool) error {
 	if a == nil {
 		return nil
@@ -73,6 +155,9 @@ func (a *AuditLog) Record(e AuditEvent, durable bool) error {
 	b = append(b, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.current(); err != nil {
+		return err
+	}
 	if _, err := a.w.Write(b); err != nil {
 		return fmt.Errorf("write the audit log: %w", err)
 	}
@@ -116,6 +201,12 @@ func (s *Service) audit(l *lease, event, reason string) {
 
 func (s *Service) record(e AuditEvent) {
 	if err := s.cfg.Audit.Record(e, false); err != nil {
-		s.log.Error("audit log", "event", e.Event, "kind", e.Kind, "name", e.Name, "token", e.Token, "err", err)
+		s.auditFailed(e, err)
 	}
+}
+
+// auditFailed counts and logs a line that could not be recorded.
+func (s *Service) auditFailed(e AuditEvent, err error) {
+	s.m.AuditFailed(e.Event)
+	s.log.Error("audit log", "event", e.Event, "kind", e.Kind, "name", e.Name, "token", e.Token, "err", err)
 }

@@ -20,8 +20,8 @@ import (
 // Break deletes the contender of the holder of family f's name that
 // req.Token names (without one: its only holder), after the request passed
 // the admin check. by is where the request came from, for the audit log.
-// The audit line is written and synced before Break returns; if it cannot
-// be, the error says so (the break itself happened).
+// The audit line is written and synced before the holder is broken; if it
+// cannot be, nothing is broken and the error is a 503.
 func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (api.BreakResponse, error) {
 	if err := validateName(f, name); err != nil {
 		return api.BreakResponse{}, err
@@ -53,6 +53,13 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	if h.Mode == api.ModeShared {
 		kind = fence.KindShared
 	}
+	// The line goes to the audit log, synced, before anything is broken:
+	// a break that cannot be recorded is not made.
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by}
+	if err := s.cfg.Audit.Record(e, true); err != nil {
+		s.auditFailed(e, err)
+		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)
+	}
 	// A lease of this daemon ends as broken (its holder's next call says
 	// so); the ending deletes its contender as an expiry would.
 	if l := s.leaseAt(f, name, h.Token, parent+"/"+h.Node); l != nil {
@@ -68,6 +75,9 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	gone, err := sess.BreakNode(ctx, parent, h.Node)
 	if err != nil {
+		failed := e
+		failed.Time, failed.Event, failed.Reason = s.clock.Now().UTC(), AuditBreakFailed, "zookeeper did not delete the holder's node: "+err.Error()
+		s.record(failed)
 		if ctx.Err() != nil {
 			return api.BreakResponse{}, ctx.Err()
 		}
@@ -75,21 +85,8 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	_ = gone // deleted now, or by the lease's end just before: broken either way
 	s.log.Warn("broken", noun(kind), name, "token", h.Token, "owner", h.Owner, "daemon", h.Daemon, "reason", reason, "by", by)
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by}
-	if err := s.cfg.Audit.Record(e, true); err != nil {
-		return api.BreakResponse{}, &auditError{err: err}
-	}
 	return api.BreakResponse{Broken: true, Token: h.Token, Holder: h, Reason: reason}, nil
 }
-
-// auditError: the break happened, but its audit line is not on disk.
-type auditError struct{ err error }
-
-func (e *auditError) Error() string {
-	return "the holder was broken, but its audit line could not be recorded: " + e.err.Error()
-}
-
-func (e *auditError) Unwrap() error { return e.err }
 
 // pickHolder is the index in holding of the holder a break names: the one
 // with token, or the only one.

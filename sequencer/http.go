@@ -477,14 +477,10 @@ func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 		ue *UnavailableError
 		se *fence.SequencerError
 		fe *ForbiddenError
-		ae *auditError
 	)
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusForbidden, api.ErrorBody{Error: fe.Msg, Code: api.CodeForbidden}
-	case errors.As(err, &ae):
-		h.log.Error("audit log", "err", ae.err)
-		return http.StatusInternalServerError, api.ErrorBody{Error: ae.Error(), Code: api.CodeInternal}
 	case errors.As(err, &ce):
 		body := api.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
 		if ce.CurrentToken != 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -268,10 +267,10 @@ func openAuditLog(c *cli.Context) (*sequencer.AuditLog, func(), error) {
 	case "-":
 		return sequencer.NewAuditLog(c.App.Writer, nil), func() {}, nil
 	default:
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		a, err := sequencer.OpenAuditFile(path)
 		if err != nil {
 			return nil, nil, usageErrorf("--audit-log: %v", err)
 		}
-		return sequencer.NewAuditLog(f, f.Sync), func() { f.Close() }, nil
+		return a, func() { a.Close() }, nil
 	}
 }

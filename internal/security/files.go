@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"strings"
+	"syscall"
 )
 
 // A NewFile is a file for WriteNew to create.

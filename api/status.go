@@ -109,11 +109,10 @@ type BreakRequest struct {
 	// Reason ("reason", required, at most MaxReasonBytes) says why: it
 	// goes into the audit log and the broken lease's answers.
 	Reason string `json:"reason"`
-	// Token ("token", optional) is the token (an election's term) of the
+	// Token ("token", required) is the token (an election's term) of the
 	// holder to break: it is broken only if it still holds, otherwise the
-	// answer is a 409 with the current token. Without it the lock's or
-	// election's one holder is broken; a semaphore, or a lock held by
-	// several readers, needs it.
+	// answer is a 409 with the current token. A break without one is a 400:
+	// replayed, it would break whoever holds next.
 	Token uint64 `json:"token,omitempty"`
 }
 

@@ -272,9 +272,10 @@ func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wa
 // Break deletes the contender of the holder of family f's name, so that the
 // next in its queue is granted (with a higher token), and records reason
 // in the daemon's audit log and in the broken lease's answers (a renew of
-// it is an error matching ErrBroken and ErrLost). token, if not 0, names
-// the holder: it is broken only while it still holds, otherwise the error
-// matches ErrNotHeld with the current token. The daemon must run with an
+// it is an error matching ErrBroken and ErrLost). token names the holder
+// (required: 0 is refused, ErrBadRequest, so that a replayed break cannot
+// break the next holder): it is broken only while it still holds,
+// otherwise the error matches ErrNotHeld with the current token. The daemon must run with an
 // admin token and c must send it (WithAPIToken with the admin token: it
 // is accepted wherever the API token is); otherwise the error matches
 // ErrUnauthorized.

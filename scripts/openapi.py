@@ -138,8 +138,8 @@ SCHEMAS = {
     }, ["node", "client", "since"], strict=False, description="a holder or a waiter, as far as its node tells"),
     "BreakRequest": obj({
         "reason": {"type": "string", "maxLength": 1024, "description": "why; recorded in the audit log and told to the broken holder"},
-        "token": dict(TOKEN, description="break only if this token still holds"),
-    }, ["reason"]),
+        "token": dict(TOKEN, description="the holder to break, only if it still holds (required: a replayed break then breaks no other holder)"),
+    }, ["reason", "token"]),
     "BreakResponse": obj({
         "broken": {"type": "boolean"},
         "token": TOKEN,
@@ -271,7 +271,7 @@ def family_paths(f):
         "responses": dict({"200": dict(answer("the state; its index is also in the X-Seqd-Index header", f["status"]))},
                           **errors(400, 401, 503))}}
     paths[f"/v1/{n}/{{name}}/break"] = {"post": {
-        "summary": f"break the {f['noun']}'s holder (with token: only if it still holds): its contender is deleted, the next "
+        "summary": f"break the {f['noun']}'s holder named by its token, only if it still holds: its contender is deleted, the next "
                    "grant has a higher token, its renew answers 409 broken; needs the admin token",
         "parameters": [NAME_PARAM], "requestBody": json_body("BreakRequest"),
         "responses": dict({"200": answer("broken (the audit line is written first)", "BreakResponse")},

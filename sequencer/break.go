@@ -9,7 +9,6 @@ import (
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
-	"github.com/seqd/seqd/zklock"
 )
 
 // Breaking a lock: an operator deletes a holder's contender, with a reason
@@ -18,7 +17,7 @@ import (
 // that fences refuses the broken holder's late writes.
 
 // Break deletes the contender of the holder of family f's name that
-// req.Token names (without one: its only holder), after the request passed
+// req.Token names (required), after the request passed
 // the admin check. by is where the request came from, for the audit log.
 // The audit line is written and synced before the holder is broken; if it
 // cannot be, nothing is broken and the error is a 503.
@@ -34,6 +33,10 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 		return api.BreakResponse{}, badRequest("reason is %d bytes, longer than %d", len(reason), api.MaxReasonBytes)
 	case !utf8.ValidString(reason):
 		return api.BreakResponse{}, badRequest("reason is not UTF-8 text")
+	case req.Token == 0:
+		// A break that named no holder would break whoever holds when it
+		// is replayed; one that names it breaks nobody else, ever.
+		return api.BreakResponse{}, badRequest("token is required: name the token of the holder to break (the status read shows it), so that the request, replayed, cannot break the next holder")
 	}
 	sess, err := s.liveSession()
 	if err != nil {
@@ -45,7 +48,7 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	kind := kindsOf(f)[0]
 	holding, _ := s.contenders(f, name, q)
-	target, err := pickHolder(kind, name, holding, q.Nodes, req.Token)
+	target, err := pickHolder(kind, name, holding, req.Token)
 	if err != nil {
 		return api.BreakResponse{}, err
 	}
@@ -88,28 +91,18 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	return api.BreakResponse{Broken: true, Token: h.Token, Holder: h, Reason: reason}, nil
 }
 
-// pickHolder is the index in holding of the holder a break names: the one
-// with token, or the only one.
-func pickHolder(kind fence.Kind, name string, holding []api.Contender, nodes []zklock.QueuedNode, token uint64) (int, error) {
+// pickHolder is the index in holding of the holder with token.
+func pickHolder(kind fence.Kind, name string, holding []api.Contender, token uint64) (int, error) {
+	for i, h := range holding {
+		if h.Token == token {
+			return i, nil
+		}
+	}
 	var cur uint64
 	if len(holding) == 1 {
 		cur = holding[0].Token
 	}
-	if token != 0 {
-		for i, h := range holding {
-			if h.Token == token {
-				return i, nil
-			}
-		}
-		return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
-	}
-	switch len(holding) {
-	case 0:
-		return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name}
-	case 1:
-		return 0, nil
-	}
-	return 0, badRequest("%s %q has %d holders: name the token of the one to break", noun(kind), name, len(holding))
+	return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
 }
 
 // leaseAt is this daemon's live lease of family f on name with token

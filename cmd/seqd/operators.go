@@ -232,13 +232,51 @@ func breakCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := cl.Break(c.Context, f, name, reason, c.Uint64("token"))
+			token := c.Uint64("token")
+			if token == 0 {
+				if token, err = onlyHolder(c, cl, f, name); err != nil {
+					return err
+				}
+			}
+			res, err := cl.Break(c.Context, f, name, reason, token)
 			if err != nil {
 				return clientError(c, err)
 			}
 			return printOut(c, res, res.Token)
 		},
 	}
+}
+
+// onlyHolder is the token of name's only holder, for a break without
+// --token: the daemon breaks only a holder named by its token, so that a
+// replayed request cannot break the next one.
+func onlyHolder(c *cli.Context, cl *client.Client, f api.Family, name string) (uint64, error) {
+	var holding []api.Contender
+	var err error
+	switch f {
+	case api.Semaphores:
+		var st api.SemaphoreStatus
+		st, err = cl.SemaphoreStatus(c.Context, name)
+		holding = st.Holding
+	case api.Elections:
+		var st api.ElectionStatus
+		st, err = cl.Election(c.Context, name)
+		holding = st.Holding
+	default:
+		var st api.LockStatus
+		st, err = cl.Status(c.Context, name)
+		holding = st.Holding
+	}
+	if err != nil {
+		return 0, clientError(c, err)
+	}
+	switch len(holding) {
+	case 0:
+		return 0, withCode(ExitConflict, fmt.Errorf("%s has no holder to break", termSafe(name)))
+	case 1:
+		return holding[0].Token, nil
+	}
+	return 0, usageErrorf("%s has %d holders: give --token with the token of the one to break (seqd status --table %s)", termSafe(name), len(holding), termSafe(name))
 }
 
 // adminToken reads serve's --admin-token-file, if given: checked like the

@@ -23,6 +23,8 @@ import (
 //   - a POST's body is application/json, which no form can send and no
 //     fetch can send cross-origin without a preflight the daemon never
 //     answers.
+//
+// A body sent with Transfer-Encoding is refused first, whoever sends it.
 
 // guard holds the names a Host header may give besides loopback ones.
 type guard struct {
@@ -115,6 +117,15 @@ func jsonBody(r *http.Request) error {
 // guarded serves next only to requests that pass g.
 func (h *handler) guarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			// Go has dropped a Content-Length sent with it by now; a proxy in
+			// front may have read that length instead (request smuggling).
+			// No seqd client sends a chunked body: refuse it, and read
+			// nothing more from this connection.
+			w.Header().Set("Connection", "close")
+			h.fail(w, r, badRequest("a request body must come with a Content-Length, not Transfer-Encoding: %s (with both, a proxy may read another request than seqd does)", strings.Join(r.TransferEncoding, ", ")))
+			return
+		}
 		if err := h.guard.check(r); err != nil {
 			h.fail(w, r, err)
 			return

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func initAction(c *cli.Context) error {
 	if _, err := splitServers(c.String("zk")); err != nil {
 		return err
 	}
-	l := lockdown{addr: daemonURL(listen, hosts), zk: c.String("zk")}
+	l := lockdown{addr: daemonURL(listen, hosts), zk: c.String("zk"), names: dnsNames(hosts)}
 	if l.dir, err = filepath.Abs(c.String("dir")); err != nil {
 		return err
 	}
@@ -113,6 +114,9 @@ type lockdown struct {
 	dir  string // absolute
 	addr string // the daemon's base URL, https://
 	zk   string
+	// names are the DNS names given with --host: the daemon serves /v1/
+	// under them too (serve --host).
+	names []string
 }
 
 func (l lockdown) path(name string) string { return filepath.Join(l.dir, name) }
@@ -240,10 +244,26 @@ func (l lockdown) serveArgs(listen string) []string {
 	if serveTakes("admin-token-file") {
 		args = append(args, "--admin-token-file", l.path(adminTokenFile))
 	}
-	return append(args,
+	args = append(args,
 		"--signing-key-file", l.path(signingKeyFile),
 		"--zk-auth-file", l.path(zkAuthFile),
 	)
+	for _, n := range l.names {
+		args = append(args, "--host", n)
+	}
+	return args
+}
+
+// dnsNames are the names among hosts that are neither loopback nor IP
+// addresses: a Host naming one is served only when serve is told so.
+func dnsNames(hosts []string) []string {
+	var out []string
+	for _, h := range hosts {
+		if net.ParseIP(h) == nil && !slices.Contains(security.LoopbackHosts, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // serveTakes reports whether seqd serve has the flag name, so that the

@@ -108,3 +108,24 @@ func TestInitAndDevSecureRefuseDirectoriesOfOthers(t *testing.T) {
 		t.Fatalf("init under a sticky parent: exit %d %q, want 0 and no warning", code, errs)
 	}
 }
+
+// The names given to seqd init are the ones client.env's SEQD_ADDR may
+// use: the serve command it prints serves /v1/ under each (--host), and
+// nothing more for IP addresses, which need no flag.
+func TestInitServeCommandNamesItsHosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "named")
+	code, out, errs := runCLI(ctx, "init", "--dir", dir, "--listen", "0.0.0.0:7443", "--host", "seqd.internal.example", "--host", "10.1.2.3", "--host", "seqd2.internal.example")
+	if code != 0 {
+		t.Fatalf("init: %d %s", code, errs)
+	}
+	args := strings.Join(printedCommand(t, out, "serve"), " ")
+	if !strings.Contains(args, "--host seqd.internal.example --host seqd2.internal.example") || strings.Contains(args, "--host 10.1.2.3") {
+		t.Fatalf("the printed serve command %q: want --host for each name, none for the address", args)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, clientEnvFile))
+	if !strings.Contains(string(env), "https://seqd.internal.example:7443") {
+		t.Fatalf("client.env %q: want SEQD_ADDR naming seqd.internal.example", env)
+	}
+}

@@ -3,12 +3,12 @@
 # (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
 # and docker-compose (for interop and config checks), a JDK and JUnit 5
 # (to build and test the Java client), Chromium (the status page's
-# headless browser test) and staticcheck.
+# headless browser tests), curl (the docs' curl sessions) and staticcheck.
 # Usage: scripts/deps.sh [all|zookeeper]
 set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium curl)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -113,7 +113,7 @@ type BreakRequest struct {
 	// holder to break: it is broken only if it still holds, otherwise the
 	// answer is a 409 with the current token. A break without one is a 400:
 	// replayed, it would break whoever holds next.
-	Token uint64 `json:"token,omitempty"`
+	Token uint64 `json:"token"`
 }
 
 // MaxReasonBytes bounds a break's reason.

@@ -78,7 +78,7 @@ func (g *guard) host(r *http.Request) error {
 	if ip := net.ParseIP(h); ip != nil && (ip.IsLoopback() || local != nil && ip.Equal(local.IP)) {
 		return nil
 	}
-	return &ForbiddenError{Msg: fmt.Sprintf("the Host %q is neither a loopback name or address nor a name this daemon serves (--allowed-host): a web page that rebinds its name to this address would send it", r.Host)}
+	return &ForbiddenError{Msg: fmt.Sprintf("the Host %q is neither a loopback name or address nor a name this daemon was given (seqd serve --host): a web page that rebinds its name to this address would send it", r.Host)}
 }
 
 // sameOrigin refuses a request that a browser says comes from a page of

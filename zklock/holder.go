@@ -9,7 +9,10 @@ import (
 
 // Holder describes a lock's current state as ZooKeeper has it.
 type Holder struct {
-	Held    bool
+	Held bool
+	// Shared: the holder is a reader, holding together with the readers
+	// queued right behind it; no writer holds the lock.
+	Shared  bool
 	Node    string // the holder's contender (child name)
 	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
 	Data    []byte // the holder's contender data, as created (nil if rewritten since)
@@ -88,7 +91,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
 			break
 		}
-		h.Node, h.Data, h.Owner = cs[0].node, data, st.EphemeralOwner
+		h.Node, h.Data, h.Owner, h.Shared = cs[0].node, data, st.EphemeralOwner, cs[0].reader
 		if st.Version != 0 {
 			// A contender's data is written once, at create: another
 			// version was written by someone else.

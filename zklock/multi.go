@@ -199,10 +199,8 @@ func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, er
 		case err == nil:
 			return mm.readBehind(paths, proofs), nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
-			for _, m := range missing {
-				if err := m.ensureLockNode(ctx); err != nil {
-					return nil, err
-				}
+			if err := mm.ensureLockNodes(ctx, missing); err != nil {
+				return nil, err
 			}
 			continue
 		case errors.Is(err, ErrUnavailable) && attempt < 10:
@@ -220,7 +218,9 @@ func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, er
 }
 
 // createOnce sends the multi of creates; on ErrNoNode, missing are the
-// locks whose node is missing (all of them when the answer does not say).
+// locks whose node may be missing: ZooKeeper stops a multi at its first
+// failed op, so every lock from the first one it names as missing on (all
+// of them when the answer does not say).
 func (mm *MultiMutex) createOnce(guid string) (paths []string, missing []*Mutex, err error) {
 	s := mm.s
 	ops := make([]any, len(mm.locks))
@@ -240,16 +240,45 @@ func (mm *MultiMutex) createOnce(guid string) (paths []string, missing []*Mutex,
 		}
 		return paths, nil, nil
 	case errors.Is(err, zk.ErrNoNode):
+		missing = mm.locks
 		for i, r := range res {
 			if i < len(mm.locks) && errors.Is(r.Error, zk.ErrNoNode) {
-				missing = append(missing, mm.locks[i])
+				missing = mm.locks[i:]
+				break
 			}
-		}
-		if len(missing) == 0 {
-			missing = mm.locks
 		}
 	}
 	return nil, missing, err
+}
+
+// ensureLockNodes creates the lock nodes of locks that do not exist: it
+// asks ZooKeeper about them all at once (one round trip), then creates
+// those that are missing. A multi reports only its first missing node, so
+// creating one per failed multi would need as many attempts as new locks.
+func (mm *MultiMutex) ensureLockNodes(ctx context.Context, locks []*Mutex) error {
+	exists := make([]bool, len(locks))
+	errs := make([]error, len(locks))
+	var wg sync.WaitGroup
+	for i, m := range locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = mm.s.callCtx(ctx, func() (err error) { exists[i], _, err = mm.s.conn.Exists(m.path); return err })
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("zklock: look for the lock nodes: %w", err)
+	}
+	for i, m := range locks {
+		if exists[i] {
+			continue
+		}
+		if err := m.ensureLockNode(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // made is the contenders at paths, as found (nothing read behind them).

@@ -379,3 +379,28 @@ func TestMultiMutexUncontendedRequests(t *testing.T) {
 		}
 	}
 }
+
+// A set of more locks than the create's retries, none of whose nodes exist
+// yet, is granted at the first attempt: a failed multi names only its
+// first missing node, so every missing lock node is created before the
+// multi is sent again. The set's own lock nodes exist afterwards.
+func TestMultiMutexCreatesEveryMissingLockNode(t *testing.T) {
+	c := shared.Get(t)
+	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/missing", 16)
+			mm := multiMutex(t, s, names, WithRoot(modeRoot(mode)), WithTokenMode(mode))
+			g, err := mm.TryAcquire(ctxT(t, 20*time.Second))
+			if err != nil {
+				t.Fatalf("a set of %d new locks: %v", len(names), err)
+			}
+			if len(g.Locks) != len(names) {
+				t.Fatalf("granted %d locks, want %d", len(g.Locks), len(names))
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

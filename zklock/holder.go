@@ -92,15 +92,17 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			break
 		}
 		h.Node, h.Data, h.Owner, h.Shared = cs[0].node, data, st.EphemeralOwner, cs[0].reader
-		if st.Version != 0 {
+		if cs[0].rewritten(st) {
 			// A contender's data is written once, at create: another
 			// version was written by someone else.
 			h.Data, h.DataRewritten = nil, true
 		}
-		switch m.mode {
-		case TokenZxid:
+		switch {
+		case !cs[0].holds(st):
+			// A multi-lock's contender waiting for another lock of its set.
+		case m.mode == TokenZxid:
 			h.Held, h.Token = true, uint64(st.Czxid)
-		case TokenVersion:
+		case m.mode == TokenVersion:
 			h.Held = string(lockData) == cs[0].node
 		}
 		break

@@ -137,7 +137,7 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 			defer m.observer().Waiting(m.name, -1)
 		}
 	}
-	guid := newGUID()
+	guid := newGUID() + multiMark
 	var cs []created
 	defer func() {
 		if err != nil {
@@ -154,6 +154,12 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	if err != nil {
 		return nil, err
 	}
+	waits := wait && !mm.lowestEverywhere(cs)
+	if waits {
+		if err := mm.mark(ctx, cs, multiWaiting); err != nil {
+			return nil, err
+		}
+	}
 	kids, err := mm.awaitAll(ctx, cs, stats, guid, wait)
 	if err != nil {
 		return nil, err
@@ -161,6 +167,11 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	tokens, err := mm.takeTokens(ctx, cs, stats)
 	if err != nil {
 		return nil, err
+	}
+	if waits {
+		if err := mm.mark(ctx, cs, multiGranted); err != nil {
+			return nil, err
+		}
 	}
 	return mm.newGrant(cs, guid, tokens, s.clock.Now().Sub(start), kids)
 }
@@ -446,6 +457,39 @@ func (mm *MultiMutex) takeTokens(ctx context.Context, cs []created, stats []*zk.
 		tokens[i] = t
 	}
 	return tokens, nil
+}
+
+// lowestEverywhere reports whether the children read behind the create
+// show our contender the lowest in every lock.
+func (mm *MultiMutex) lowestEverywhere(cs []created) bool {
+	for i, m := range mm.locks {
+		if cs[i].children == nil || !m.wasLowest(cs[i].path, cs[i].children) {
+			return false
+		}
+	}
+	return true
+}
+
+// mark moves every contender of the set to data version v (multiWaiting or
+// multiGranted) by setting its data again, unchanged, in one multi: while
+// the set waits for one of its locks, a reader of another lock where the
+// set's contender is the lowest sees no holder there.
+func (mm *MultiMutex) mark(ctx context.Context, cs []created, v int32) error {
+	s := mm.s
+	ops := make([]any, len(cs))
+	for i, m := range mm.locks {
+		ops[i] = &zk.SetDataRequest{Path: cs[i].path, Data: m.data, Version: v - 1}
+	}
+	err := s.callCtx(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("%w: a contender of the set vanished before its grant", ErrLockLost)
+	case errors.Is(err, zk.ErrBadVersion):
+		return fmt.Errorf("%w: a contender of the set was rewritten before its grant", ErrLockLost)
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // newGrant declares a grant of every lock, each with its loss monitor, and

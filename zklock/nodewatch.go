@@ -249,10 +249,12 @@ func holderOf(st nodeState, mode TokenMode) Holder {
 		return h
 	}
 	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
-	switch mode {
-	case TokenZxid:
+	switch {
+	case st.firstStat != nil && !st.cs[0].holds(st.firstStat):
+		// A multi-lock's contender waiting for another lock of its set.
+	case mode == TokenZxid:
 		h.Held, h.Token = true, uint64(st.firstStat.Czxid)
-	case TokenVersion:
+	case mode == TokenVersion:
 		h.Held = string(st.data) == st.first
 	}
 	return h

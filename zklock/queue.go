@@ -42,6 +42,9 @@ type QueuedNode struct {
 	Czxid         uint64    // its create zxid (its token in TokenZxid mode)
 	Session       int64     // the session that owns it; 0: not ephemeral (planted by hand)
 	Gone          bool      // deleted between the children read and its own
+	// SetWaiting: a multi-lock's contender whose set is not granted yet
+	// (it waits for another lock of the set): it holds nothing here.
+	SetWaiting bool
 }
 
 // Queue is a lock's, a semaphore's or an election's contenders in order:
@@ -134,10 +137,10 @@ func present(nodes []QueuedNode) []QueuedNode {
 }
 
 // lockHolding is how many of nodes hold the lock: the head, if it is
-// ephemeral (and, in TokenVersion mode, has taken its token, as the lock
+// ephemeral (and not a multi-lock's contender still waiting for its set) (and, in TokenVersion mode, has taken its token, as the lock
 // node's data says), with the readers right behind a reader at the head.
 func lockHolding(nodes []QueuedNode, mode TokenMode, lockData []byte) int {
-	if len(nodes) == 0 || nodes[0].Session == 0 {
+	if len(nodes) == 0 || nodes[0].Session == 0 || nodes[0].SetWaiting {
 		return 0
 	}
 	if mode == TokenVersion && string(lockData) != nodes[0].Node && !nodes[0].Shared {
@@ -298,7 +301,9 @@ func (s *Session) readNode(ctx context.Context, parent, name string) (QueuedNode
 		return n, err
 	}
 	n.Data, n.Created, n.Czxid, n.Session = data, time.UnixMilli(st.Ctime), uint64(st.Czxid), st.EphemeralOwner
-	if st.Version != 0 {
+	c, _ := parseContender(name)
+	n.SetWaiting = !c.holds(st)
+	if c.rewritten(st) {
 		n.Data, n.DataRewritten = nil, true
 	}
 	return n, nil

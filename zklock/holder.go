@@ -36,6 +36,10 @@ type Holder struct {
 // for holders on any session or daemon (Chubby's CheckSequencer).
 func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	s := m.s
+	k, err := s.markOf(ctx, m.root, m.mode)
+	if err != nil {
+		return Holder{}, err
+	}
 	var (
 		children []string
 		cstat    *zk.Stat
@@ -51,7 +55,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	} else {
 		lock <- lockRead{}
 	}
-	err := s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
+	err = s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
 	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
@@ -66,7 +70,9 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	cs := sortContenders(children)
 	h := Holder{Index: uint64(cstat.Pzxid)}
 	if lockStat != nil {
-		h.Token = uint64(lockStat.Version)
+		if lockStat.Version > 0 {
+			h.Token = k.token(uint64(lockStat.Version))
+		}
 		h.Index = max(h.Index, uint64(lockStat.Mzxid))
 	}
 	for len(cs) > 0 {
@@ -101,7 +107,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		case !cs[0].holds(st):
 			// A multi-lock's contender waiting for another lock of its set.
 		case m.mode == TokenZxid:
-			h.Held, h.Token = true, uint64(st.Czxid)
+			h.Held, h.Token = true, k.token(uint64(st.Czxid))
 		case m.mode == TokenVersion:
 			h.Held = string(lockData) == cs[0].node
 		}

@@ -182,5 +182,5 @@ func FloorAdvice(fe *zklock.FloorError) string {
 	if fe.File != "" {
 		what += " (floor file " + fe.File + ")"
 	}
-	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised: seqd floor --zk … --raise %d (or the highest floor file of every daemon: seqd floor --zk … --floor-file FILE…)", fe.Issued.Token)
+	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised: seqd floor --zk … --raise %d (or the highest floor file of every daemon: seqd floor --zk … --from-floor-file FILE…)", fe.Issued.Token)
 }

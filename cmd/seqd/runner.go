@@ -154,6 +154,8 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 		Auth:           cfg.zk.auth,
 		ACL:            cfg.zk.acl,
 		TLS:            cfg.zk.tls,
+		TokenFloor:     cfg.tokenFloor,
+		Floors:         cfg.floors,
 	})
 }
 

@@ -25,6 +25,8 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		electionRootFlag(),
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
+		tokenFloorFlag(),
+		floorFileFlag(),
 		logFormatFlag(),
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least level logged: debug (also every grant and release), info, warn or error", EnvVars: []string{"SEQD_LOG_LEVEL"}},
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
@@ -229,6 +231,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	defer stopProfile()
 
+	tokenFloor, floors, err := tokenFloors(c)
+	if err != nil {
+		return err
+	}
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
@@ -240,6 +246,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ElectionRoot:   c.String("election-root"),
 		SessionTimeout: st,
 		TokenMode:      mode,
+		TokenFloor:     tokenFloor,
+		Floors:         floors,
 		Logger:         logger,
 		Metrics:        m,
 		Signer:         sign,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -134,7 +135,7 @@ func refused(t *testing.T, ctx context.Context, daemon string) {
 		t.Fatal(err)
 	}
 	_, err = c.Acquire(ctx, "account", client.TTL(10*time.Second), client.Wait(0))
-	var ae *client.APIError
+	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "seqd floor") {
 		t.Fatalf("acquire on a restored ZooKeeper with a floor file: %v; want 503 naming seqd floor", err)
 	}

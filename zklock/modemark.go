@@ -81,10 +81,42 @@ func parseMark(data []byte) (k rootMark, recorded string, ok bool) {
 	return k, "", true
 }
 
-// claimedModes remembers the roots whose mark this session has read.
+// claimedModes remembers the roots whose mark this session has read, and
+// those whose mark it watches (one watch per root at a time).
 type claimedModes struct {
-	mu    sync.Mutex
-	roots map[string]rootMark
+	mu       sync.Mutex
+	roots    map[string]rootMark
+	watching map[string]bool
+}
+
+// watch reports whether the caller is to arm root's watch (none is armed),
+// and notes it armed.
+func (c *claimedModes) watch(root string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watching[root] {
+		return false
+	}
+	if c.watching == nil {
+		c.watching = map[string]bool{}
+	}
+	c.watching[root] = true
+	return true
+}
+
+// fired forgets root's mark and its watch, once the watch fired.
+func (c *claimedModes) fired(root string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.roots, root)
+	delete(c.watching, root)
+}
+
+// unwatch notes that root's watch was not armed after all.
+func (c *claimedModes) unwatch(root string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.watching, root)
 }
 
 func (c *claimedModes) get(root string) (rootMark, bool) {
@@ -94,9 +126,15 @@ func (c *claimedModes) get(root string) (rootMark, bool) {
 	return m, ok
 }
 
+// set keeps k as root's mark while a watch on the mark is armed: a mark
+// read after the watch fired (a raise raced with the read) is not kept,
+// and the next use reads it again and arms a watch.
 func (c *claimedModes) set(root string, k rootMark) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.watching[root] {
+		return
+	}
 	if c.roots == nil {
 		c.roots = map[string]rootMark{}
 	}
@@ -137,7 +175,21 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 			st   *zk.Stat
 			ch   <-chan zk.Event
 		)
-		err := s.callCtx(ctx, func() (err error) { data, st, ch, err = s.conn.GetW(root); return err })
+		arm := s.modes.watch(root)
+		err := s.callCtx(ctx, func() (err error) {
+			if arm {
+				data, st, ch, err = s.conn.GetW(root)
+				return err
+			}
+			data, st, err = s.conn.Get(root)
+			return err
+		})
+		if arm && err != nil {
+			s.modes.unwatch(root)
+		}
+		if arm && err == nil && !s.spawn(func() { s.forgetOnChange(root, ch) }) {
+			s.modes.unwatch(root)
+		}
 		if errors.Is(err, zk.ErrNoNode) {
 			want, ferr := s.freshMark(root, mode)
 			if ferr != nil {
@@ -175,7 +227,6 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 			return rootMark{}, err
 		}
 		s.modes.set(root, k)
-		s.spawn(func() { s.forgetOnChange(root, ch) })
 		return k, nil
 	}
 	return rootMark{}, fmt.Errorf("zklock: token mode of %s: the root keeps changing", root)
@@ -186,7 +237,7 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 func (s *Session) forgetOnChange(root string, ch <-chan zk.Event) {
 	select {
 	case <-ch:
-		s.modes.forget(root)
+		s.modes.fired(root)
 	case <-s.done:
 	}
 }

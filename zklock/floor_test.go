@@ -57,6 +57,31 @@ func TestTokenFloorShiftsEveryToken(t *testing.T) {
 			if err := g.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
+			// A raise reaches the granting session and the reading one
+			// (each watches the mark).
+			if _, err := s.RaiseTokenFloor(ctx, root, mode, 2*floor); err != nil {
+				t.Fatal(err)
+			}
+			waitFloor(t, s, root, 2*floor)
+			g2, err := m.Acquire(ctx)
+			if err != nil || g2.Token <= 2*floor {
+				t.Fatalf("grant after raising the floor to %d: %v, %v", uint64(2*floor), g2, err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				h, err := r.Holder(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Token == g2.Token {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the reading session reads token %d after the raise, want %d", h.Token, g2.Token)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			g2.Release(ctx)
 			el, err := NewElection(s, "lead", WithRoot(root+"-elections"), WithTokenMode(mode))
 			if err != nil {
 				t.Fatal(err)

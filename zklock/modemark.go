@@ -85,8 +85,33 @@ func parseMark(data []byte) (k rootMark, recorded string, ok bool) {
 // those whose mark it watches (one watch per root at a time).
 type claimedModes struct {
 	mu       sync.Mutex
-	roots    map[string]rootMark
+	roots    map[string]rootMark // claimed: checked for mode and ACL
+	seen     map[string]rootMark // read only (markOf)
 	watching map[string]bool
+}
+
+// getSeen is root's mark as claimed or read.
+func (c *claimedModes) getSeen(root string) (rootMark, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.roots[root]; ok {
+		return k, true
+	}
+	k, ok := c.seen[root]
+	return k, ok
+}
+
+// setSeen keeps k as root's mark for reads, as set does for claims.
+func (c *claimedModes) setSeen(root string, k rootMark) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching[root] {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[string]rootMark{}
+	}
+	c.seen[root] = k
 }
 
 // watch reports whether the caller is to arm root's watch (none is armed),
@@ -109,6 +134,7 @@ func (c *claimedModes) fired(root string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.roots, root)
+	delete(c.seen, root)
 	delete(c.watching, root)
 }
 
@@ -145,6 +171,7 @@ func (c *claimedModes) forget(root string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.roots, root)
+	delete(c.seen, root)
 }
 
 // ClaimTokenMode records mode in root's data if the root records none yet
@@ -170,26 +197,7 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 		return k, nil
 	}
 	for attempt := 0; attempt < 10; attempt++ {
-		var (
-			data []byte
-			st   *zk.Stat
-			ch   <-chan zk.Event
-		)
-		arm := s.modes.watch(root)
-		err := s.callCtx(ctx, func() (err error) {
-			if arm {
-				data, st, ch, err = s.conn.GetW(root)
-				return err
-			}
-			data, st, err = s.conn.Get(root)
-			return err
-		})
-		if arm && err != nil {
-			s.modes.unwatch(root)
-		}
-		if arm && err == nil && !s.spawn(func() { s.forgetOnChange(root, ch) }) {
-			s.modes.unwatch(root)
-		}
+		data, st, err := s.getMark(ctx, root, s.callCtx)
 		if errors.Is(err, zk.ErrNoNode) {
 			want, ferr := s.freshMark(root, mode)
 			if ferr != nil {
@@ -232,6 +240,30 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 	return rootMark{}, fmt.Errorf("zklock: token mode of %s: the root keeps changing", root)
 }
 
+// getMark reads root's data with call, arming a watch on it unless one is
+// armed already: when it fires, the session forgets what it knows of the
+// mark.
+func (s *Session) getMark(ctx context.Context, root string, call func(context.Context, func() error) error) ([]byte, *zk.Stat, error) {
+	var (
+		data []byte
+		st   *zk.Stat
+		ch   <-chan zk.Event
+	)
+	arm := s.modes.watch(root)
+	err := call(ctx, func() (err error) {
+		if arm {
+			data, st, ch, err = s.conn.GetW(root)
+			return err
+		}
+		data, st, err = s.conn.Get(root)
+		return err
+	})
+	if arm && (err != nil || !s.spawn(func() { s.forgetOnChange(root, ch) })) {
+		s.modes.unwatch(root)
+	}
+	return data, st, err
+}
+
 // forgetOnChange drops the session's copy of root's mark once the mark
 // changes (a floor raised), so that the next use reads it again.
 func (s *Session) forgetOnChange(root string, ch <-chan zk.Event) {
@@ -256,11 +288,10 @@ func (s *Session) freshMark(root string, mode TokenMode) (rootMark, error) {
 // markOf is root's mark for a read: as claimed, or read now (a root that
 // does not exist, or records no mark, reads as floor 0).
 func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (rootMark, error) {
-	if k, ok := s.modes.get(root); ok {
+	if k, ok := s.modes.getSeen(root); ok {
 		return k, nil
 	}
-	var data []byte
-	err := s.read(ctx, func() (err error) { data, _, err = s.conn.Get(root); return err })
+	data, _, err := s.getMark(ctx, root, s.read)
 	if errors.Is(err, zk.ErrNoNode) {
 		return rootMark{mode: mode}, nil
 	}
@@ -269,11 +300,12 @@ func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (root
 	}
 	k, recorded, ok := parseMark(data)
 	if !ok {
-		if len(data) == 0 {
-			return rootMark{mode: mode}, nil
+		if len(data) != 0 {
+			return rootMark{}, &TokenModeError{Root: root, Recorded: recorded, Wanted: mode}
 		}
-		return rootMark{}, &TokenModeError{Root: root, Recorded: recorded, Wanted: mode}
+		k = rootMark{mode: mode}
 	}
+	s.modes.setSeen(root, k)
 	return k, nil
 }
 

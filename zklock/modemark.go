@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -81,69 +82,28 @@ func parseMark(data []byte) (k rootMark, recorded string, ok bool) {
 	return k, "", true
 }
 
-// claimedModes remembers the roots whose mark this session has read, and
-// those whose mark it watches (one watch per root at a time).
+// claimedModes remembers the roots whose mark this session has claimed
+// (checked for mode and ACL), until a grant on the root is refused for its
+// floor (the floor may have been raised since), and the marks read for
+// reads, for markFresh. A session keeps no watch on a mark: go-zookeeper
+// v1.0.4 races with itself (on its last zxid) when a session with watches
+// reconnects, and a watch of every session's whole life would make every
+// reconnect one.
 type claimedModes struct {
-	mu       sync.Mutex
-	roots    map[string]rootMark // claimed: checked for mode and ACL
-	seen     map[string]rootMark // read only (markOf)
-	watching map[string]bool
+	mu    sync.Mutex
+	roots map[string]rootMark
+	seen  map[string]seenMark
 }
 
-// getSeen is root's mark as claimed or read.
-func (c *claimedModes) getSeen(root string) (rootMark, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k, ok := c.roots[root]; ok {
-		return k, true
-	}
-	k, ok := c.seen[root]
-	return k, ok
+// seenMark is a mark read for reads, and when.
+type seenMark struct {
+	k  rootMark
+	at time.Time
 }
 
-// setSeen keeps k as root's mark for reads, as set does for claims.
-func (c *claimedModes) setSeen(root string, k rootMark) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.watching[root] {
-		return
-	}
-	if c.seen == nil {
-		c.seen = map[string]rootMark{}
-	}
-	c.seen[root] = k
-}
-
-// watch reports whether the caller is to arm root's watch (none is armed),
-// and notes it armed.
-func (c *claimedModes) watch(root string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.watching[root] {
-		return false
-	}
-	if c.watching == nil {
-		c.watching = map[string]bool{}
-	}
-	c.watching[root] = true
-	return true
-}
-
-// fired forgets root's mark and its watch, once the watch fired.
-func (c *claimedModes) fired(root string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.roots, root)
-	delete(c.seen, root)
-	delete(c.watching, root)
-}
-
-// unwatch notes that root's watch was not armed after all.
-func (c *claimedModes) unwatch(root string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.watching, root)
-}
+// markFresh is how long a mark read for reads is used before it is read
+// again: how long a raised floor may take to show in a session's reads.
+const markFresh = time.Second
 
 func (c *claimedModes) get(root string) (rootMark, bool) {
 	c.mu.Lock()
@@ -152,19 +112,37 @@ func (c *claimedModes) get(root string) (rootMark, bool) {
 	return m, ok
 }
 
-// set keeps k as root's mark while a watch on the mark is armed: a mark
-// read after the watch fired (a raise raced with the read) is not kept,
-// and the next use reads it again and arms a watch.
 func (c *claimedModes) set(root string, k rootMark) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.watching[root] {
-		return
-	}
 	if c.roots == nil {
 		c.roots = map[string]rootMark{}
 	}
 	c.roots[root] = k
+}
+
+// getSeen is root's mark as claimed, or as read for reads less than
+// markFresh before now.
+func (c *claimedModes) getSeen(root string, now time.Time) (rootMark, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.roots[root]; ok {
+		return k, true
+	}
+	sm, ok := c.seen[root]
+	if !ok || now.Sub(sm.at) >= markFresh || now.Before(sm.at) {
+		return rootMark{}, false
+	}
+	return sm.k, true
+}
+
+func (c *claimedModes) setSeen(root string, k rootMark, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]seenMark{}
+	}
+	c.seen[root] = seenMark{k, at}
 }
 
 func (c *claimedModes) forget(root string) {
@@ -197,7 +175,11 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 		return k, nil
 	}
 	for attempt := 0; attempt < 10; attempt++ {
-		data, st, err := s.getMark(ctx, root, s.callCtx)
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(root); return err })
 		if errors.Is(err, zk.ErrNoNode) {
 			want, ferr := s.freshMark(root, mode)
 			if ferr != nil {
@@ -240,40 +222,6 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 	return rootMark{}, fmt.Errorf("zklock: token mode of %s: the root keeps changing", root)
 }
 
-// getMark reads root's data with call, arming a watch on it unless one is
-// armed already: when it fires, the session forgets what it knows of the
-// mark.
-func (s *Session) getMark(ctx context.Context, root string, call func(context.Context, func() error) error) ([]byte, *zk.Stat, error) {
-	var (
-		data []byte
-		st   *zk.Stat
-		ch   <-chan zk.Event
-	)
-	arm := s.modes.watch(root)
-	err := call(ctx, func() (err error) {
-		if arm {
-			data, st, ch, err = s.conn.GetW(root)
-			return err
-		}
-		data, st, err = s.conn.Get(root)
-		return err
-	})
-	if arm && (err != nil || !s.spawn(func() { s.forgetOnChange(root, ch) })) {
-		s.modes.unwatch(root)
-	}
-	return data, st, err
-}
-
-// forgetOnChange drops the session's copy of root's mark once the mark
-// changes (a floor raised), so that the next use reads it again.
-func (s *Session) forgetOnChange(root string, ch <-chan zk.Event) {
-	select {
-	case <-ch:
-		s.modes.fired(root)
-	case <-s.done:
-	}
-}
-
 // freshMark is the mark a root without one gets: the session's fresh floor,
 // refused below what the session's Floors recorded as issued on it.
 func (s *Session) freshMark(root string, mode TokenMode) (rootMark, error) {
@@ -288,10 +236,12 @@ func (s *Session) freshMark(root string, mode TokenMode) (rootMark, error) {
 // markOf is root's mark for a read: as claimed, or read now (a root that
 // does not exist, or records no mark, reads as floor 0).
 func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (rootMark, error) {
-	if k, ok := s.modes.getSeen(root); ok {
+	now := s.clock.Now()
+	if k, ok := s.modes.getSeen(root, now); ok {
 		return k, nil
 	}
-	data, _, err := s.getMark(ctx, root, s.read)
+	var data []byte
+	err := s.read(ctx, func() (err error) { data, _, err = s.conn.Get(root); return err })
 	if errors.Is(err, zk.ErrNoNode) {
 		return rootMark{mode: mode}, nil
 	}
@@ -305,7 +255,7 @@ func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (root
 		}
 		k = rootMark{mode: mode}
 	}
-	s.modes.setSeen(root, k)
+	s.modes.setSeen(root, k, now)
 	return k, nil
 }
 

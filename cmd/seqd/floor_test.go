@@ -216,8 +216,13 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, errs := runServe(ctx, "--zk", zkAddr, "--floor-file", floorFile)
+	var out string
 	if code != ExitUsage || !strings.Contains(errs, "seqd floor") || !strings.Contains(errs, "no token mark") {
 		t.Fatalf("serve with a floor file on an empty ZooKeeper: exit %d, %s; want 64 naming seqd floor", code, errs)
+	}
+	code, _, errs = runCLI(ctx, "lock", "--zk", zkAddr, "--floor-file", floorFile, "--wait", "0", "account", "--", "true")
+	if code != ExitUsage || !strings.Contains(errs, "no token mark") {
+		t.Fatalf("seqd lock with a floor file on an empty ZooKeeper: exit %d, %s; want 64, no token mark", code, errs)
 	}
 	control, stopControl = startServe(t, "--zk", zkAddr, "--root", "/control/locks", "--semaphore-root", "/control/semaphores", "--election-root", "/control/elections")
 	low, ok = holders(t, ctx, control, st, 2)
@@ -250,7 +255,7 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 	t.Logf("move with the floor: tokens %v after %d, all accepted", got, high)
 
 	// seqd floor shows the floors, and never lowers one.
-	code, out, errs := runCLI(ctx, "floor", "--zk", vars["NEW_ZK"])
+	code, out, errs = runCLI(ctx, "floor", "--zk", vars["NEW_ZK"])
 	if want := regexp.MustCompile(fmt.Sprintf(`(?m)^/seqd/locks +zxid +%d +-$`, high)); code != 0 || !want.MatchString(out) {
 		t.Errorf("seqd floor: exit %d, %q, %s; want a line matching %s", code, out, errs, want)
 	}

@@ -57,8 +57,8 @@ func TestTokenFloorShiftsEveryToken(t *testing.T) {
 			if err := g.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			// A raise reaches a new session's grants, and the reading
-			// session within markFresh.
+			// A raise reaches a new session's grants, and a reading
+			// session told to forget the mark.
 			if _, err := s.RaiseTokenFloor(ctx, root, mode, 2*floor); err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,11 @@ func TestTokenFloorShiftsEveryToken(t *testing.T) {
 			if err != nil || g2.Token <= 2*floor {
 				t.Fatalf("grant after raising the floor to %d: %v, %v", uint64(2*floor), g2, err)
 			}
-			deadline := time.Now().Add(markFresh + 5*time.Second)
+			if h, err := r.Holder(ctx); err != nil || h.Token == g2.Token {
+				t.Fatalf("the reading session read %+v, %v before it forgot the mark; want the old floor", h, err)
+			}
+			r.s.ForgetTokenMark(root)
+			deadline := time.Now().Add(5 * time.Second)
 			for {
 				h, err := r.Holder(ctx)
 				if err != nil {

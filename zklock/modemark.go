@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -83,27 +82,17 @@ func parseMark(data []byte) (k rootMark, recorded string, ok bool) {
 }
 
 // claimedModes remembers the roots whose mark this session has claimed
-// (checked for mode and ACL), until a grant on the root is refused for its
-// floor (the floor may have been raised since), and the marks read for
-// reads, for markFresh. A session keeps no watch on a mark: go-zookeeper
+// (checked for mode and ACL) and those it read for reads, until a grant on
+// the root is refused for its floor (the floor may have been raised since)
+// or ForgetTokenMark. A session keeps no watch on a mark: go-zookeeper
 // v1.0.4 races with itself (on its last zxid) when a session with watches
 // reconnects, and a watch of every session's whole life would make every
 // reconnect one.
 type claimedModes struct {
 	mu    sync.Mutex
 	roots map[string]rootMark
-	seen  map[string]seenMark
+	seen  map[string]rootMark
 }
-
-// seenMark is a mark read for reads, and when.
-type seenMark struct {
-	k  rootMark
-	at time.Time
-}
-
-// markFresh is how long a mark read for reads is used before it is read
-// again: how long a raised floor may take to show in a session's reads.
-const markFresh = time.Second
 
 func (c *claimedModes) get(root string) (rootMark, bool) {
 	c.mu.Lock()
@@ -121,29 +110,31 @@ func (c *claimedModes) set(root string, k rootMark) {
 	c.roots[root] = k
 }
 
-// getSeen is root's mark as claimed, or as read for reads less than
-// markFresh before now.
-func (c *claimedModes) getSeen(root string, now time.Time) (rootMark, bool) {
+// getSeen is root's mark as claimed or read.
+func (c *claimedModes) getSeen(root string) (rootMark, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k, ok := c.roots[root]; ok {
 		return k, true
 	}
-	sm, ok := c.seen[root]
-	if !ok || now.Sub(sm.at) >= markFresh || now.Before(sm.at) {
-		return rootMark{}, false
-	}
-	return sm.k, true
+	k, ok := c.seen[root]
+	return k, ok
 }
 
-func (c *claimedModes) setSeen(root string, k rootMark, at time.Time) {
+func (c *claimedModes) setSeen(root string, k rootMark) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
-		c.seen = map[string]seenMark{}
+		c.seen = map[string]rootMark{}
 	}
-	c.seen[root] = seenMark{k, at}
+	c.seen[root] = k
 }
+
+// ForgetTokenMark drops what the session knows of root's mark: its next
+// grant and its next read there read it again. A daemon calls it on its
+// other sessions when one of its grants was refused for the root's floor,
+// since the floor may be raised next.
+func (s *Session) ForgetTokenMark(root string) { s.modes.forget(root) }
 
 func (c *claimedModes) forget(root string) {
 	c.mu.Lock()
@@ -236,8 +227,7 @@ func (s *Session) freshMark(root string, mode TokenMode) (rootMark, error) {
 // markOf is root's mark for a read: as claimed, or read now (a root that
 // does not exist, or records no mark, reads as floor 0).
 func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (rootMark, error) {
-	now := s.clock.Now()
-	if k, ok := s.modes.getSeen(root, now); ok {
+	if k, ok := s.modes.getSeen(root); ok {
 		return k, nil
 	}
 	var data []byte
@@ -255,7 +245,7 @@ func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (root
 		}
 		k = rootMark{mode: mode}
 	}
-	s.modes.setSeen(root, k, now)
+	s.modes.setSeen(root, k)
 	return k, nil
 }
 

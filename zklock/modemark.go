@@ -92,6 +92,32 @@ type claimedModes struct {
 	mu    sync.Mutex
 	roots map[string]rootMark
 	seen  map[string]rootMark
+	// reading has a channel per root whose mark a read is reading now,
+	// closed when it is done: the other reads wait for it rather than
+	// send a request each (many blocking reads start at once).
+	reading map[string]chan struct{}
+}
+
+// readTurn returns nil when the caller is to read root's mark (and then
+// call readDone), or a channel that closes when another read of it ends.
+func (c *claimedModes) readTurn(root string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.reading[root]; ok {
+		return ch
+	}
+	if c.reading == nil {
+		c.reading = map[string]chan struct{}{}
+	}
+	c.reading[root] = make(chan struct{})
+	return nil
+}
+
+func (c *claimedModes) readDone(root string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.reading[root])
+	delete(c.reading, root)
 }
 
 func (c *claimedModes) get(root string) (rootMark, bool) {
@@ -227,17 +253,28 @@ func (s *Session) freshMark(root string, mode TokenMode) (rootMark, error) {
 // markOf is root's mark for a read: as claimed, or read now (a root that
 // does not exist, or records no mark, reads as floor 0).
 func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (rootMark, error) {
-	if k, ok := s.modes.getSeen(root); ok {
-		return k, nil
+	for {
+		if k, ok := s.modes.getSeen(root); ok {
+			return k, nil
+		}
+		wait := s.modes.readTurn(root)
+		if wait == nil {
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return rootMark{}, ctx.Err()
+		}
 	}
+	defer s.modes.readDone(root)
 	var data []byte
 	err := s.read(ctx, func() (err error) { data, _, err = s.conn.Get(root); return err })
-	if errors.Is(err, zk.ErrNoNode) {
-		return rootMark{mode: mode}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return rootMark{}, err
 	}
+	// A root that does not exist or records nothing reads as floor 0
+	// (kept too: a daemon marks its roots before it reads them).
 	k, recorded, ok := parseMark(data)
 	if !ok {
 		if len(data) != 0 {

@@ -297,3 +297,51 @@ func TestFloorFileDurable(t *testing.T) {
 		t.Fatal("a file that is no floor file was read")
 	}
 }
+
+// The root mark's parser: what it accepts is a mode and a floor that write
+// back to the same data (the old form when the floor is 0), and it refuses
+// floors above MaxTokenFloor and anything that is not a mark.
+func FuzzParseMark(f *testing.F) {
+	for _, seed := range []string{
+		"seqd-token-mode=zxid", "seqd-token-mode=version", "seqd-token-mode=zxid floor=1099511627776",
+		"seqd-token-mode=version floor=0", "seqd-token-mode=zxid floor=-1", "seqd-token-mode=zxid floor=4611686018427387905",
+		"seqd-token-mode=", "seqd-token-mode=zxid floor=", "other", "",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, _, ok := parseMark(data)
+		if !ok {
+			return
+		}
+		if k.floor > MaxTokenFloor {
+			t.Fatalf("%q: floor %d above MaxTokenFloor accepted", data, k.floor)
+		}
+		again, _, ok := parseMark(k.bytes())
+		if !ok || again != k {
+			t.Fatalf("%q parses as %+v, which writes %q, which parses as %+v, %v", data, k, k.bytes(), again, ok)
+		}
+	})
+}
+
+func TestParseMark(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		want rootMark
+		ok   bool
+	}{
+		{"seqd-token-mode=zxid", rootMark{TokenZxid, 0}, true},
+		{"seqd-token-mode=version floor=7", rootMark{TokenVersion, 7}, true},
+		{"seqd-token-mode=zxid floor=4611686018427387904", rootMark{TokenZxid, MaxTokenFloor}, true},
+		{"seqd-token-mode=zxid floor=4611686018427387905", rootMark{}, false},
+		{"seqd-token-mode=zxid floor=x", rootMark{}, false},
+		{"seqd-token-mode=zxid floor=", rootMark{}, false},
+		{"seqd-token-mode=", rootMark{}, false},
+		{"something else", rootMark{}, false},
+	} {
+		got, _, ok := parseMark([]byte(tc.data))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseMark(%q) = %+v, %v; want %+v, %v", tc.data, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -12,7 +12,8 @@ if [ "${1:-all}" = all ] || [ "${1:-all}" = db ]; then
   want+=(postgresql-15 mariadb-server redis-server)
 fi
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium
+    python3-psycopg python3-pymysql python3-redis python3-cryptography libpostgresql-jdbc-java libmariadb-java)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -186,13 +186,25 @@ class RedisStore(Store):
         return self.fence.max(key)
 
 
+def create_tables() -> None:
+    """seqd_fence and the cases' values table, in PostgreSQL and MariaDB."""
+    with pg_connect() as conn:
+        pgfence.create_table(conn)
+        with conn.transaction():
+            conn.execute(VALUES_PG)
+    conn = my_connect()
+    try:
+        myfence.create_table(conn)
+        with conn.cursor() as cur:
+            cur.execute(VALUES_MY)
+    finally:
+        conn.close()
+
+
 class PostgresFenceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        with pg_connect() as conn:
-            pgfence.create_table(conn)
-            with conn.transaction():
-                conn.execute(VALUES_PG)
+        create_tables()
 
     def test_cases(self) -> None:
         run_all(self, PostgresStore, "postgres")
@@ -223,13 +235,7 @@ class PostgresFenceTest(unittest.TestCase):
 class MariaDBFenceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        conn = my_connect()
-        try:
-            myfence.create_table(conn)
-            with conn.cursor() as cur:
-                cur.execute(VALUES_MY)
-        finally:
-            conn.close()
+        create_tables()
 
     def test_cases(self) -> None:
         run_all(self, MariaDBStore, "mariadb")
@@ -300,6 +306,10 @@ class CostTest(unittest.TestCase):
 
     N = 300
 
+    @classmethod
+    def setUpClass(cls) -> None:
+        create_tables()
+
     def test_fenced_write_cost(self) -> None:
         pg = pg_connect()
         my = my_connect()
@@ -307,7 +317,6 @@ class CostTest(unittest.TestCase):
         fence = redisfence.Fence(rc)
         plain_key, fenced_key = run_id() + "/cost-plain", run_id() + "/cost-fenced"
         try:
-            pgfence.create_table(pg)
 
             def pg_plain(i: int) -> None:
                 with pg.transaction():

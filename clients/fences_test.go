@@ -371,15 +371,7 @@ func TestJSFences(t *testing.T) {
 	}
 	dir := filepath.Join("js", "fence-test")
 	if !npmInstalled(dir) {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatal("npm is not installed: the JavaScript fences' tests install pg, mysql2 and ioredis with npm ci")
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
+		npmCI(t, dir)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.test.js"))
 	if err != nil || len(files) == 0 {
@@ -390,6 +382,20 @@ func TestJSFences(t *testing.T) {
 		args = append(args, filepath.Base(f))
 	}
 	runFenceSuite(t, "js", dir, 4*time.Minute, node, args...)
+}
+
+// npmCI installs what dir's lock file pins.
+func npmCI(t *testing.T, dir string) {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("npm is not installed: the JavaScript fences' tests install pg, mysql2 and ioredis with npm ci")
+	}
+	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
 }
 
 // npmInstalled says whether dir's node_modules is what its lock file

@@ -76,7 +76,7 @@ class PostgresStore {
   }
 
   async max(key) {
-    const { rows } = await this.conn.query('SELECT max_token::text AS m FROM seqd_fence WHERE key = $1', [key]);
+    const { rows } = await this.conn.query('SELECT max_token::text AS m FROM seqd_fence WHERE fence_key = $1', [key]);
     return rows.length ? BigInt(rows[0].m) : 0n;
   }
 }
@@ -122,7 +122,7 @@ class MariaDBStore {
   }
 
   async max(key) {
-    const [rows] = await this.conn.query('SELECT CAST(max_token AS CHAR) AS m FROM seqd_fence WHERE `key` = ?', [key]);
+    const [rows] = await this.conn.query('SELECT CAST(max_token AS CHAR) AS m FROM seqd_fence WHERE fence_key = ?', [key]);
     return rows.length ? BigInt(rows[0].m) : 0n;
   }
 }
@@ -152,7 +152,7 @@ class RedisStore {
   async write(key, token, value) {
     const r = await fenced(async (t) => {
       if (this.control) return this.client.set(`v:${key}`, value);
-      return this.fence.call(key, t, ['SET', `v:${key}`, value]);
+      return this.fence.call(`fence:${key}`, t, 'SET', { keys: [`v:${key}`], args: [value] });
     }, token, this.control);
     return r.outcome;
   }
@@ -160,7 +160,7 @@ class RedisStore {
   read(key, token) {
     return fenced(async (t) => {
       if (this.control) return this.client.get(`v:${key}`);
-      return this.fence.call(key, t, ['GET', `v:${key}`]);
+      return this.fence.call(`fence:${key}`, t, 'GET', { keys: [`v:${key}`] });
     }, token, this.control);
   }
 
@@ -169,7 +169,7 @@ class RedisStore {
   }
 
   max(key) {
-    return this.fence.max(key);
+    return this.fence.max(`fence:${key}`);
   }
 }
 
@@ -251,7 +251,7 @@ test('redis', async (t) => {
         await client.config('SET', 'appendfsync', 'always');
       }
       await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
-      assert.ok(warnings.some((m) => m.includes('no AOF')), warnings.join('; '));
+      assert.ok(warnings.some((m) => m.includes('without the append-only file')), warnings.join('; '));
       assert.ok(warnings.some((m) => m.includes('appendfsync everysec')), warnings.join('; '));
     } finally {
       process.off('warning', onWarning);

@@ -3,7 +3,7 @@ export interface RedisLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   info(section: string): Promise<string>;
-  config(op: 'GET', name: string): Promise<unknown>;
+  config(op: 'GET', pattern: string): Promise<unknown>;
   get(key: string): Promise<string | null>;
 }
 
@@ -12,11 +12,11 @@ export const SCRIPT: string;
 export class PersistenceError extends Error {}
 
 export class RedisFence {
-  constructor(client: RedisLike, options?: { prefix?: string });
-  static create(client: RedisLike, options?: { prefix?: string; requireAOF?: boolean }): Promise<RedisFence>;
-  readonly prefix: string;
+  constructor(client: RedisLike);
+  static create(client: RedisLike, options?: { requireAOF?: boolean }): Promise<RedisFence>;
   checkPersistence(options?: { requireAOF?: boolean }): Promise<void>;
-  call(key: string, token: bigint | number, command?: (string | number)[], options?: { keys?: string[] }): Promise<unknown>;
-  admit(key: string, token: bigint | number): Promise<void>;
-  max(key: string): Promise<bigint>;
+  persistence(): Promise<{ aof: boolean; fsync: string }>;
+  call(fenceKey: string, token: bigint | number, command?: string, options?: { keys?: string[]; args?: (string | number)[] }): Promise<unknown>;
+  admit(fenceKey: string, token: bigint | number): Promise<void>;
+  max(fenceKey: string): Promise<bigint>;
 }

@@ -12,11 +12,12 @@ import java.util.List;
  * ScriptRunner}: {@code (script, keys, args) -> jedis.eval(script, keys, args)} with Jedis, {@code
  * commands.eval(script, ScriptOutputType.MULTI, keys, args)} with Lettuce.
  *
- * <p>The max of key {@code K} lives in the Redis key {@code seqd_fence:K} (the prefix is an
- * option) as 20 zero-padded digits: Lua's numbers are doubles, exact only to 2^53, so the script
- * compares tokens as strings of equal length, which compares the 64-bit numbers exactly. The Go,
- * Python and JavaScript helpers use the same script and keys. The max survives a crash only with
- * AOF on and {@code appendfsync always}; {@link #open} refuses a Redis that reports no AOF.
+ * <p>The max lives in a Redis key of its own (the fence key, which the caller names) as 20
+ * zero-padded digits: Lua's numbers are doubles, exact only to 2^53, so the script compares tokens
+ * as strings of equal length, which compares the 64-bit numbers exactly. The Go, Python and
+ * JavaScript helpers run the same script. The max survives a crash only with the append-only file
+ * on and {@code appendfsync always}; {@link #open} refuses a Redis that reports no append-only
+ * file.
  */
 public final class RedisFence {
     /** Evaluates a Lua script (EVAL): the one thing the fence needs of a Redis client. */
@@ -38,93 +39,122 @@ public final class RedisFence {
         }
     }
 
-    /** The fence script: KEYS[1] the fence key, ARGV[1] the token padded to 20 digits, ARGV[2..] the command. */
+    /**
+     * The fence script, the same text as the Go, Python and JavaScript helpers'. KEYS[1] is the
+     * fence key, ARGV[1] the token as 20 zero-padded digits; ARGV[2], if given, a command, with
+     * KEYS[2..] its keys (first) and ARGV[3..] its other arguments. It answers {1, the command's
+     * reply} when admitted and {0, the max} when refused.
+     */
     public static final String SCRIPT = """
-            local tok = ARGV[1]
-            if #tok ~= 20 or not tok:match('^%d+$') then
-              return redis.error_reply('seqd fence: the token must be 20 zero-padded digits')
-            end
+
             local max = redis.call('GET', KEYS[1])
-            if max and max > tok then
-              return {0, max}
+            if max then
+              if string.len(max) ~= 20 or not string.match(max, '^%d+$') then
+                return redis.error_reply('seqd fence: ' .. KEYS[1] .. ' holds no fence max')
+              end
+              if max > ARGV[1] then
+                return {0, max}
+              end
             end
-            local res = false
-            if #ARGV > 1 then
-              res = redis.call(unpack(ARGV, 2))
+            if max ~= ARGV[1] then
+              redis.call('SET', KEYS[1], ARGV[1])
             end
-            if max ~= tok then
-              redis.call('SET', KEYS[1], tok)
+            if #ARGV < 2 then
+              return {1}
             end
-            return {1, tok, res}
+            local args = {ARGV[2]}
+            for i = 2, #KEYS do args[#args + 1] = KEYS[i] end
+            for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
+            return {1, redis.call(unpack(args))}
             """;
 
     private static final String INFO = "return redis.call('INFO', 'persistence')";
 
     private final ScriptRunner redis;
-    private final String prefix;
 
-    private RedisFence(ScriptRunner redis, String prefix) {
+    private RedisFence(ScriptRunner redis) {
         this.redis = redis;
-        this.prefix = prefix;
     }
 
     /**
-     * A fence on {@code redis} with keys {@code seqd_fence:<key>}, after checking that Redis
-     * reports AOF on: {@link PersistenceException} if not.
+     * A fence on {@code redis}, after checking that Redis reports the append-only file on: {@link
+     * PersistenceException} if not.
      */
     public static RedisFence open(ScriptRunner redis) throws Exception {
-        return open(redis, "seqd_fence:", true);
+        return open(redis, true);
     }
 
-    /** A fence with another key prefix; with {@code requireAof} false, no AOF is a warning on stderr. */
-    public static RedisFence open(ScriptRunner redis, String prefix, boolean requireAof) throws Exception {
-        String info = text(redis.eval(INFO, List.of(), List.of()));
+    /** A fence on {@code redis}; with {@code requireAof} false, no append-only file is a warning (System.Logger "dev.seqd.fence"). */
+    public static RedisFence open(ScriptRunner redis, boolean requireAof) throws Exception {
+        String info = persistenceInfo(redis);
         if (!info.lines().anyMatch(l -> l.strip().equals("aof_enabled:1"))) {
-            String msg = "Redis reports no AOF (aof_enabled:0): a restart forgets every fence's max; set appendonly yes and appendfsync always";
+            String msg = "Redis runs without the append-only file (aof_enabled:0): a restart forgets every fence's max and lets stale holders in; set appendonly yes and appendfsync always";
             if (requireAof) {
                 throw new PersistenceException(msg);
             }
-            System.Logger log = System.getLogger("dev.seqd.fence");
-            log.log(System.Logger.Level.WARNING, msg);
+            System.getLogger("dev.seqd.fence").log(System.Logger.Level.WARNING, msg);
         }
-        return new RedisFence(redis, prefix);
+        return new RedisFence(redis);
     }
 
     /**
-     * Runs {@code command} (e.g. {@code "SET", "k", "v"}) if {@code token} (unsigned) is not below
-     * {@code key}'s max, and raises the max to it; returns the command's reply. Throws {@link
-     * StaleTokenException}, running nothing, if a higher token was used. With no command only the
-     * max moves. {@code keys} declares the keys the command touches (for a cluster).
+     * Runs {@code command} with its {@code keys} (first) and {@code args} if {@code token}
+     * (unsigned) is not below the max kept in the Redis key {@code fenceKey}, and raises that max
+     * to it, atomically; returns the command's reply: {@code fence.call("fence:orders", token,
+     * "HSET", List.of("orders"), "42", "shipped")}. Throws {@link StaleTokenException}, running
+     * nothing, if a higher token was used. Only commands whose keys come first fit.
      */
-    public Object call(String key, long token, List<String> keys, String... command) throws Exception {
+    public Object call(String fenceKey, long token, String command, List<String> keys, String... args) throws Exception {
         if (token == 0) {
             throw new IllegalArgumentException("a fencing token is in 1..2^64-1, not 0");
         }
+        if ((command == null || command.isEmpty()) && (!keys.isEmpty() || args.length > 0)) {
+            throw new IllegalArgumentException("a command with keys or arguments and no name");
+        }
         List<String> ks = new ArrayList<>(1 + keys.size());
-        ks.add(prefix + key);
+        ks.add(fenceKey);
         ks.addAll(keys);
-        String padded = "0".repeat(20 - Long.toUnsignedString(token).length()) + Long.toUnsignedString(token);
-        List<String> args = new ArrayList<>(1 + command.length);
-        args.add(padded);
-        args.addAll(Arrays.asList(command));
-        Object reply = redis.eval(SCRIPT, ks, args);
-        if (!(reply instanceof List<?> r) || r.size() < 2) {
+        String t = Long.toUnsignedString(token);
+        List<String> argv = new ArrayList<>(2 + args.length);
+        argv.add("0".repeat(20 - t.length()) + t);
+        if (command != null && !command.isEmpty()) {
+            argv.add(command);
+            argv.addAll(Arrays.asList(args));
+        }
+        Object reply = redis.eval(SCRIPT, ks, argv);
+        if (!(reply instanceof List<?> r) || r.isEmpty()) {
             throw new IllegalStateException("the fence script answered " + reply + ", not a list");
         }
         if (((Number) r.get(0)).longValue() != 1) {
-            throw new StaleTokenException(key, token, Long.parseUnsignedLong(text(r.get(1))));
+            throw new StaleTokenException(fenceKey, token, r.size() > 1 ? Long.parseUnsignedLong(text(r.get(1))) : 0);
         }
-        return r.size() > 2 ? r.get(2) : null;
+        return r.size() > 1 ? r.get(1) : null;
     }
 
-    /** Runs {@code command} fenced, on a key that no other declared key goes with. */
-    public Object call(String key, long token, String... command) throws Exception {
-        return call(key, token, List.of(), command);
+    /** Raises the max in {@code fenceKey} to {@code token}, or throws StaleTokenException. */
+    public void admit(String fenceKey, long token) throws Exception {
+        call(fenceKey, token, "", List.of());
     }
 
-    /** Raises {@code key}'s max to {@code token}, or throws StaleTokenException. */
-    public void admit(String key, long token) throws Exception {
-        call(key, token, List.of());
+    /**
+     * INFO persistence, once Redis has loaded its data: while it loads it refuses scripts
+     * (LOADING) and reports AOF off (it turns AOF off while replaying the file). Waits 30s at most.
+     */
+    private static String persistenceInfo(ScriptRunner redis) throws Exception {
+        long end = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            try {
+                String info = text(redis.eval(INFO, List.of(), List.of()));
+                if (!info.lines().anyMatch(l -> l.strip().equals("loading:1")) || System.nanoTime() > end) {
+                    return info;
+                }
+            } catch (Exception e) {
+                if (!String.valueOf(e.getMessage()).startsWith("LOADING") || System.nanoTime() > end) {
+                    throw e;
+                }
+            }
+            Thread.sleep(50);
+        }
     }
 
     private static String text(Object v) {

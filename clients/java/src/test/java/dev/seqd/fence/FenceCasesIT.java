@@ -265,7 +265,7 @@ class FenceCasesIT {
                 "CREATE TABLE IF NOT EXISTS fence_case_values (k text PRIMARY KEY, v text NOT NULL)",
                 "INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
                 "SELECT v FROM fence_case_values WHERE k = ?",
-                "SELECT max_token::text FROM seqd_fence WHERE key = ?");
+                "SELECT max_token::text FROM seqd_fence WHERE fence_key = ?");
     }
 
     static Dialect mariadb() {
@@ -276,7 +276,7 @@ class FenceCasesIT {
                 "CREATE TABLE IF NOT EXISTS fence_case_values (k varchar(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB",
                 "INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
                 "SELECT v FROM fence_case_values WHERE k = ?",
-                "SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE `key` = ?");
+                "SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = ?");
     }
 
     static Connection connect(Dialect d) throws SQLException {
@@ -449,7 +449,7 @@ class FenceCasesIT {
                 if (control) {
                     conn.command("SET", "v:" + key, value);
                 } else {
-                    fence.call(key, t, "SET", "v:" + key, value);
+                    fence.call("fence:" + key, t, "SET", List.of("v:" + key), value);
                 }
                 return null;
             }, token, control)[0];
@@ -457,7 +457,7 @@ class FenceCasesIT {
 
         @Override
         public String[] read(String key, String token) throws Exception {
-            return fenced(t -> (String) (control ? conn.command("GET", "v:" + key) : fence.call(key, t, "GET", "v:" + key)), token, control);
+            return fenced(t -> (String) (control ? conn.command("GET", "v:" + key) : fence.call("fence:" + key, t, "GET", List.of("v:" + key))), token, control);
         }
 
         @Override
@@ -467,7 +467,7 @@ class FenceCasesIT {
 
         @Override
         public long max(String key) throws Exception {
-            Object v = conn.command("GET", "seqd_fence:" + key);
+            Object v = conn.command("GET", "fence:" + key);
             return v == null ? 0 : Long.parseUnsignedLong((String) v);
         }
     }
@@ -483,7 +483,7 @@ class FenceCasesIT {
             r.command("CONFIG", "SET", "appendonly", "no");
             try {
                 assertThrows(RedisFence.PersistenceException.class, () -> RedisFence.open(r));
-                RedisFence.open(r, "seqd_fence:", false); // a warning only
+                RedisFence.open(r, false); // a warning only
             } finally {
                 r.command("CONFIG", "SET", "appendonly", "yes");
             }

@@ -264,6 +264,8 @@ func parseFenceCases(out string) []fenceCaseLine {
 func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name string, args ...string) {
 	t.Helper()
 	vars := fenceEnv(t)
+	interop, after := interopEnv(t, lang)
+	vars = append(vars, interop...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -279,6 +281,7 @@ func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name s
 		t.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
 	checkFenceReport(t, lang, parseFenceCases(string(out)))
+	after()
 }
 
 type dbCasesFile struct {
@@ -340,6 +343,25 @@ func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
 		table.WriteString("\n")
 	}
 	table.WriteString("* the control fails the case, as it must\n")
+	// Controls beyond "none" that a suite runs on some database: each case
+	// that names one must fail under it.
+	for _, l := range lines {
+		if l.lang != lang || l.mode == "fence" || l.mode == "none" {
+			continue
+		}
+		for _, c := range cs.Cases {
+			if c.Name != l.name {
+				continue
+			}
+			must := slices.Contains(c.FailsUnder, l.mode)
+			if must && l.verdict != "fail" {
+				t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
+			}
+			if must {
+				fmt.Fprintf(&table, "control %s on %s fails %s, as it must: %s\n", l.mode, l.db, c.Name, l.detail)
+			}
+		}
+	}
 	t.Logf("shared fence cases, %s:\n%s", lang, table.String())
 }
 

@@ -10,7 +10,7 @@ import Redis from 'ioredis';
 import { MAX_TOKEN, StaleTokenError } from '../lib/fence/index.js';
 import * as pgFence from '../lib/fence/pg.js';
 import * as myFence from '../lib/fence/mysql.js';
-import { PersistenceError, RedisFence } from '../lib/fence/redis.js';
+import { PersistenceError, RedisFence, SCRIPT } from '../lib/fence/redis.js';
 import { database, fenced, runAll, runId } from './support.js';
 
 const VALUES_PG = 'CREATE TABLE IF NOT EXISTS fence_case_values (k text PRIMARY KEY, v text NOT NULL)';
@@ -127,6 +127,14 @@ class MariaDBStore {
   }
 }
 
+// The "double" control: the same script with the one mistake it exists to
+// avoid, tokens compared as Lua numbers (doubles, exact only to 2^53).
+const DOUBLE_SCRIPT = SCRIPT.replace(
+  "  if string.len(max) ~= 20 or not string.match(max, '^%d+$') then\n    return redis.error_reply('seqd fence: ' .. KEYS[1] .. ' holds no fence max')\n  end\n  if max > ARGV[1] then",
+  '  if tonumber(max) > tonumber(ARGV[1]) then',
+);
+assert.notEqual(DOUBLE_SCRIPT, SCRIPT);
+
 class RedisStore {
   static async open(control) {
     const s = new RedisStore();
@@ -149,8 +157,16 @@ class RedisStore {
     return RedisStore.open(this.control);
   }
 
+  async double(key, token, command, keys, args) {
+    if (!/^-?[0-9]+$/.test(token)) throw new StaleTokenError(key, 0n, 0n); // not a number: refused
+    const reply = await this.client.eval(DOUBLE_SCRIPT, 1 + keys.length, `fence:${key}`, ...keys, token, command, ...args);
+    if (Number(reply[0]) !== 1) throw new StaleTokenError(key, 0n, 0n);
+    return reply[1];
+  }
+
   async write(key, token, value) {
     const r = await fenced(async (t) => {
+      if (this.control === 'double') return this.double(key, t, 'SET', [`v:${key}`], [value]);
       if (this.control) return this.client.set(`v:${key}`, value);
       return this.fence.call(`fence:${key}`, t, 'SET', { keys: [`v:${key}`], args: [value] });
     }, token, this.control);
@@ -159,6 +175,7 @@ class RedisStore {
 
   read(key, token) {
     return fenced(async (t) => {
+      if (this.control === 'double') return this.double(key, t, 'GET', [`v:${key}`], []);
       if (this.control) return this.client.get(`v:${key}`);
       return this.fence.call(`fence:${key}`, t, 'GET', { keys: [`v:${key}`] });
     }, token, this.control);
@@ -229,7 +246,7 @@ test('mariadb', async (t) => {
 });
 
 test('redis', async (t) => {
-  await runAll(t, RedisStore.open, 'redis');
+  await runAll(t, RedisStore.open, 'redis', ['none', 'double']);
 
   await t.test('refuses a Redis without AOF, or warns', async () => {
     const client = redisClient();

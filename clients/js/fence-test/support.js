@@ -48,6 +48,16 @@ export function report(line) {
 /** Runs fn(token) and says how it went: {outcome: ok|stale|invalid, value}. */
 export async function fenced(fn, token, control) {
   if (control === 'none') return { outcome: 'ok', value: await fn(0n) };
+  if (control === 'double') {
+    // The fence of a resource that turns tokens into doubles (a Lua
+    // number, a JavaScript number): the token goes as it is.
+    try {
+      return { outcome: 'ok', value: await fn(token) };
+    } catch (e) {
+      if (e instanceof StaleTokenError) return { outcome: 'stale' };
+      throw e;
+    }
+  }
   let t;
   try {
     t = parseToken(token);
@@ -142,14 +152,14 @@ async function race(store, key, st) {
 }
 
 /**
- * Runs every case with the fence, then under the "none" control, as
- * subtests of t, and reports each result for the harness's table. A case a
- * control must fail and passes fails the test.
+ * Runs every case with the fence, then under each control (by default
+ * "none"), as subtests of t, and reports each result for the harness's
+ * table. A case a control must fail and passes fails the test.
  */
-export async function runAll(t, makeStore, db) {
+export async function runAll(t, makeStore, db, controls = ['none']) {
   const cases = loadCases();
   const rid = runId();
-  for (const control of ['', 'none']) {
+  for (const control of ['', ...controls]) {
     const store = await makeStore(control);
     try {
       for (const c of cases.cases) {

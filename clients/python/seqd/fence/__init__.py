@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
-from typing import Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 __all__ = [
     "BadSignatureError",
@@ -123,7 +123,7 @@ def _check_name(name: str) -> None:
             )
 
 
-def _split_signed(s: str):
+def _split_signed(s: str) -> Tuple[str, str, str]:
     """(plain, kid, sig), kid and sig empty for a plain sequencer."""
     at = s.rfind("@")
     dot = s.find(".", at) if at >= 0 else -1
@@ -217,7 +217,7 @@ class Verifier:
             raise ImportError("seqd.fence.Verifier needs the cryptography package (pip install cryptography, or apt-get install python3-cryptography)") from e
         if not keys:
             raise ValueError("a verifier needs at least one key")
-        self._keys = {}
+        self._keys: Dict[str, Any] = {}
         for kid, raw in keys.items():
             if not _KID.match(kid):
                 raise ValueError(f"key id {kid!r} must be 1 to 32 of [A-Za-z0-9_-]")
@@ -256,7 +256,7 @@ class Verifier:
             return hit
 
     @staticmethod
-    def _check(key, plain: str, sig: str) -> bool:
+    def _check(key: Any, plain: str, sig: str) -> bool:
         from cryptography.exceptions import InvalidSignature
 
         try:

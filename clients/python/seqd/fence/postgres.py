@@ -39,7 +39,7 @@ This module imports no driver: it works on the psycopg connection you pass.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Any, Iterator
 
 from . import StaleTokenError, _check_token
 from ._sql import KEY_COLUMN, TABLE, TOKEN_COLUMN, statements
@@ -47,13 +47,13 @@ from ._sql import KEY_COLUMN, TABLE, TOKEN_COLUMN, statements
 __all__ = ["admit", "create_table", "transaction"]
 
 
-def create_table(conn, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
+def create_table(conn: Any, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
     """Creates the fence table (``seqd_fence``) if it does not exist."""
     with conn.transaction():
         conn.execute(statements("postgres", table, key_column, token_column).create)
 
 
-def admit(cur, key: str, token: int, *, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
+def admit(cur: Any, key: str, token: int, *, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
     """Raises ``key``'s max to ``token`` in the cursor's open transaction, or
     raises :class:`~seqd.fence.StaleTokenError` if a higher token was used.
     The row stays locked until that transaction ends: run the statements it
@@ -69,7 +69,7 @@ def admit(cur, key: str, token: int, *, table: str = TABLE, key_column: str = KE
 
 
 @contextlib.contextmanager
-def transaction(conn, key: str, token: int, **where: str) -> Iterator:
+def transaction(conn: Any, key: str, token: int, **where: str) -> Iterator[Any]:
     """A transaction fenced by ``token`` on ``key``: yields a cursor after
     :func:`admit`; commits when the block ends, rolls back if it raises (a
     refusal included, which is raised before the block runs)::

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any, Sequence, Tuple
 
 from . import StaleTokenError, _check_token
 
@@ -75,7 +75,7 @@ class Fence:
         fence.call("fence:orders", token, "HGET", keys=["orders"], args=["42"])  # a fenced read
     """
 
-    def __init__(self, client, *, require_aof: bool = True) -> None:
+    def __init__(self, client: Any, *, require_aof: bool = True) -> None:
         self.client = client
         self._script = client.register_script(SCRIPT)
         self.check_persistence(require_aof)
@@ -98,7 +98,7 @@ class Fence:
                 stacklevel=3,
             )
 
-    def _persistence(self):
+    def _persistence(self) -> Tuple[bool, str]:
         """(AOF on, appendfsync or "") from CONFIG GET, or, where CONFIG is
         refused, from INFO persistence."""
         try:

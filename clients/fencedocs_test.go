@@ -86,7 +86,43 @@ func TestFencingDocExamples(t *testing.T) {
 		}
 		return a
 	}
-	var javaBuilt, jsInstalled bool
+	var jsInstalled bool
+	var javaClasses string
+	classesDir := t.TempDir() // outlives the subtests
+	javaExamples := func(t *testing.T) string {
+		t.Helper()
+		if javaClasses != "" {
+			return javaClasses
+		}
+		// Build the jar (unless it is newer than every source), then
+		// compile every Java example at once (with the tests' RESP
+		// connection, the Redis example's runner).
+		if !upToDate("java/build/seqd-client.jar", "java/src/main") {
+			if out, err := exec.Command("bash", "java/build.sh").CombinedOutput(); err != nil {
+				t.Fatalf("java/build.sh: %v\n%s", err, out)
+			}
+		}
+		dir := classesDir
+		args := []string{"-d", filepath.Join(dir, "classes"), "-cp", abs("java/build/seqd-client.jar"),
+			"java/src/test/java/dev/seqd/fence/Resp.java", "java/src/test/java/dev/seqd/fence/DocRedisRunner.java"}
+		for _, ex := range examples {
+			if ex.lang != "java" {
+				continue
+			}
+			m := javaClassRE.FindStringSubmatch(ex.code)
+			if m == nil {
+				t.Fatalf("a Java example has no public class:\n%s", ex.code)
+			}
+			src := filepath.Join(dir, m[1]+".java")
+			writeFile(t, src, ex.code)
+			args = append(args, src)
+		}
+		if out, err := exec.Command("javac", args...).CombinedOutput(); err != nil {
+			t.Fatalf("javac: %v\n%s", err, out)
+		}
+		javaClasses = filepath.Join(dir, "classes")
+		return javaClasses
+	}
 	for _, ex := range examples {
 		t.Run(ex.lang+"_"+ex.db, func(t *testing.T) {
 			dir := t.TempDir()
@@ -105,31 +141,18 @@ func TestFencingDocExamples(t *testing.T) {
 				cmd = exec.Command("/usr/bin/python3", f)
 				cmd.Env = append(os.Environ(), "PYTHONPATH="+abs("python"), "PYTHONDONTWRITEBYTECODE=1")
 			case "java":
-				if !javaBuilt {
-					if out, err := exec.Command("bash", "java/build.sh").CombinedOutput(); err != nil {
-						t.Fatalf("java/build.sh: %v\n%s", err, out)
-					}
-					javaBuilt = true
-				}
+				classes := javaExamples(t)
 				m := javaClassRE.FindStringSubmatch(ex.code)
 				if m == nil {
 					t.Fatal("no public class in the example")
 				}
-				src := filepath.Join(dir, m[1]+".java")
-				writeFile(t, src, ex.code)
-				cp := abs("java/build/seqd-client.jar") + ":/usr/share/java/postgresql.jar:/usr/share/java/mariadb-java-client.jar"
+				cp := classes + ":" + abs("java/build/seqd-client.jar") + ":/usr/share/java/postgresql.jar:/usr/share/java/mariadb-java-client.jar"
 				if ex.db == "redis" {
 					// No Redis client in the JDK: the example takes one as a
 					// ScriptRunner, and the tests' RESP connection is it.
-					classes := filepath.Join(dir, "classes")
-					javac := exec.Command("javac", "-d", classes, "-cp", cp, src,
-						"java/src/test/java/dev/seqd/fence/Resp.java", "java/src/test/java/dev/seqd/fence/DocRedisRunner.java")
-					if out, err := javac.CombinedOutput(); err != nil {
-						t.Fatalf("javac: %v\n%s", err, out)
-					}
-					cmd = exec.Command("java", "-cp", classes+":"+cp, "dev.seqd.fence.DocRedisRunner", m[1])
+					cmd = exec.Command("java", "-cp", cp, "dev.seqd.fence.DocRedisRunner", m[1])
 				} else {
-					cmd = exec.Command("java", "-cp", cp, src) // the JDK's source launcher
+					cmd = exec.Command("java", "-cp", cp, m[1])
 				}
 				cmd.Env = os.Environ()
 			case "js":
@@ -162,6 +185,26 @@ func TestFencingDocExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upToDate says whether file exists and is newer than every file under dir.
+func upToDate(file, dir string) bool {
+	st, err := os.Stat(file)
+	if err != nil {
+		return false
+	}
+	fresh := true
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			fresh = false
+			return err
+		}
+		if info, err := d.Info(); err != nil || info.ModTime().After(st.ModTime()) {
+			fresh = false
+		}
+		return nil
+	})
+	return fresh
 }
 
 // runWithin runs cmd, killing it after d.

@@ -18,11 +18,14 @@ package clients_test
 //
 // Each suite prints one line per case, database and mode:
 //
-//	FENCECASE <language> <database> <case> <fence|none> <pass|fail> [what failed]
+//	FENCECASE <language> <database> <case> <mode> <pass|fail> [what failed]
 //
-// and the test holds every case × database to "fence pass", and every
-// case whose fails_under names "none" to "none fail": the control seen
-// failing. The table of all of them goes to the test's log.
+// where the mode is a recipe (fence: the fence table; column: the token in
+// the data's own row, on SQL) or a control (none: no fence; double: tokens
+// compared as doubles). The test holds every case × database × recipe to
+// "pass", and every case whose fails_under names a control to "fail" under
+// it: the control seen failing. The table of all of them goes to the
+// test's log.
 
 import (
 	"bufio"
@@ -61,6 +64,15 @@ var fenceDatabases = []struct{ name, prefix string }{
 }
 
 const casesFile = "../fence/testdata/dbcases.json"
+
+// fenceRecipes are the recipes every suite runs the cases with, per
+// database: the fence table, and on SQL the token column in the data's own
+// row as well.
+var fenceRecipes = map[string][]string{
+	"postgres": {"fence", "column"},
+	"mariadb":  {"fence", "column"},
+	"redis":    {"fence"},
+}
 
 // fenceEnv starts (or reuses) the databases and a control server, writes
 // the signed vectors, and returns the suite's variables.
@@ -310,32 +322,36 @@ func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-40s", "case ("+lang+")")
 	for _, d := range fenceDatabases {
-		fmt.Fprintf(&table, " %-22s", d.name+" fence / none")
+		fmt.Fprintf(&table, " %-28s", d.name+" "+strings.Join(fenceRecipes[d.name], "/")+"/none")
 	}
 	table.WriteString("\n")
+	cell := func(l fenceCaseLine, ok bool) string {
+		if !ok {
+			return "missing"
+		}
+		return l.verdict
+	}
 	for _, c := range cs.Cases {
 		fmt.Fprintf(&table, "%-40s", c.Name)
 		mustFail := slices.Contains(c.FailsUnder, "none")
 		for _, d := range fenceDatabases {
-			f, ok := got[d.name+"/"+c.Name+"/fence"]
-			n, nok := got[d.name+"/"+c.Name+"/none"]
-			cell := func(l fenceCaseLine, ok bool) string {
-				if !ok {
-					return "missing"
+			var cells []string
+			for _, recipe := range fenceRecipes[d.name] {
+				f, ok := got[d.name+"/"+c.Name+"/"+recipe]
+				cells = append(cells, cell(f, ok))
+				switch {
+				case !ok:
+					t.Errorf("%s %s: case %s not run with the %s recipe", lang, d.name, c.Name, recipe)
+				case f.verdict != "pass":
+					t.Errorf("%s %s: case %s fails with the %s recipe: %s", lang, d.name, c.Name, recipe, f.detail)
 				}
-				return l.verdict
 			}
+			n, nok := got[d.name+"/"+c.Name+"/none"]
 			mark := cell(n, nok)
 			if mustFail && mark == "fail" {
 				mark = "fails*"
 			}
-			fmt.Fprintf(&table, " %-22s", cell(f, ok)+" / "+mark)
-			switch {
-			case !ok:
-				t.Errorf("%s %s: case %s not run with the fence", lang, d.name, c.Name)
-			case f.verdict != "pass":
-				t.Errorf("%s %s: case %s fails with the fence: %s", lang, d.name, c.Name, f.detail)
-			}
+			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, mark), " / "))
 			if mustFail && (!nok || n.verdict != "fail") {
 				t.Errorf("%s %s: the no-fence control was not seen failing case %s (%s)", lang, d.name, c.Name, cell(n, nok))
 			}
@@ -346,7 +362,7 @@ func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
 	// Controls beyond "none" that a suite runs on some database: each case
 	// that names one must fail under it.
 	for _, l := range lines {
-		if l.lang != lang || l.mode == "fence" || l.mode == "none" {
+		if l.lang != lang || l.mode == "fence" || l.mode == "column" || l.mode == "none" {
 			continue
 		}
 		for _, c := range cs.Cases {

@@ -27,8 +27,10 @@ if ! [ -f "$junit" ]; then
   echo "build.sh test needs JUnit 5: apt-get install junit5 (scripts/deps.sh does), or set JUNIT_DIR" >&2
   exit 1
 fi
-javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" $(find src/test/java -name '*.java')
 if [ "$1" = fence-test ]; then
+  # Only the fences' tests (and the JSON reader they borrow from the client's).
+  javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" \
+    $(find src/test/java/dev/seqd/fence -name '*.java') src/test/java/dev/seqd/client/TestJson.java
   # The fences' tests run the JDBC drivers an application would bring:
   # Debian's libpostgresql-jdbc-java and libmariadb-java.
   drivers=${JDBC_DIR:-/usr/share/java}
@@ -42,6 +44,7 @@ if [ "$1" = fence-test ]; then
     -cp "build/classes:build/test-classes:$drivers/postgresql.jar:$drivers/mariadb-java-client.jar" \
     --select-package dev.seqd.fence --include-classname '.*(Test|IT)$' "${@:2}"
 fi
+javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" $(find src/test/java -name '*.java')
 exec java -jar "$junit" --disable-banner --details=tree --fail-if-no-tests \
   -cp build/classes:build/test-classes --select-package dev.seqd.client \
   --include-classname '.*(Test|IT)$' "${@:2}"

@@ -22,6 +22,14 @@ const VALUES_MY =
 const UPSERT_MY = 'INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)';
 const SELECT_MY = 'SELECT v FROM fence_case_values WHERE k = ?';
 
+// The column recipe: the max in the data's own row (fence_token), which a
+// fenced write or read creates if it is missing.
+const ROWS_PG = 'CREATE TABLE IF NOT EXISTS fence_case_rows (k text PRIMARY KEY, v text NULL, fence_token numeric(20,0) NULL)';
+const ROWS_MY =
+  'CREATE TABLE IF NOT EXISTS fence_case_rows (' +
+  'k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB';
+const COLUMN = { table: 'fence_case_rows', keyColumn: 'k', tokenColumn: 'fence_token' };
+
 async function pgClient() {
   const c = new pg.Client(database('SEQD_TEST_PG'));
   c.on('error', () => {}); // a killed server: the next query says so
@@ -37,9 +45,12 @@ function redisClient() {
 }
 
 class PostgresStore {
-  static async open(control) {
+  static async open(mode) {
     const s = new PostgresStore();
-    s.control = control;
+    s.mode = mode;
+    s.control = mode === 'fence' || mode === 'column' ? '' : mode;
+    s.where = mode === 'column' ? COLUMN : undefined;
+    s.values = mode === 'column' ? 'fence_case_rows' : 'fence_case_values';
     await s.reconnect();
     return s;
   }
@@ -53,13 +64,14 @@ class PostgresStore {
   }
 
   writer() {
-    return PostgresStore.open(this.control);
+    return PostgresStore.open(this.mode);
   }
 
   async write(key, token, value) {
     const r = await fenced(async (t) => {
       if (this.control) return this.conn.query(UPSERT_PG, [key, value]);
-      return pgFence.transaction(this.conn, key, t, (c) => c.query(UPSERT_PG, [key, value]));
+      return pgFence.transaction(this.conn, key, t, (c) =>
+        this.where ? c.query('UPDATE fence_case_rows SET v = $1 WHERE k = $2', [value, key]) : c.query(UPSERT_PG, [key, value]), this.where);
     }, token, this.control);
     return r.outcome;
   }
@@ -67,24 +79,30 @@ class PostgresStore {
   read(key, token) {
     return fenced(async (t) => {
       if (this.control) return this.value(key);
-      return pgFence.transaction(this.conn, key, t, async (c) => (await c.query(SELECT_PG, [key])).rows[0]?.v ?? null);
+      return pgFence.transaction(this.conn, key, t, async (c) => (await c.query(`SELECT v FROM ${this.values} WHERE k = $1`, [key])).rows[0]?.v ?? null, this.where);
     }, token, this.control);
   }
 
   async value(key) {
-    return (await this.conn.query(SELECT_PG, [key])).rows[0]?.v ?? null;
+    return (await this.conn.query(`SELECT v FROM ${this.values} WHERE k = $1`, [key])).rows[0]?.v ?? null;
   }
 
   async max(key) {
-    const { rows } = await this.conn.query('SELECT max_token::text AS m FROM seqd_fence WHERE fence_key = $1', [key]);
-    return rows.length ? BigInt(rows[0].m) : 0n;
+    const q = this.where
+      ? 'SELECT fence_token::text AS m FROM fence_case_rows WHERE k = $1'
+      : 'SELECT max_token::text AS m FROM seqd_fence WHERE fence_key = $1';
+    const { rows } = await this.conn.query(q, [key]);
+    return rows.length && rows[0].m !== null ? BigInt(rows[0].m) : 0n;
   }
 }
 
 class MariaDBStore {
-  static async open(control) {
+  static async open(mode) {
     const s = new MariaDBStore();
-    s.control = control;
+    s.mode = mode;
+    s.control = mode === 'fence' || mode === 'column' ? '' : mode;
+    s.where = mode === 'column' ? COLUMN : undefined;
+    s.values = mode === 'column' ? 'fence_case_rows' : 'fence_case_values';
     await s.reconnect();
     return s;
   }
@@ -99,13 +117,14 @@ class MariaDBStore {
   }
 
   writer() {
-    return MariaDBStore.open(this.control);
+    return MariaDBStore.open(this.mode);
   }
 
   async write(key, token, value) {
     const r = await fenced(async (t) => {
       if (this.control) return this.conn.query(UPSERT_MY, [key, value]);
-      return myFence.transaction(this.conn, key, t, (c) => c.query(UPSERT_MY, [key, value]));
+      return myFence.transaction(this.conn, key, t, (c) =>
+        this.where ? c.query('UPDATE fence_case_rows SET v = ? WHERE k = ?', [value, key]) : c.query(UPSERT_MY, [key, value]), this.where);
     }, token, this.control);
     return r.outcome;
   }
@@ -113,17 +132,20 @@ class MariaDBStore {
   read(key, token) {
     return fenced(async (t) => {
       if (this.control) return this.value(key);
-      return myFence.transaction(this.conn, key, t, async (c) => (await c.query(SELECT_MY, [key]))[0][0]?.v ?? null);
+      return myFence.transaction(this.conn, key, t, async (c) => (await c.query(`SELECT v FROM ${this.values} WHERE k = ?`, [key]))[0][0]?.v ?? null, this.where);
     }, token, this.control);
   }
 
   async value(key) {
-    return (await this.conn.query(SELECT_MY, [key]))[0][0]?.v ?? null;
+    return (await this.conn.query(`SELECT v FROM ${this.values} WHERE k = ?`, [key]))[0][0]?.v ?? null;
   }
 
   async max(key) {
-    const [rows] = await this.conn.query('SELECT CAST(max_token AS CHAR) AS m FROM seqd_fence WHERE fence_key = ?', [key]);
-    return rows.length ? BigInt(rows[0].m) : 0n;
+    const q = this.where
+      ? 'SELECT CAST(fence_token AS CHAR) AS m FROM fence_case_rows WHERE k = ?'
+      : 'SELECT CAST(max_token AS CHAR) AS m FROM seqd_fence WHERE fence_key = ?';
+    const [rows] = await this.conn.query(q, [key]);
+    return rows.length && rows[0].m !== null ? BigInt(rows[0].m) : 0n;
   }
 }
 
@@ -136,9 +158,12 @@ const DOUBLE_SCRIPT = SCRIPT.replace(
 assert.notEqual(DOUBLE_SCRIPT, SCRIPT);
 
 class RedisStore {
-  static async open(control) {
+  static async open(mode) {
     const s = new RedisStore();
-    s.control = control;
+    s.mode = mode;
+    s.control = mode === 'fence' || mode === 'column' ? '' : mode;
+    s.where = mode === 'column' ? COLUMN : undefined;
+    s.values = mode === 'column' ? 'fence_case_rows' : 'fence_case_values';
     await s.reconnect();
     return s;
   }
@@ -154,7 +179,7 @@ class RedisStore {
   }
 
   writer() {
-    return RedisStore.open(this.control);
+    return RedisStore.open(this.mode);
   }
 
   async double(key, token, command, keys, args) {
@@ -195,10 +220,11 @@ test('postgres', async (t) => {
   try {
     await pgFence.createTable(c);
     await c.query(VALUES_PG);
+    await c.query(ROWS_PG);
   } finally {
     await c.end();
   }
-  await runAll(t, PostgresStore.open, 'postgres');
+  await runAll(t, PostgresStore.open, 'postgres', { recipes: ['fence', 'column'] });
 
   await t.test('a pool: a refusal rolls back and gives the client back', async () => {
     const pool = new pg.Pool({ ...database('SEQD_TEST_PG'), max: 1 });
@@ -222,10 +248,11 @@ test('mariadb', async (t) => {
   try {
     await myFence.createTable(c);
     await c.query(VALUES_MY);
+    await c.query(ROWS_MY);
   } finally {
     await c.end();
   }
-  await runAll(t, MariaDBStore.open, 'mariadb');
+  await runAll(t, MariaDBStore.open, 'mariadb', { recipes: ['fence', 'column'] });
 
   await t.test("the caller's error rolls back its write and the max", async () => {
     const pool = mysql.createPool({ ...database('SEQD_TEST_MARIADB'), connectionLimit: 1 });
@@ -246,7 +273,7 @@ test('mariadb', async (t) => {
 });
 
 test('redis', async (t) => {
-  await runAll(t, RedisStore.open, 'redis', ['none', 'double']);
+  await runAll(t, RedisStore.open, 'redis', { controls: ['none', 'double'] });
 
   await t.test('refuses a Redis without AOF, or warns', async () => {
     const client = redisClient();

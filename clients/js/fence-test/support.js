@@ -152,23 +152,25 @@ async function race(store, key, st) {
 }
 
 /**
- * Runs every case with the fence, then under each control (by default
- * "none"), as subtests of t, and reports each result for the harness's
- * table. A case a control must fail and passes fails the test.
+ * Runs every case with each recipe ("fence": the fence table; "column": the
+ * token in the data's own row), then under each control ("none": no fence),
+ * as subtests of t, and reports each result for the harness's table. A
+ * recipe failing a case, or a control passing a case it must fail, fails
+ * the test.
  */
-export async function runAll(t, makeStore, db, controls = ['none']) {
+export async function runAll(t, makeStore, db, { recipes = ['fence'], controls = ['none'] } = {}) {
   const cases = loadCases();
   const rid = runId();
-  for (const control of ['', ...controls]) {
-    const store = await makeStore(control);
+  for (const mode of [...recipes, ...controls]) {
+    const store = await makeStore(mode);
     try {
       for (const c of cases.cases) {
-        await t.test(`${c.name} (${control || 'fence'})`, async () => {
-          const err = await runCase(c, store, db, `${rid}/${control || 'fence'}/${c.name}/`);
-          report(`FENCECASE js ${db} ${c.name} ${control || 'fence'} ${err === null ? 'pass' : 'fail'} ${err ?? ''}`);
-          if (control === '' && err !== null) throw new Error(`${db}: case ${c.name}: ${err}`);
-          if (control !== '' && err === null && (c.fails_under ?? []).includes(control)) {
-            throw new Error(`${db}: control ${control} passes case ${c.name}, which it must fail`);
+        await t.test(`${c.name} (${mode})`, async () => {
+          const err = await runCase(c, store, db, `${rid}/${mode}/${c.name}/`);
+          report(`FENCECASE js ${db} ${c.name} ${mode} ${err === null ? 'pass' : 'fail'} ${err ?? ''}`);
+          if (recipes.includes(mode) && err !== null) throw new Error(`${db}: case ${c.name} (${mode}): ${err}`);
+          if (controls.includes(mode) && err === null && (c.fails_under ?? []).includes(mode)) {
+            throw new Error(`${db}: control ${mode} passes case ${c.name}, which it must fail`);
           }
         });
       }

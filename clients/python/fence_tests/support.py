@@ -11,7 +11,7 @@ import sys
 import threading
 import urllib.request
 import uuid
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from seqd.fence import InvalidSequencerError, StaleTokenError, parse_token
 
@@ -169,30 +169,25 @@ def race(store: Store, key: str, st: dict) -> Optional[str]:
     return None
 
 
-def run_all(test, make_store: Callable[[str], Store], db: str, durable: bool = True) -> None:
-    """Runs every case with the fence, then under the "none" control, as
-    subtests of test, and reports each result for the harness's table. A
-    case a control must fail and passes, fails the test."""
+def run_all(test, make_store: Callable[[str], Store], db: str, recipes: Sequence[str] = ("fence",)) -> None:
+    """Runs every case with each recipe ("fence": the fence table,
+    "column": the token in the data's own row), then under the "none"
+    control, as subtests of test, and reports each result for the
+    harness's table. A recipe failing a case, or a control passing a case
+    it must fail, fails the test."""
     cases = load_cases()
     rid = run_id()
-    for control in ("", "none"):
-        store = make_store(control)
+    for mode in (*recipes, "none"):
+        store = make_store(mode)
         try:
             for case in cases["cases"]:
-                if case.get("durable") and not durable:
-                    continue
                 name = case["name"]
-                with test.subTest(case=name, control=control or "fence"):
-                    err = run_case(case, store, db, f"{rid}/{control or 'fence'}/{name}/")
-                    if control == "":
-                        report(f"FENCECASE python {db} {name} fence {'pass' if err is None else 'fail'} {err or ''}")
-                        if err is not None:
-                            test.fail(f"{db}: case {name}: {err}")
-                    else:
-                        must = control in case.get("fails_under", [])
-                        verdict = "fail" if err is not None else "pass"
-                        report(f"FENCECASE python {db} {name} {control} {verdict} {err or ''}")
-                        if must and err is None:
-                            test.fail(f"{db}: control {control} passes case {name}, which it must fail")
+                with test.subTest(case=name, mode=mode):
+                    err = run_case(case, store, db, f"{rid}/{mode}/{name}/")
+                    report(f"FENCECASE python {db} {name} {mode} {'pass' if err is None else 'fail'} {err or ''}")
+                    if mode in recipes and err is not None:
+                        test.fail(f"{db}: case {name} ({mode}): {err}")
+                    if mode not in recipes and err is None and mode in case.get("fails_under", []):
+                        test.fail(f"{db}: control {mode} passes case {name}, which it must fail")
         finally:
             store.close()

@@ -30,6 +30,15 @@ VALUES_MY = (
 UPSERT_MY = "INSERT INTO fence_case_values (k, v) VALUES (%s, %s) ON DUPLICATE KEY UPDATE v = VALUES(v)"
 SELECT = "SELECT v FROM fence_case_values WHERE k = %s"
 
+# The column recipe: the max in the data's own row (fence_token), which a
+# fenced write or read creates if it is missing.
+ROWS_PG = "CREATE TABLE IF NOT EXISTS fence_case_rows (k text PRIMARY KEY, v text NULL, fence_token numeric(20,0) NULL)"
+ROWS_MY = (
+    "CREATE TABLE IF NOT EXISTS fence_case_rows ("
+    "k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB"
+)
+COLUMN = {"table": "fence_case_rows", "key_column": "k", "token_column": "fence_token"}
+
 
 def pg_connect(autocommit: bool = False):
     d = database("SEQD_TEST_PG")
@@ -49,8 +58,11 @@ def redis_connect():
 
 
 class PostgresStore(Store):
-    def __init__(self, control: str) -> None:
-        self.control = control
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.control = "none" if mode == "none" else ""
+        self.where = COLUMN if mode == "column" else {}
+        self.values = "fence_case_rows" if mode == "column" else "fence_case_values"
         self.reconnect()
 
     def reconnect(self) -> None:
@@ -62,7 +74,7 @@ class PostgresStore(Store):
         self.plain.close()
 
     def writer(self) -> "PostgresStore":
-        return PostgresStore(self.control)
+        return PostgresStore(self.mode)
 
     def write(self, key: str, token: str, value: str) -> str:
         def do(t: int) -> None:
@@ -70,8 +82,11 @@ class PostgresStore(Store):
                 with self.conn.transaction():
                     self.conn.execute(UPSERT_PG, (key, value))
                 return
-            with pgfence.transaction(self.conn, key, t) as cur:
-                cur.execute(UPSERT_PG, (key, value))
+            with pgfence.transaction(self.conn, key, t, **self.where) as cur:
+                if self.where:  # the fence made the row: fill it in
+                    cur.execute("UPDATE fence_case_rows SET v = %s WHERE k = %s", (value, key))
+                else:
+                    cur.execute(UPSERT_PG, (key, value))
 
         return fenced(do, token, self.control)[0]
 
@@ -79,24 +94,30 @@ class PostgresStore(Store):
         def do(t: int) -> Optional[str]:
             if self.control:
                 return self.value(key)
-            with pgfence.transaction(self.conn, key, t) as cur:
-                row = cur.execute(SELECT, (key,)).fetchone()
+            with pgfence.transaction(self.conn, key, t, **self.where) as cur:
+                row = cur.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,)).fetchone()
                 return row[0] if row else None
 
         return fenced(do, token, self.control)
 
     def value(self, key: str) -> Optional[str]:
-        row = self.plain.execute(SELECT, (key,)).fetchone()
+        row = self.plain.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,)).fetchone()
         return row[0] if row else None
 
     def max(self, key: str) -> int:
-        row = self.plain.execute("SELECT max_token::text FROM seqd_fence WHERE fence_key = %s", (key,)).fetchone()
-        return int(row[0]) if row else 0
+        if self.where:
+            row = self.plain.execute("SELECT fence_token::text FROM fence_case_rows WHERE k = %s", (key,)).fetchone()
+        else:
+            row = self.plain.execute("SELECT max_token::text FROM seqd_fence WHERE fence_key = %s", (key,)).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
 
 class MariaDBStore(Store):
-    def __init__(self, control: str) -> None:
-        self.control = control
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.control = "none" if mode == "none" else ""
+        self.where = COLUMN if mode == "column" else {}
+        self.values = "fence_case_rows" if mode == "column" else "fence_case_values"
         self.reconnect()
 
     def reconnect(self) -> None:
@@ -109,7 +130,7 @@ class MariaDBStore(Store):
         self.plain.close()
 
     def writer(self) -> "MariaDBStore":
-        return MariaDBStore(self.control)
+        return MariaDBStore(self.mode)
 
     def write(self, key: str, token: str, value: str) -> str:
         def do(t: int) -> None:
@@ -118,8 +139,11 @@ class MariaDBStore(Store):
                     cur.execute(UPSERT_MY, (key, value))
                 self.conn.commit()
                 return
-            with myfence.transaction(self.conn, key, t) as cur:
-                cur.execute(UPSERT_MY, (key, value))
+            with myfence.transaction(self.conn, key, t, **self.where) as cur:
+                if self.where:  # the fence made the row: fill it in
+                    cur.execute("UPDATE fence_case_rows SET v = %s WHERE k = %s", (value, key))
+                else:
+                    cur.execute(UPSERT_MY, (key, value))
 
         return fenced(do, token, self.control)[0]
 
@@ -127,8 +151,8 @@ class MariaDBStore(Store):
         def do(t: int) -> Optional[str]:
             if self.control:
                 return self.value(key)
-            with myfence.transaction(self.conn, key, t) as cur:
-                cur.execute(SELECT, (key,))
+            with myfence.transaction(self.conn, key, t, **self.where) as cur:
+                cur.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,))
                 row = cur.fetchone()
                 return row[0] if row else None
 
@@ -136,20 +160,24 @@ class MariaDBStore(Store):
 
     def value(self, key: str) -> Optional[str]:
         with self.plain.cursor() as cur:
-            cur.execute(SELECT, (key,))
+            cur.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,))
             row = cur.fetchone()
             return row[0] if row else None
 
     def max(self, key: str) -> int:
         with self.plain.cursor() as cur:
-            cur.execute("SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = %s", (key,))
+            if self.where:
+                cur.execute("SELECT CAST(fence_token AS CHAR) FROM fence_case_rows WHERE k = %s", (key,))
+            else:
+                cur.execute("SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = %s", (key,))
             row = cur.fetchone()
-            return int(row[0]) if row else 0
+            return int(row[0]) if row and row[0] is not None else 0
 
 
 class RedisStore(Store):
-    def __init__(self, control: str) -> None:
-        self.control = control
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.control = "none" if mode == "none" else ""
         self.reconnect()
 
     def reconnect(self) -> None:
@@ -160,7 +188,7 @@ class RedisStore(Store):
         self.client.close()
 
     def writer(self) -> "RedisStore":
-        return RedisStore(self.control)
+        return RedisStore(self.mode)
 
     def write(self, key: str, token: str, value: str) -> str:
         def do(t: int) -> None:
@@ -192,11 +220,13 @@ def create_tables() -> None:
         pgfence.create_table(conn)
         with conn.transaction():
             conn.execute(VALUES_PG)
+            conn.execute(ROWS_PG)
     conn = my_connect()
     try:
         myfence.create_table(conn)
         with conn.cursor() as cur:
             cur.execute(VALUES_MY)
+            cur.execute(ROWS_MY)
     finally:
         conn.close()
 
@@ -207,7 +237,7 @@ class PostgresFenceTest(unittest.TestCase):
         create_tables()
 
     def test_cases(self) -> None:
-        run_all(self, PostgresStore, "postgres")
+        run_all(self, PostgresStore, "postgres", recipes=("fence", "column"))
 
     def test_refusal_rolls_back_and_keeps_the_connection_usable(self) -> None:
         key = run_id() + "/rollback"
@@ -238,7 +268,7 @@ class MariaDBFenceTest(unittest.TestCase):
         create_tables()
 
     def test_cases(self) -> None:
-        run_all(self, MariaDBStore, "mariadb")
+        run_all(self, MariaDBStore, "mariadb", recipes=("fence", "column"))
 
 
 class RedisFenceTest(unittest.TestCase):

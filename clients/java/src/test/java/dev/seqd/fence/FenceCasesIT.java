@@ -215,18 +215,24 @@ class FenceCasesIT {
 
     @FunctionalInterface
     interface StoreFactory {
-        Store open(boolean control) throws Exception;
+        /** A store for a mode: a recipe (fence, column) or the control none. */
+        Store open(String mode) throws Exception;
     }
 
-    /** Runs every case with the fence and under "none"; fails listing what went wrong. */
+    /**
+     * Runs every case with each recipe (fence: the fence table; column: the token in the data's
+     * own row) and under the control "none"; fails listing what went wrong.
+     */
     @SuppressWarnings("unchecked")
-    static void runAll(StoreFactory factory, String db) throws Exception {
+    static void runAll(StoreFactory factory, String db, List<String> recipes) throws Exception {
         Map<String, Object> cases = cases();
         String rid = runId();
         List<String> failures = new ArrayList<>();
-        for (boolean control : new boolean[] {false, true}) {
-            String mode = control ? "none" : "fence";
-            try (Store store = factory.open(control)) {
+        List<String> modes = new ArrayList<>(recipes);
+        modes.add("none");
+        for (String mode : modes) {
+            boolean control = !recipes.contains(mode);
+            try (Store store = factory.open(mode)) {
                 for (Map<String, Object> c : (List<Map<String, Object>>) cases.get("cases")) {
                     String name = (String) c.get("name");
                     String err;
@@ -234,16 +240,14 @@ class FenceCasesIT {
                         err = runCase(c, store, control, db, rid + "/" + mode + "/" + name + "/");
                     } catch (Exception e) {
                         err = "threw " + e;
-                        if (!control) {
-                            store.reconnect();
-                        }
+                        store.reconnect();
                     }
                     System.err.println("\nFENCECASE java " + db + " " + name + " " + mode + " " + (err == null ? "pass" : "fail") + " " + (err == null ? "" : err));
                     if (!control && err != null) {
-                        failures.add(db + ": case " + name + ": " + err);
+                        failures.add(db + ": case " + name + " (" + mode + "): " + err);
                     }
-                    if (control && err == null && ((List<Object>) c.get("fails_under")).contains("none")) {
-                        failures.add(db + ": control none passes case " + name + ", which it must fail");
+                    if (control && err == null && ((List<Object>) c.get("fails_under")).contains(mode)) {
+                        failures.add(db + ": control " + mode + " passes case " + name + ", which it must fail");
                     }
                 }
             }
@@ -255,7 +259,7 @@ class FenceCasesIT {
 
     // JDBC stores: PostgreSQL and MariaDB differ in their SQL only.
 
-    record Dialect(String name, String url, JdbcFence fence, String values, String upsert, String select, String max) {}
+    record Dialect(String name, String url, JdbcFence fence, String values, String rows, String upsert, String select, String max) {}
 
     static Dialect postgres() {
         String p = "SEQD_TEST_PG";
@@ -263,6 +267,7 @@ class FenceCasesIT {
                 "jdbc:postgresql://" + env(p + "_HOST") + ":" + env(p + "_PORT") + "/" + env(p + "_DATABASE"),
                 JdbcFence.postgres(),
                 "CREATE TABLE IF NOT EXISTS fence_case_values (k text PRIMARY KEY, v text NOT NULL)",
+                "CREATE TABLE IF NOT EXISTS fence_case_rows (k text PRIMARY KEY, v text NULL, fence_token numeric(20,0) NULL)",
                 "INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
                 "SELECT v FROM fence_case_values WHERE k = ?",
                 "SELECT max_token::text FROM seqd_fence WHERE fence_key = ?");
@@ -274,6 +279,7 @@ class FenceCasesIT {
                 "jdbc:mariadb://" + env(p + "_HOST") + ":" + env(p + "_PORT") + "/" + env(p + "_DATABASE"),
                 JdbcFence.mariadb(),
                 "CREATE TABLE IF NOT EXISTS fence_case_values (k varchar(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB",
+                "CREATE TABLE IF NOT EXISTS fence_case_rows (k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB",
                 "INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
                 "SELECT v FROM fence_case_values WHERE k = ?",
                 "SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = ?");
@@ -286,12 +292,20 @@ class FenceCasesIT {
 
     static final class JdbcStore implements Store {
         final Dialect d;
+        final String mode;
         final boolean control;
+        final boolean column;
+        final JdbcFence fence;
         Connection conn;
 
-        JdbcStore(Dialect d, boolean control) throws SQLException {
+        JdbcStore(Dialect d, String mode) throws SQLException {
             this.d = d;
-            this.control = control;
+            this.mode = mode;
+            this.control = mode.equals("none");
+            this.column = mode.equals("column");
+            // The column recipe: the max in the data's own row (fence_token), which a fenced
+            // write or read creates if it is missing.
+            this.fence = column ? d.fence().on("fence_case_rows", "k", "fence_token") : d.fence();
             reconnect();
         }
 
@@ -313,10 +327,18 @@ class FenceCasesIT {
 
         @Override
         public Store writer() throws SQLException {
-            return new JdbcStore(d, control);
+            return new JdbcStore(d, mode);
         }
 
         private String upsert(Connection c, String key, String value) throws SQLException {
+            if (column) { // the fence made the row: fill it in
+                try (PreparedStatement st = c.prepareStatement("UPDATE fence_case_rows SET v = ? WHERE k = ?")) {
+                    st.setString(1, value);
+                    st.setString(2, key);
+                    st.executeUpdate();
+                }
+                return null;
+            }
             try (PreparedStatement st = c.prepareStatement(d.upsert())) {
                 st.setString(1, key);
                 st.setString(2, value);
@@ -326,7 +348,7 @@ class FenceCasesIT {
         }
 
         private String select(Connection c, String key) throws SQLException {
-            try (PreparedStatement st = c.prepareStatement(d.select())) {
+            try (PreparedStatement st = c.prepareStatement(column ? "SELECT v FROM fence_case_rows WHERE k = ?" : d.select())) {
                 st.setString(1, key);
                 try (ResultSet rs = st.executeQuery()) {
                     return rs.next() ? rs.getString(1) : null;
@@ -336,12 +358,12 @@ class FenceCasesIT {
 
         @Override
         public String write(String key, String token, String value) throws Exception {
-            return fenced(t -> control ? upsert(conn, key, value) : d.fence().inTransaction(conn, key, t, c -> upsert(c, key, value)), token, control)[0];
+            return fenced(t -> control ? upsert(conn, key, value) : fence.inTransaction(conn, key, t, c -> upsert(c, key, value)), token, control)[0];
         }
 
         @Override
         public String[] read(String key, String token) throws Exception {
-            return fenced(t -> control ? select(conn, key) : d.fence().inTransaction(conn, key, t, c -> select(c, key)), token, control);
+            return fenced(t -> control ? select(conn, key) : fence.inTransaction(conn, key, t, c -> select(c, key)), token, control);
         }
 
         @Override
@@ -351,10 +373,13 @@ class FenceCasesIT {
 
         @Override
         public long max(String key) throws SQLException {
-            try (PreparedStatement st = conn.prepareStatement(d.max())) {
+            String q = column ? (d.name().equals("postgres") ? "SELECT fence_token::text FROM fence_case_rows WHERE k = ?"
+                    : "SELECT CAST(fence_token AS CHAR) FROM fence_case_rows WHERE k = ?") : d.max();
+            try (PreparedStatement st = conn.prepareStatement(q)) {
                 st.setString(1, key);
                 try (ResultSet rs = st.executeQuery()) {
-                    return rs.next() ? Long.parseUnsignedLong(rs.getString(1)) : 0;
+                    String v = rs.next() ? rs.getString(1) : null;
+                    return v == null ? 0 : Long.parseUnsignedLong(v);
                 }
             }
         }
@@ -364,6 +389,7 @@ class FenceCasesIT {
         try (Connection c = connect(d); Statement st = c.createStatement()) {
             d.fence().createTable(c);
             st.execute(d.values());
+            st.execute(d.rows());
         }
     }
 
@@ -371,14 +397,14 @@ class FenceCasesIT {
     void postgresCases() throws Exception {
         Dialect d = postgres();
         createTables(d);
-        runAll(control -> new JdbcStore(d, control), "postgres");
+        runAll(mode -> new JdbcStore(d, mode), "postgres", List.of("fence", "column"));
     }
 
     @Test
     void mariadbCases() throws Exception {
         Dialect d = mariadb();
         createTables(d);
-        runAll(control -> new JdbcStore(d, control), "mariadb");
+        runAll(mode -> new JdbcStore(d, mode), "mariadb", List.of("fence", "column"));
     }
 
     @Test
@@ -402,7 +428,9 @@ class FenceCasesIT {
                     return 1 / (x.isClosed() ? 1 : 0);
                 }));
                 // The caller's error rolled back its write and the max: 6 is not stale.
-                assertNull(d.fence().inTransaction(c, key + "/err", 6, x -> new JdbcStore(d, false).select(x, key + "/err")), d.name());
+                try (JdbcStore s = new JdbcStore(d, "fence")) {
+                    assertNull(d.fence().inTransaction(c, key + "/err", 6, x -> s.select(x, key + "/err")), d.name());
+                }
             }
         }
     }
@@ -474,7 +502,7 @@ class FenceCasesIT {
 
     @Test
     void redisCases() throws Exception {
-        runAll(RedisStore::new, "redis");
+        runAll(mode -> new RedisStore(mode.equals("none")), "redis", List.of("fence"));
     }
 
     @Test

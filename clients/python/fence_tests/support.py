@@ -169,15 +169,17 @@ def race(store: Store, key: str, st: dict) -> Optional[str]:
     return None
 
 
-def run_all(test, make_store: Callable[[str], Store], db: str, recipes: Sequence[str] = ("fence",)) -> None:
+def run_all(
+    test, make_store: Callable[[str], Store], db: str, recipes: Sequence[str] = ("fence",), controls: Sequence[str] = ("none",)
+) -> None:
     """Runs every case with each recipe ("fence": the fence table,
-    "column": the token in the data's own row), then under the "none"
-    control, as subtests of test, and reports each result for the
-    harness's table. A recipe failing a case, or a control passing a case
-    it must fail, fails the test."""
+    "column": the token in the data's own row), then under each control
+    ("none": no fence), as subtests of test, and reports each result for
+    the harness's table. A recipe failing a case, or a control passing a
+    case it must fail, fails the test."""
     cases = load_cases()
     rid = run_id()
-    for mode in (*recipes, "none"):
+    for mode in (*recipes, *controls):
         store = make_store(mode)
         try:
             for case in cases["cases"]:

@@ -352,6 +352,7 @@ type injector struct {
 	zkMu   sync.Mutex // one ZooKeeper member down at a time
 	seqdMu sync.Mutex // one daemon killed at a time
 	netMu  sync.Mutex // one network fault at a time
+	pgMu   sync.Mutex // one kill of PostgreSQL at a time
 	log    func(format string, args ...any)
 	errorf func(format string, args ...any) // a fault that could not be healed
 }

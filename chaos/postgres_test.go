@@ -27,6 +27,8 @@ var pgFaults = []string{faultClientPause, faultDaemonPause, faultPGKill}
 
 // killPG is faultPGKill.
 func (in *injector) killPG(ctx context.Context) {
+	in.pgMu.Lock()
+	defer in.pgMu.Unlock()
 	in.r.pg.Kill()
 	in.count(faultPGKill)
 	hold(ctx, in.between(100*time.Millisecond, time.Second))

@@ -229,8 +229,11 @@ func (d *DB) setupPostgres(ctx context.Context, opts DBOptions) error {
 		if err != nil {
 			return err
 		}
+		// A killed server's file stays behind until the new one
+		// writes its own: the pid says whose it is.
 		lines := strings.Split(string(b), "\n")
-		if len(lines) < 8 || strings.TrimSpace(lines[7]) != "ready" || strings.TrimSpace(lines[3]) != strconv.Itoa(d.Port) {
+		if len(lines) < 8 || strings.TrimSpace(lines[0]) != strconv.Itoa(d.PID()) ||
+			strings.TrimSpace(lines[7]) != "ready" || strings.TrimSpace(lines[3]) != strconv.Itoa(d.Port) {
 			return errors.New("not ready")
 		}
 		return dialOnce(d.Addr())
@@ -290,10 +293,15 @@ func (d *DB) setupMariaDB(ctx context.Context, opts DBOptions) error {
 		d.args = append(d.args, "--user=root")
 	}
 	d.ready = func(ctx context.Context) error {
-		// The server writes its pid file once it accepts connections,
+		// The server writes its pid file once it accepts connections
+		// (a killed server's stays behind: the pid says whose it is),
 		// and greets a client at once with its version.
-		if _, err := os.Stat(filepath.Join(d.dir, "mysqld.pid")); err != nil {
+		b, err := os.ReadFile(filepath.Join(d.dir, "mysqld.pid"))
+		if err != nil {
 			return err
+		}
+		if strings.TrimSpace(string(b)) != strconv.Itoa(d.PID()) {
+			return errors.New("the pid file is a killed server's")
 		}
 		return mariadbGreets(d.Addr())
 	}

@@ -225,3 +225,41 @@ func TestNewRefusesNoAOF(t *testing.T) {
 		t.Errorf("a warning with appendfsync always: %q", logs.String())
 	}
 }
+
+// TestDoSequencer runs the shared signed-sequencer vectors through
+// DoSequencer: an accepted sequencer's token fences the key and its command
+// runs; a refused one changes nothing.
+func TestDoSequencer(t *testing.T) {
+	d := dbtest.StartT(t, testenv.DBOptions{Kind: testenv.Redis, AppendOnly: true})
+	rdb := client(t, d)
+	ctx := context.Background()
+	f, err := redisfence.New(ctx, rdb, redisfence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := dbcases.LoadSequencers(t)
+	v := seqs.Verifier(t)
+	for i, vec := range seqs.Vectors {
+		fk, vk := fmt.Sprintf("fence:%d", i), fmt.Sprintf("value:%d", i)
+		_, err := f.DoSequencer(ctx, fk, vec.Accept(t, v), vec.Sequencer, redisfence.Cmd{Name: "SET", Keys: []string{vk}, Args: []any{"v"}})
+		if got := dbcases.SequencerOutcome(err); got != vec.Want() {
+			t.Errorf("vector %d %.40q: %s, want %s", i, vec.Sequencer, got, vec.Want())
+			continue
+		}
+		max, err := f.Max(ctx, fk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := rdb.Exists(ctx, vk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if vec.Expect == "ok" {
+			want, _ = strconv.ParseUint(vec.Token, 10, 64)
+		}
+		if max != want || (n == 1) != (vec.Expect == "ok") {
+			t.Errorf("vector %d (%s): max %d, value written %v; want max %d", i, vec.Expect, max, n == 1, want)
+		}
+	}
+}

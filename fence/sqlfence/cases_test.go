@@ -372,3 +372,38 @@ func TestSharedCases(t *testing.T) {
 		})
 	}
 }
+
+// TestDoSequencer runs the shared signed-sequencer vectors through
+// DoSequencer on PostgreSQL: an accepted sequencer's token fences the key
+// (the max is its token) and every refused one leaves the key unfenced and
+// the transaction unrun.
+func TestDoSequencer(t *testing.T) {
+	s := open(t, testenv.Postgres)
+	seqs := dbcases.LoadSequencers(t)
+	v := seqs.Verifier(t)
+	fc := newFenced(t, s, false, sql.LevelReadCommitted)
+	ctx := context.Background()
+	for i, vec := range seqs.Vectors {
+		key := fmt.Sprintf("vec%d", i)
+		ran := false
+		err := fc.f.DoSequencer(ctx, key, vec.Accept(t, v), vec.Sequencer, func(tx *sql.Tx) error {
+			ran = true
+			return fc.put(ctx, tx, key, "v")
+		})
+		if got := dbcases.SequencerOutcome(err); got != vec.Want() {
+			t.Errorf("vector %d %.40q: %s, want %s", i, vec.Sequencer, got, vec.Want())
+			continue
+		}
+		max, err := fc.f.Max(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if vec.Expect == "ok" {
+			want, _ = strconv.ParseUint(vec.Token, 10, 64)
+		}
+		if max != want || ran != (vec.Expect == "ok") {
+			t.Errorf("vector %d (%s): max %d, ran %v; want max %d", i, vec.Expect, max, ran, want)
+		}
+	}
+}

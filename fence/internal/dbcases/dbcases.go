@@ -253,3 +253,90 @@ func race(ctx context.Context, tg Target, key string, st Step) error {
 	}
 	return nil
 }
+
+// Vector is one signed-sequencer vector: a fence of Kind and Lock given
+// Sequencer must answer Expect (ok with Token, wrong_kind, wrong_name,
+// bad_signature, unsigned or invalid).
+type Vector struct {
+	Sequencer, Kind, Lock, Expect, Token string
+}
+
+// Sequencers is the file's signed-sequencer vectors and the verify keys
+// file that checks them.
+type Sequencers struct {
+	VerifyKeys string   `json:"verify_keys"`
+	Vectors    []Vector `json:"vectors"`
+}
+
+// LoadSequencers reads the sequencer vectors of the cases file.
+func LoadSequencers(t testing.TB) Sequencers {
+	t.Helper()
+	b, err := os.ReadFile(Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Sequencers Sequencers `json:"sequencers"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", Path(), err)
+	}
+	if len(f.Sequencers.Vectors) == 0 {
+		t.Fatalf("%s: no sequencer vectors", Path())
+	}
+	return f.Sequencers
+}
+
+// Accept is the fence.Accept of a vector, with verifier v.
+func (vec Vector) Accept(t testing.TB, v *fence.Verifier) fence.Accept {
+	t.Helper()
+	kind := vec.Kind
+	if kind == "lock" {
+		kind = ""
+	}
+	k, err := fence.ParseKind(kind)
+	if err != nil {
+		t.Fatalf("vector kind %q: %v", vec.Kind, err)
+	}
+	return fence.Accept{Kind: k, Name: vec.Lock, Verifier: v}
+}
+
+// SequencerOutcome names an error of a sequencer check as the vectors do.
+func SequencerOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, fence.ErrWrongLock):
+		return "wrong_lock"
+	case errors.Is(err, fence.ErrUnsigned):
+		return "unsigned"
+	case errors.Is(err, fence.ErrBadSignature):
+		return "bad_signature"
+	case errors.Is(err, fence.ErrInvalidSequencer):
+		return "invalid"
+	}
+	return err.Error()
+}
+
+// Verifier is the verifier of the vectors' keys.
+func (s Sequencers) Verifier(t testing.TB) *fence.Verifier {
+	t.Helper()
+	keys, err := fence.ParseVerifyKeys([]byte(s.VerifyKeys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := fence.NewVerifier(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Want is the outcome SequencerOutcome gives for the vector (wrong_kind
+// and wrong_name are both ErrWrongLock).
+func (vec Vector) Want() string {
+	if vec.Expect == "wrong_kind" || vec.Expect == "wrong_name" {
+		return "wrong_lock"
+	}
+	return vec.Expect
+}

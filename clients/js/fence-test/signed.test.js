@@ -6,8 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Guard, SequencerError, loadVerifyKeys } from '../lib/fence/index.js';
-import { env } from './support.js';
+import { Guard, SequencerError, Verifier, loadVerifyKeys, parseVerifyKeys } from '../lib/fence/index.js';
+import { env, loadCases } from './support.js';
+
+const CODES = { invalid: 'invalid_sequencer', wrong_name: 'wrong_lock', wrong_kind: 'wrong_lock' };
 
 const data = () => JSON.parse(readFileSync(env('SEQD_TEST_FENCE_SIGNED'), 'utf8'));
 
@@ -22,8 +24,23 @@ test('signed vectors', async (t) => {
         assert.equal(guard.token(v.sequencer), BigInt(v.token));
         assert.equal(guard.token(v.sequencer), BigInt(v.token)); // from the cache
       } else {
-        assert.throws(() => guard.token(v.sequencer), (e) => e instanceof SequencerError && e.code === (v.expect === 'invalid' ? 'invalid_sequencer' : v.expect));
+        assert.throws(() => guard.token(v.sequencer), (e) => e instanceof SequencerError && e.code === (CODES[v.expect] ?? v.expect));
       }
+    });
+  }
+});
+
+// The signed sequencers of fence/testdata/dbcases.json, which every
+// language's fences run.
+test('shared vectors', async (t) => {
+  const shared = loadCases().sequencers;
+  const verifier = new Verifier(parseVerifyKeys(shared.verify_keys));
+  assert.ok(shared.vectors.length > 10);
+  for (const v of shared.vectors) {
+    await t.test(v.about, () => {
+      const guard = new Guard(v.lock, { kind: v.kind, verifier });
+      if (v.expect === 'ok') assert.equal(guard.token(v.sequencer), BigInt(v.token));
+      else assert.throws(() => guard.token(v.sequencer), (e) => e instanceof SequencerError && e.code === (CODES[v.expect] ?? v.expect));
     });
   }
 });

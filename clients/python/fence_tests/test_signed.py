@@ -13,14 +13,18 @@ from seqd.fence import (
     Guard,
     InvalidSequencerError,
     UnsignedError,
+    Verifier,
     WrongLockError,
     load_verify_keys,
     parse_sequencer,
+    parse_verify_keys,
 )
 
-from .support import env
+from .support import env, load_cases
 
 ERRORS = {
+    "wrong_name": WrongLockError,
+    "wrong_kind": WrongLockError,
     "invalid": InvalidSequencerError,
     "unsigned": UnsignedError,
     "bad_signature": BadSignatureError,
@@ -42,6 +46,21 @@ class SignedSequencerTest(unittest.TestCase):
                 if v["expect"] == "ok":
                     self.assertEqual(guard.token(v["sequencer"]), int(v["token"]))
                     self.assertEqual(guard.token(v["sequencer"]), int(v["token"]))  # from the cache
+                else:
+                    with self.assertRaises(ERRORS[v["expect"]]):
+                        guard.token(v["sequencer"])
+
+    def test_shared_vectors(self) -> None:
+        # The signed sequencers of fence/testdata/dbcases.json, which every
+        # language's fences run.
+        shared = load_cases()["sequencers"]
+        verifier = Verifier(parse_verify_keys(shared["verify_keys"]))
+        self.assertGreater(len(shared["vectors"]), 10)
+        for v in shared["vectors"]:
+            with self.subTest(v["about"]):
+                guard = Guard(v["lock"], kind=v["kind"], verifier=verifier)
+                if v["expect"] == "ok":
+                    self.assertEqual(guard.token(v["sequencer"]), int(v["token"]))
                 else:
                     with self.assertRaises(ERRORS[v["expect"]]):
                         guard.token(v["sequencer"])

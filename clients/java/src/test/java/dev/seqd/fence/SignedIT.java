@@ -49,6 +49,33 @@ class SignedIT {
         assertEquals(List.of(), wrong);
     }
 
+    /** The signed sequencers of fence/testdata/dbcases.json, which every language's fences run. */
+    @Test
+    @SuppressWarnings("unchecked")
+    void sharedVectors() throws Exception {
+        Map<String, Object> shared = (Map<String, Object>) FenceCasesIT.cases().get("sequencers");
+        Verifier verifier = new Verifier(Verifier.parseKeys((String) shared.get("verify_keys")));
+        List<Map<String, Object>> vs = (List<Map<String, Object>>) shared.get("vectors");
+        assertTrue(vs.size() > 10);
+        List<String> wrong = new ArrayList<>();
+        for (Map<String, Object> v : vs) {
+            Guard g = new Guard((String) v.get("kind"), (String) v.get("lock"), verifier);
+            String seq = (String) v.get("sequencer");
+            String expect = ((String) v.get("expect")).replaceAll("^wrong_(name|kind)$", "wrong_lock");
+            String got;
+            try {
+                long t = g.token(seq);
+                got = Long.toUnsignedString(t).equals(v.get("token")) ? "ok" : "token " + Long.toUnsignedString(t);
+            } catch (SequencerException e) {
+                got = e.reason().name().toLowerCase();
+            }
+            if (!got.equals(expect)) {
+                wrong.add(v.get("about") + " (" + seq + "): " + got + ", want " + expect);
+            }
+        }
+        assertEquals(List.of(), wrong);
+    }
+
     @Test
     @SuppressWarnings("unchecked")
     void withoutAVerifierAForgedSequencerPasses() throws Exception {

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // openAPI is docs/openapi.yaml as the test reads it: "METHOD path status"
@@ -125,8 +125,8 @@ func (c *apiCheck) wrongMethod(route, method, url string) {
 	status, resp := httpDo(c.t, method, url, "")
 	var m map[string]any
 	json.Unmarshal([]byte(resp), &m)
-	if status != 405 || m["code"] != client.CodeMethod || w405Allow(c.t, method, url) == "" {
-		c.t.Errorf("%s %s: got %d %s, want 405 %s with Allow", method, url, status, resp, client.CodeMethod)
+	if status != 405 || m["code"] != api.CodeMethod || w405Allow(c.t, method, url) == "" {
+		c.t.Errorf("%s %s: got %d %s, want 405 %s with Allow", method, url, status, resp, api.CodeMethod)
 	}
 	known, other := false, false
 	for key := range c.spec.responses {
@@ -166,15 +166,15 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		status := fmt.Sprintf("/v1/%s/{name}", f.name)
 		list := "/v1/" + f.name
 		at := func(name, action string) string { return u + "/v1/" + f.name + "/" + name + action }
-		id1, id2 := client.NewLeaseID(), client.NewLeaseID()
+		id1, id2 := api.NewLeaseID(), api.NewLeaseID()
 		body := func(owner, id string) string {
 			return fmt.Sprintf(`{"owner":%q,"lease_id":%q%s}`, owner, id, f.extra)
 		}
 		a := c.do(grant, "POST", at("api", "/"+f.grant), body("a", id1), 200)
 		other := `{"owner":"b"` + f.extra + `}`
 		if f.name == "semaphores" {
-			c.do(grant, "POST", at("api", "/"+f.grant), body("a2", client.NewLeaseID()), 200) // the second slot
-			c.do(grant, "POST", at("api", "/"+f.grant), `{"owner":"b","limit":9}`, 409)       // limit_mismatch
+			c.do(grant, "POST", at("api", "/"+f.grant), body("a2", api.NewLeaseID()), 200) // the second slot
+			c.do(grant, "POST", at("api", "/"+f.grant), `{"owner":"b","limit":9}`, 409)    // limit_mismatch
 		}
 		c.do(grant, "POST", at("api", "/"+f.grant), other, 409) // held, full, led
 		c.do(grant, "POST", at("a..b/..", "/"+f.grant), other, 400)
@@ -207,8 +207,8 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		c.do(brk, "POST", authed+"/v1/"+f.name+"/api/break", `{"reason":"no token"}`, 401)
 		victim := c.do(grant, "POST", at("victim", "/"+f.grant), body("v", id2), 200)
 		c.do(brk, "POST", admin+"/v1/"+f.name+"/victim/break", fmt.Sprintf(`{"reason":"test","token":%d}`, tokenOf(victim)), 200)
-		if m := c.do(renew, "POST", at("victim", "/renew"), lease(id2, tokenOf(victim)), 409); m["code"] != client.CodeBroken {
-			t.Errorf("renew of a broken %s lease: code %v, want %s", f.name, m["code"], client.CodeBroken)
+		if m := c.do(renew, "POST", at("victim", "/renew"), lease(id2, tokenOf(victim)), 409); m["code"] != api.CodeBroken {
+			t.Errorf("renew of a broken %s lease: code %v, want %s", f.name, m["code"], api.CodeBroken)
 		}
 		c.do(list, "GET", u+list+"?all=1", "", 200)
 		c.do(list, "GET", u+list+"?all=2", "", 400)
@@ -239,7 +239,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	// Multi-locks: a family whose actions name no lock in the path.
 	{
 		const acq, ren, rel, st, list = "/v1/multilocks/acquire", "/v1/multilocks/renew", "/v1/multilocks/release", "/v1/multilocks/{lease_id}", "/v1/multilocks"
-		id := client.NewLeaseID()
+		id := api.NewLeaseID()
 		m := c.do(acq, "POST", u+acq, fmt.Sprintf(`{"names":["m/a","m/b"],"owner":"a","lease_id":%q}`, id), 200)
 		c.do(acq, "POST", u+acq, `{"names":["m/b","m/c"],"owner":"b"}`, 409)
 		c.do(acq, "POST", u+acq, `{"names":["m/a","m/a"],"owner":"b"}`, 400)
@@ -305,13 +305,13 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		t.Errorf("docs/openapi.yaml documents %s, which the handler did not answer here", key)
 	}
 	// Every code the API has is documented.
-	for _, code := range []string{client.CodeBadRequest, client.CodeHeld, client.CodeLimitMismatch, client.CodeStaleToken, client.CodeLost, client.CodeNotHeld, client.CodeBroken, client.CodeForbidden,
-		client.CodeUnavailable, client.CodeBadSignature, client.CodeUnauthorized, client.CodeNotFound, client.CodeMethod, client.CodeInternal} {
+	for _, code := range []string{api.CodeBadRequest, api.CodeHeld, api.CodeLimitMismatch, api.CodeStaleToken, api.CodeLost, api.CodeNotHeld, api.CodeBroken, api.CodeForbidden,
+		api.CodeUnavailable, api.CodeBadSignature, api.CodeUnauthorized, api.CodeNotFound, api.CodeMethod, api.CodeInternal} {
 		if !slices.Contains(spec.codes, code) {
 			t.Errorf("code %q is not documented in docs/openapi.yaml", code)
 		}
 	}
-	if status, resp := httpDo(t, "GET", u+"/v1/nowhere", ""); status != 404 || !strings.Contains(resp, client.CodeNotFound) {
+	if status, resp := httpDo(t, "GET", u+"/v1/nowhere", ""); status != 404 || !strings.Contains(resp, api.CodeNotFound) {
 		t.Errorf("GET /v1/nowhere: %d %s, want 404 not_found", status, resp)
 	}
 }

@@ -1,4 +1,4 @@
-package client
+package api
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The wire types of the HTTP API, one definition that the daemon and this
-// client share. Every body is JSON. Three families of leases share one
+// The wire types of the HTTP API, one definition that the daemon and the
+// clients share. Every body is JSON. Three families of leases share one
 // shape of endpoints, with the family's name in the path:
 //
 //	family       grant action   renew   end action   extra

@@ -407,7 +407,11 @@ func TestDocExamples(t *testing.T) {
 				script += strings.Join(b.lines, "\n") + "\n"
 				want = append(want, docExpected(b.lines, b.where)...)
 			}
-			got, err := runDocScript(t, []string{"SEQD_ADDR=" + d.addr, "SEQD_ZK=" + d.zk}, script)
+			// SEQD_SRC is the checkout docs/clients.md builds against
+			// (the module is not published); GOBIN keeps its go install
+			// inside the test.
+			env := []string{"SEQD_ADDR=" + d.addr, "SEQD_ZK=" + d.zk, "SEQD_SRC=" + root, "GOBIN=" + t.TempDir(), "GOWORK=", "GOFLAGS="}
+			got, err := runDocScript(t, env, script)
 			if err != nil {
 				t.Errorf("%s's examples: %v; they printed:\n%s", file, err, strings.Join(got, "\n"))
 			}

@@ -382,7 +382,7 @@ func TestDocExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ZooKeeper and the daemon for each doc")
 	}
-	for _, tool := range []string{"curl", "od", "openssl"} {
+	for _, tool := range []string{"curl", "od", "openssl", "chromium", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (scripts/deps.sh installs it)", tool)
 		}

@@ -9,6 +9,7 @@ set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ]; then
   want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium)
+  want+=(curl openssl) # the docs' shell examples, run by TestDocExamples and the quickstart's test
 fi
 missing=()
 for p in "${want[@]}"; do

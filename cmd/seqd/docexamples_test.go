@@ -184,22 +184,7 @@ func checkDocOutput(got []string, want []docLine) []string {
 		}
 		problems = append(problems, fmt.Sprintf("after %s the run printed %d more lines the doc does not show: %q", last, len(got)-len(want), got[len(want):]))
 	}
-	var toks []docNumber
-	for _, n := range nums {
-		if n.isToken {
-			toks = append(toks, n)
-		}
-	}
-	for i, a := range toks {
-		for _, b := range toks[i+1:] {
-			switch {
-			case a.doc == b.doc && a.got != b.got:
-				problems = append(problems, fmt.Sprintf("%s: token %d where %s printed %d: the doc shows the same token (%d) at both", b.where, b.got, a.where, a.got, a.doc))
-			case a.doc < b.doc && a.got >= b.got, a.doc > b.doc && a.got <= b.got:
-				problems = append(problems, fmt.Sprintf("%s: token %d after %d at %s: the doc shows %d after %d", b.where, b.got, a.got, a.where, b.doc, a.doc))
-			}
-		}
-	}
+	// Drift first: a doc edited by hand shows here, naming its line.
 	seen := map[string]bool{}
 	for _, n := range nums {
 		if n.doc != n.got && !seen[n.where+n.docString] {
@@ -209,6 +194,29 @@ func checkDocOutput(got []string, want []docLine) []string {
 				what = "token"
 			}
 			problems = append(problems, fmt.Sprintf("%s: the doc shows %s %s, a fresh run prints %d", n.where, what, n.docString, n.got))
+		}
+	}
+	// Then the relations, whatever the numbers: one problem per pair of
+	// lines.
+	var toks []docNumber
+	for _, n := range nums {
+		if n.isToken {
+			toks = append(toks, n)
+		}
+	}
+	for i, a := range toks {
+		for _, b := range toks[i+1:] {
+			var p string
+			switch {
+			case a.doc == b.doc && a.got != b.got:
+				p = fmt.Sprintf("%s: token %d where %s printed %d: the doc shows the same token (%d) at both", b.where, b.got, a.where, a.got, a.doc)
+			case a.doc < b.doc && a.got >= b.got, a.doc > b.doc && a.got <= b.got:
+				p = fmt.Sprintf("%s: token %d after %d at %s: the doc shows %d after %d", b.where, b.got, a.got, a.where, b.doc, a.doc)
+			}
+			if p != "" && !seen[a.where+" "+b.where] {
+				seen[a.where+" "+b.where] = true
+				problems = append(problems, p)
+			}
 		}
 	}
 	return problems

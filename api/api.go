@@ -67,6 +67,12 @@ const DefaultBlockingWait = 5 * time.Minute
 // election's state.
 const IndexHeader = "X-Seqd-Index"
 
+// MaxNameBytes bounds a name (of a lock, a semaphore or an election).
+const MaxNameBytes = 256
+
+// MaxOwnerBytes bounds a grant's owner.
+const MaxOwnerBytes = 256
+
 // MaxValueBytes bounds a candidate's value.
 const MaxValueBytes = 4096
 

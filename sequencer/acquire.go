@@ -58,8 +58,8 @@ func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duratio
 	switch {
 	case owner == "":
 		return g, badRequest("owner is required: name who is asking, e.g. host:pid")
-	case len(owner) > 256:
-		return g, badRequest("owner is %d bytes, longer than 256", len(owner))
+	case len(owner) > api.MaxOwnerBytes:
+		return g, badRequest("owner is %d bytes, longer than %d", len(owner), api.MaxOwnerBytes)
 	case leaseID != "" && !api.ValidLeaseID(leaseID):
 		return g, badRequest("lease_id %.40q must be 32 lowercase hex digits", leaseID)
 	}

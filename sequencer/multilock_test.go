@@ -205,6 +205,7 @@ func TestLimitsAgreeWithZklock(t *testing.T) {
 		{"MaxSemaphoreLimit", api.MaxSemaphoreLimit, zklock.MaxSemaphoreLimit},
 		{"MaxLockDelay", int64(api.MaxLockDelay), int64(zklock.MaxLockDelay)},
 		{"MaxQueueRead", api.MaxQueueRead, zklock.MaxQueueRead},
+		{"MaxNameBytes", api.MaxNameBytes, zklock.MaxNameLen},
 	} {
 		if c.api != c.lock {
 			t.Errorf("api.%s is %d, zklock.%s %d", c.name, c.api, c.name, c.lock)

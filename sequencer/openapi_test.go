@@ -24,6 +24,16 @@ import (
 type openAPI struct {
 	responses map[string][]string
 	codes     []string
+	// bodies is "METHOD path status" -> the schema of its JSON answer,
+	// where it names one.
+	bodies  map[string]string
+	schemas map[string]schema
+}
+
+// schema is what a body of a component schema may and must hold.
+type schema struct {
+	props    map[string]bool
+	required []string
 }
 
 func readOpenAPI(t *testing.T) openAPI {
@@ -33,12 +43,21 @@ func readOpenAPI(t *testing.T) openAPI {
 		t.Fatal(err)
 	}
 	type response struct {
-		Codes []string `yaml:"x-codes"`
+		Codes   []string `yaml:"x-codes"`
+		Content map[string]struct {
+			Schema struct {
+				Ref string `yaml:"$ref"`
+			} `yaml:"schema"`
+		} `yaml:"content"`
 	}
 	var doc struct {
 		OpenAPI    string `yaml:"openapi"`
 		Components struct {
 			Responses map[string]response `yaml:"responses"`
+			Schemas   map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+				Required   []string       `yaml:"required"`
+			} `yaml:"schemas"`
 		} `yaml:"components"`
 		Paths map[string]map[string]struct {
 			Responses map[string]response `yaml:"responses"`
@@ -50,14 +69,25 @@ func readOpenAPI(t *testing.T) openAPI {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Fatalf("docs/openapi.yaml: openapi %q, want 3.x", doc.OpenAPI)
 	}
-	spec := openAPI{responses: map[string][]string{}}
+	spec := openAPI{responses: map[string][]string{}, bodies: map[string]string{}, schemas: map[string]schema{}}
 	for p, methods := range doc.Paths {
 		for m, op := range methods {
 			for status, r := range op.Responses {
-				spec.responses[fmt.Sprintf("%s %s %s", strings.ToUpper(m), p, status)] = r.Codes
+				key := fmt.Sprintf("%s %s %s", strings.ToUpper(m), p, status)
+				spec.responses[key] = r.Codes
 				spec.codes = append(spec.codes, r.Codes...)
+				if ref := r.Content["application/json"].Schema.Ref; ref != "" {
+					spec.bodies[key] = strings.TrimPrefix(ref, "#/components/schemas/")
+				}
 			}
 		}
+	}
+	for name, s := range doc.Components.Schemas {
+		sc := schema{props: map[string]bool{}, required: s.Required}
+		for p := range s.Properties {
+			sc.props[p] = true
+		}
+		spec.schemas[name] = sc
 	}
 	for _, r := range doc.Components.Responses {
 		spec.codes = append(spec.codes, r.Codes...)
@@ -114,8 +144,51 @@ func (c *apiCheck) do(route, method, url, body string, want int) map[string]any 
 	if code, _ := m["code"].(string); code != "" && !slices.Contains(codes, code) {
 		c.t.Errorf("%s: code %q is not documented (documented: %v)", key, code, codes)
 	}
+	for _, p := range c.spec.bodyProblems(key, m) {
+		c.t.Errorf("%s: %s (body %s)", key, p, resp)
+	}
 	c.seen[key] = true
 	return m
+}
+
+// bodyProblems holds an answer's JSON object against the schema its route
+// documents: every key it holds is a property of the schema, and every
+// required property is there. The schemas are written from package api's
+// types, so this holds the handler's bodies to the wire types.
+func (s openAPI) bodyProblems(key string, m map[string]any) []string {
+	name, ok := s.bodies[key]
+	if !ok || m == nil {
+		return nil
+	}
+	sc, ok := s.schemas[name]
+	if !ok {
+		return []string{fmt.Sprintf("its schema %s is not among the components", name)}
+	}
+	var out []string
+	for k := range m {
+		if !sc.props[k] {
+			out = append(out, fmt.Sprintf("the answer holds %q, which schema %s does not have", k, name))
+		}
+	}
+	for _, k := range sc.required {
+		if _, ok := m[k]; !ok {
+			out = append(out, fmt.Sprintf("the answer lacks %q, which schema %s requires", k, name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The control of the body check: a lease with a key the schema lacks and
+// without a required one is caught twice.
+func TestOpenAPIBodyCheckCatchesDrift(t *testing.T) {
+	spec := readOpenAPI(t)
+	lease := map[string]any{"name": "x", "sequencer": "x@1", "owner": "o", "ttl": "15s", "expires_at": "2026-01-01T00:00:00Z", "secret": 1}
+	got := spec.bodyProblems("POST /v1/locks/{name}/acquire 200", lease)
+	want := []string{`the answer holds "secret", which schema Lease does not have`, `the answer lacks "token", which schema Lease requires`}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
+	}
 }
 
 // wrongMethod checks that method on a documented route that has no such

@@ -3,18 +3,22 @@ package zklock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
 // Holder describes a lock's current state as ZooKeeper has it.
 type Holder struct {
-	Held    bool
-	Node    string // the holder's contender (child name)
-	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
-	Data    []byte // the holder's contender data, as created (nil if rewritten since)
-	Owner   int64  // the session that owns the holder's contender
-	Waiters int    // contenders behind the holder
+	Held  bool
+	Node  string // the holder's contender (child name)
+	Token uint64 // its token (version mode: the last issued, even if its holder has gone)
+	Data  []byte // the holder's contender data, as created (nil if rewritten since)
+	Owner int64  // the session that owns the holder's contender
+	// Since is when the holder's contender was created (when it queued,
+	// not when it was granted); zero when nobody holds.
+	Since   time.Time
+	Waiters int // contenders behind the holder
 	// Index is the zxid of the latest change the state shows (a contender
 	// created or deleted, the holder's or the lock node's data set): it
 	// differs whenever the state may have changed.
@@ -88,7 +92,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
 			break
 		}
-		h.Node, h.Data, h.Owner = cs[0].node, data, st.EphemeralOwner
+		h.Node, h.Data, h.Owner, h.Since = cs[0].node, data, st.EphemeralOwner, time.UnixMilli(st.Ctime)
 		if st.Version != 0 {
 			// A contender's data is written once, at create: another
 			// version was written by someone else.

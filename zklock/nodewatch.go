@@ -249,6 +249,9 @@ func holderOf(st nodeState, mode TokenMode) Holder {
 		return h
 	}
 	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
+	if st.firstStat != nil {
+		h.Since = time.UnixMilli(st.firstStat.Ctime)
+	}
 	switch mode {
 	case TokenZxid:
 		h.Held, h.Token = true, uint64(st.firstStat.Czxid)

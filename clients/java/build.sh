@@ -5,6 +5,10 @@
 #   ./build.sh test   also compile and run the tests with JUnit 5's console
 #                     launcher (Debian's junit5 package, or JUNIT_DIR naming
 #                     the folder of junit-platform-console-standalone.jar).
+#   ./build.sh conformance
+#                     also compile the tests and run the conformance runner
+#                     (dev.seqd.client.Conformance) against the hostile daemon
+#                     that clients/conformance_test.go starts.
 #
 # The tests ending in IT talk to the daemons that clients/java_test.go starts
 # (go test ./clients/ -run TestJavaClient); run alone, they fail for want of
@@ -17,7 +21,7 @@ javac --release 17 -Xlint:all -Werror -d build/classes $(find src/main/java -nam
 printf 'Automatic-Module-Name: dev.seqd.client\n' > build/MANIFEST.MF
 jar --create --file build/seqd-client.jar --manifest build/MANIFEST.MF -C build/classes .
 echo "built build/seqd-client.jar"
-[ "${1:-}" = test ] || exit 0
+[ "${1:-}" = test ] || [ "${1:-}" = conformance ] || exit 0
 
 junit=${JUNIT_DIR:-/usr/share/java}/junit-platform-console-standalone.jar
 if ! [ -f "$junit" ]; then
@@ -25,6 +29,9 @@ if ! [ -f "$junit" ]; then
   exit 1
 fi
 javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" $(find src/test/java -name '*.java')
+if [ "$1" = conformance ]; then
+  exec java -cp build/classes:build/test-classes dev.seqd.client.Conformance
+fi
 exec java -jar "$junit" --disable-banner --details=tree --fail-if-no-tests \
   -cp build/classes:build/test-classes --select-package dev.seqd.client \
   --include-classname '.*(Test|IT)$' "${@:2}"

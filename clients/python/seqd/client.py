@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import ssl
 import urllib.parse
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from ._accept import lease_problem
 from ._durations import Duration, to_seconds, wire_duration
-from ._http import Canceller, Transport
+from ._http import Accept, Canceller, Transport
 from .errors import BadRequestError, SeqdError
 from .lease import Lease, Leadership
 from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, SemaphoreStatus
@@ -17,8 +19,9 @@ from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, Semaphore
 DEFAULT_ADDR = "http://127.0.0.1:7070"
 """The daemon's address when neither ``addr=`` nor ``SEQD_ADDR`` names one."""
 
-DEFAULT_TIMEOUT = 10.0
-"""Seconds a request may take, on top of any wait it asks the daemon for."""
+DEFAULT_TIMEOUT = 4.0
+"""Seconds a request may take, on top of any wait it asks the daemon for:
+connecting, sending, the first byte and the whole answer together."""
 
 # Default blocking-read wait of the daemon (a GET with an index and no wait).
 _DEFAULT_BLOCKING_WAIT = 300.0
@@ -147,10 +150,24 @@ class Client:
     # -- transport -------------------------------------------------------
 
     def _post(
-        self, path: str, body: Dict[str, Any], wait: float = 0.0, timeout: Optional[float] = None, canceller: Optional[Canceller] = None
+        self,
+        path: str,
+        body: Dict[str, Any],
+        wait: float = 0.0,
+        timeout: Optional[float] = None,
+        canceller: Optional[Canceller] = None,
+        accept: Optional[Accept] = None,
     ) -> Dict[str, Any]:
         t = (self.timeout if timeout is None else timeout) + wait
-        return self._transport.request("POST", path, body, timeout=t, canceller=canceller)[1]
+        return self._transport.request("POST", path, body, timeout=t, canceller=canceller, accept=accept)[1]
+
+    def _take(self, kind: str, name: str, action: str, body: Dict[str, Any], wait: Optional[Duration], timeout: Optional[Duration]) -> LeaseInfo:
+        """An acquire or a campaign: a lease for ``name`` under the lease id
+        the body sends, or a :class:`ProtocolError`."""
+        lease_id = body["lease_id"]
+        return LeaseInfo.from_json(
+            self._post(_path(kind, name, action), body, self._secs(wait), self._secs_opt(timeout), accept=lambda d: lease_problem(d, name, lease_id))
+        )
 
     def _get(self, path: str, query: Dict[str, str], wait: float = 0.0, canceller: Optional[Canceller] = None) -> Dict[str, Any]:
         if query:
@@ -188,16 +205,18 @@ class Client:
         """``POST /v1/locks/{name}/acquire``: one acquire, nothing renews it.
 
         ``ttl`` defaults to the daemon's 15s; ``wait`` to 0 (try once).
-        ``lease_id`` (32 lowercase hex digits) makes it retryable; ``mode``
-        is ``"exclusive"`` or ``"shared"``. Raises :class:`HeldError` when
-        not granted within ``wait``. Use :meth:`lock` to hold a lock.
+        ``lease_id`` (32 lowercase hex digits; a random one by default)
+        makes it retryable; ``mode`` is ``"exclusive"`` or ``"shared"``.
+        Raises :class:`HeldError` when not granted within ``wait``, and
+        :class:`ProtocolError` for an answer that is not a well-formed
+        lease of this name and lease id. Use :meth:`lock` to hold a lock.
         """
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if mode is not None:
             body["mode"] = mode
         if lock_delay is not None:
             body["lock_delay"] = wire_duration(lock_delay, "lock_delay")
-        return LeaseInfo.from_json(self._post(_path("lock", name, "acquire"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("lock", name, "acquire", body, wait, timeout)
 
     def renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/locks/{name}/renew``: extend a lease by its TTL (or a new
@@ -281,7 +300,7 @@ class Client:
         Every holder must name the same limit."""
         body = self._acquire_body(owner, lease_id, ttl, wait)
         body["limit"] = _limit(limit)
-        return LeaseInfo.from_json(self._post(_path("semaphore", name, "acquire"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("semaphore", name, "acquire", body, wait, timeout)
 
     def semaphore_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/semaphores/{name}/renew``."""
@@ -315,7 +334,7 @@ class Client:
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if value is not None:
             body["value"] = value
-        return LeaseInfo.from_json(self._post(_path("election", name, "campaign"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("election", name, "campaign", body, wait, timeout)
 
     def election_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/elections/{name}/renew``."""
@@ -328,7 +347,7 @@ class Client:
     def election_proclaim(self, name: str, lease_id: str, token: int, value: str) -> LeaseInfo:
         """``POST /v1/elections/{name}/proclaim``: publish a new value, same term."""
         body = {"lease_id": lease_id, "token": _token(token), "value": value}
-        return LeaseInfo.from_json(self._post(_path("election", name, "proclaim"), body))
+        return LeaseInfo.from_json(self._post(_path("election", name, "proclaim"), body, accept=lambda d: lease_problem(d, name, lease_id, token)))
 
     def leader(self, name: str, index: Optional[int] = None, wait: Optional[Duration] = None) -> ElectionStatus:
         """``GET /v1/elections/{name}``: who leads. With ``index`` it is a
@@ -437,9 +456,7 @@ class Client:
     # -- shared pieces ---------------------------------------------------
 
     def _acquire_body(self, owner: Optional[str], lease_id: Optional[str], ttl: Optional[Duration], wait: Optional[Duration]) -> Dict[str, Any]:
-        body: Dict[str, Any] = {"owner": owner or self.owner}
-        if lease_id is not None:
-            body["lease_id"] = lease_id
+        body: Dict[str, Any] = {"owner": owner or self.owner, "lease_id": lease_id if lease_id is not None else secrets.token_hex(16)}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
         if wait is not None:
@@ -459,7 +476,9 @@ class Client:
         body: Dict[str, Any] = {"lease_id": lease_id, "token": _token(token)}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
-        return LeaseInfo.from_json(self._post(_path(kind, name, "renew"), body, timeout=timeout, canceller=canceller))
+        return LeaseInfo.from_json(
+            self._post(_path(kind, name, "renew"), body, timeout=timeout, canceller=canceller, accept=lambda d: lease_problem(d, name, lease_id, token))
+        )
 
     def _release(self, kind: str, name: str, lease_id: str, token: int, timeout: Optional[float]) -> None:
         action = "resign" if kind == "election" else "release"

@@ -26,7 +26,7 @@ export interface ClientOptions {
   key?: string | Buffer | null;
   /** The owner named by requests that name none; default `<hostname>:<pid>`. */
   owner?: string;
-  /** Milliseconds a request may take on top of the wait it asks for; default 30000. */
+  /** Milliseconds a request may take (connect, send, first byte, whole answer) on top of the wait it asks for; default 4000. */
   timeout?: number;
   /** The environment to read instead of process.env. */
   env?: Record<string, string | undefined>;
@@ -269,6 +269,8 @@ export class HeldError extends SeqdError {}
 export class StaleTokenError extends SeqdError {}
 export class LostError extends SeqdError {}
 export class UnavailableError extends SeqdError {}
+/** The daemon's answer broke the protocol (code "protocol"); a held lease that gets one is lost. */
+export class ProtocolError extends SeqdError {}
 export class UnauthorizedError extends SeqdError {}
 export class BadRequestError extends SeqdError {}
 

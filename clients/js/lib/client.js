@@ -10,12 +10,20 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 import { parseDuration, wireDuration } from './duration.js';
-import { errorFor, SeqdError, UnavailableError } from './errors.js';
+import { errorFor, ProtocolError, SeqdError, UnavailableError } from './errors.js';
 import { encodeJSON, parseJSON, toToken } from './json.js';
 import { HeldLease, Leadership, runHeld } from './lease.js';
 
 const DEFAULT_ADDR = 'http://127.0.0.1:7070';
-const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * Milliseconds a request may take beyond the wait it asks for: connecting,
+ * sending, the first byte and the whole answer together.
+ */
+const DEFAULT_TIMEOUT_MS = 4_000;
+/** How much of a bad answer an error quotes. */
+const QUOTE_BYTES = 200;
+const MAX_TOKEN = (1n << 64n) - 1n;
+const LEASE_ID = /^[0-9a-f]{32}$/;
 /** How long a blocking read waits when given an index and no wait. */
 const DEFAULT_BLOCKING_WAIT_MS = 5 * 60_000;
 const MAX_ANSWER_BYTES = 1 << 20;
@@ -130,7 +138,8 @@ export class Client {
   async renew(lease, opts = {}) {
     const kind = kindOf(lease);
     const body = { lease_id: leaseIdOf(lease), token: toToken(lease.token), ttl: wireDuration(opts.ttl, 'ttl') };
-    const raw = await this.#call('POST', pathFor(kind, lease.name, 'renew'), body, opts);
+    const accept = (raw) => leaseProblem(raw, lease.name, body.lease_id, body.token);
+    const raw = await this.#call('POST', pathFor(kind, lease.name, 'renew'), body, opts, accept);
     return leaseFrom(kind, raw);
   }
 
@@ -254,7 +263,8 @@ export class Client {
   async proclaim(lease, value, opts = {}) {
     if (typeof value !== 'string') throw new TypeError(`a leader's value must be a string, got ${typeof value}`);
     const body = { lease_id: leaseIdOf(lease), token: toToken(lease.token), value };
-    return leaseFrom('election', await this.#call('POST', pathFor('election', lease.name, 'proclaim'), body, opts));
+    const accept = (raw) => leaseProblem(raw, lease.name, body.lease_id, body.token);
+    return leaseFrom('election', await this.#call('POST', pathFor('election', lease.name, 'proclaim'), body, opts, accept));
   }
 
   /**
@@ -375,19 +385,44 @@ export class Client {
     const raw = await this.#call('POST', pathFor(kind, name, KINDS[kind].take), body, {
       signal: opts.signal,
       timeout: this.timeout + (body.wait ? parseDuration(body.wait) : 0),
-    });
+    }, (raw) => leaseProblem(raw, name, body.lease_id));
     return leaseFrom(kind, raw);
   }
 
   // ---- transport ----
 
-  async #call(method, path, body, opts) {
+  /**
+   * A request whose 2xx answer must be a JSON object sent as
+   * application/json and pass accept (which says what is wrong with it, or
+   * nothing): anything else is a ProtocolError.
+   */
+  async #call(method, path, body, opts, accept) {
     const r = await this.#send(method, path, body, opts);
-    if (r.status >= 200 && r.status < 300) {
-      if (r.body === null) throw new SeqdError(`seqd at ${this.addr} answered ${method} ${path} with no JSON: ${r.text.slice(0, 200)}`, { code: 'malformed', status: r.status });
-      return r.body;
+    if (r.status < 200 || r.status >= 300) throw errorFor(r.status, r.body, r.text, (s) => this.#redact(s));
+    const what = `${method} ${path}`;
+    const mediaType = (r.contentType ?? '').split(';')[0].trim().toLowerCase();
+    if (mediaType !== 'application/json') {
+      throw this.#protocolError(what, `the answer's Content-Type is ${r.contentType || 'missing'}, not application/json`, r);
     }
-    throw errorFor(r.status, r.body, r.text);
+    if (r.body === null) throw this.#protocolError(what, `the answer is not JSON (${r.parseError})`, r);
+    if (typeof r.body !== 'object' || Array.isArray(r.body)) throw this.#protocolError(what, 'the answer is JSON but not an object', r);
+    const problem = accept?.(r.body);
+    if (problem) throw this.#protocolError(what, problem, r);
+    return r.body;
+  }
+
+  /** The API token taken out of a text that quotes what a daemon sent. */
+  #redact(s) {
+    return this.#apiToken ? s.split(this.#apiToken).join('[redacted]') : s;
+  }
+
+  /** The error for an answer that broke the protocol: it names the daemon and quotes the answer. */
+  #protocolError(what, problem, r) {
+    const quote = JSON.stringify(this.#redact(r.text).slice(0, QUOTE_BYTES));
+    return new ProtocolError(
+      `the daemon at ${this.addr} broke the protocol answering ${what}: ${problem}; it sent ${r.status} ${r.contentType || '(no Content-Type)'}: ${quote}`,
+      { code: 'protocol', status: r.status },
+    );
   }
 
   /**
@@ -467,14 +502,18 @@ export class Client {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           let parsed = null;
+          let parseError = null;
           try {
             parsed = parseJSON(text);
-          } catch {
-            // not JSON: a proxy's page, say; the status speaks
+          } catch (err) {
+            parseError = err.message; // not JSON: a proxy's page, say
           }
-          finish(null, { status: res.statusCode, body: parsed, text });
+          finish(null, { status: res.statusCode, contentType: res.headers['content-type'], body: parsed, parseError, text });
         });
-        res.on('error', (err) => finish(new UnavailableError(`seqd at ${this.addr} broke off its answer: ${err.message}`, { code: 'unavailable', cause: err })));
+        res.on('error', (err) => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          finish(this.#protocolError(`${method} ${path}`, `the answer was cut short (${err.message})`, { status: res.statusCode, contentType: res.headers['content-type'], text }));
+        });
       });
       req.end(payload);
     });
@@ -543,6 +582,33 @@ function leaseRefOf(lease) {
 
 function tokenOrNull(t) {
   return typeof t === 'bigint' && t > 0n ? t : null;
+}
+
+/**
+ * What is wrong with a lease the daemon answered for name, or null: the
+ * rules every seqd client applies to a grant or a renewal (docs/clients.md).
+ * leaseId is the one the request sent, token the lease's on a renewal (it
+ * never changes). Lease ids are never quoted: they are secrets.
+ */
+export function leaseProblem(raw, name, leaseId, token) {
+  if (typeof raw.name !== 'string') return 'the lease has no name';
+  if (raw.name !== name) return `the lease is for the name ${JSON.stringify(raw.name)}, not the requested ${JSON.stringify(name)}`;
+  const t = raw.token;
+  if (t === undefined || t === null) return 'the lease has no token';
+  if (typeof t !== 'bigint') return `the token ${JSON.stringify(typeof t === 'number' ? String(t) : t)} is not a base-10 integer`;
+  if (t < 1n || t > MAX_TOKEN) return `the token ${t} is out of the range 1..2^64-1`;
+  if (token !== undefined && t !== token) return `the token changed from ${token} to ${t}: a lease's token never changes`;
+  if (typeof raw.lease_id !== 'string' || !LEASE_ID.test(raw.lease_id)) return 'the lease id is not 32 lowercase hex digits';
+  if (leaseId !== undefined && raw.lease_id !== leaseId) return 'the lease id is not the one the request sent';
+  if (typeof raw.sequencer !== 'string') return 'the lease has no sequencer';
+  let ttl = 0;
+  try {
+    ttl = typeof raw.ttl === 'string' ? parseDuration(raw.ttl) : 0;
+  } catch {
+    // reported below
+  }
+  if (!(ttl > 0)) return `the ttl ${JSON.stringify(raw.ttl)} is not a positive duration`;
+  return null;
 }
 
 /** The client's form of the daemon's lease. */

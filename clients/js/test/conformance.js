@@ -126,7 +126,7 @@ async function runHold(v) {
     if (e.result === 'held') {
       await sleep(e.for * 1000);
       const n = (await stats(name)).renews;
-      return [!lease.lost && n >= 2, `${lease.lost ? 'lost' : 'held'} after ${e.for}s, ${n} renewals answered`];
+      return [!lease.lost && n >= 2, `${lease.lost ? `lost (${lease.lossReason?.message})` : "held"} after ${e.for}s, ${n} renewals answered`];
     }
     const bound = e.within + seconds(v.ttl ?? '1s') + 2;
     let timer;

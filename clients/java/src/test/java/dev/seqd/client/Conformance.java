@@ -319,7 +319,7 @@ public final class Conformance {
 
     private static Outcome runKeepalive(Map<String, Object> v) throws Exception {
         String name = "conformance/" + Json.str(v, "id");
-        try (Client c = client(false); Lease lease = c.lock(name, Duration.ofSeconds(1), Duration.ZERO)) {
+        try (Client c = client(false); Lease lease = c.lock(name, Json.parseDuration(Json.str(v, "ttl")), Duration.ZERO)) {
             Thread.sleep((long) (num(expect(v), "for") * 1000));
         }
         Map<String, Object> s = stats(name);

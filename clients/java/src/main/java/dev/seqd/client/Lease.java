@@ -372,7 +372,12 @@ public class Lease implements AutoCloseable {
         synchronized (mu) {
             lastFailure = e;
             int s = e.status();
-            if (state == State.HELD && (s == 409 || (renewal && (s == 400 || s == 404)))) {
+            if (state == State.HELD && e instanceof ProtocolException) {
+                // An answer that cannot be trusted: nothing says the lease still holds.
+                end = new LostException("the lease on " + name + " is lost: its renewal's answer broke the protocol: "
+                        + e.getMessage(), s, "protocol", null, e);
+                endLocked(end);
+            } else if (state == State.HELD && (s == 409 || (renewal && (s == 400 || s == 404)))) {
                 end = e instanceof LostException le ? le
                         : new LostException(e.getMessage(), s, e.code(),
                                 e.currentToken().isPresent() ? e.currentToken().getAsLong() : null, e);

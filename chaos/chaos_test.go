@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	seqdclient "github.com/seqd/seqd/client"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -674,7 +674,7 @@ func TestChaos(t *testing.T) {
 type cachingProxy struct {
 	*httptest.Server
 	mu     sync.Mutex
-	cached seqdclient.Lease
+	cached api.Lease
 	n      int
 }
 
@@ -684,7 +684,7 @@ func newCachingProxy(target string) *cachingProxy {
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		if strings.HasSuffix(req.URL.Path, "/release") || strings.HasSuffix(req.URL.Path, "/renew") {
-			var lr seqdclient.LeaseRequest
+			var lr api.LeaseRequest
 			if json.Unmarshal(body, &lr) == nil && strings.HasPrefix(lr.LeaseID, "cached-") {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"released":true}`)
@@ -710,7 +710,7 @@ func newCachingProxy(target string) *cachingProxy {
 			if status == http.StatusOK {
 				json.Unmarshal(rb, &p.cached)
 			} else if p.cached.Token != 0 {
-				var ar seqdclient.AcquireRequest
+				var ar api.AcquireRequest
 				json.Unmarshal(body, &ar)
 				p.n++
 				l := p.cached

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	seqdclient "github.com/seqd/seqd/client"
 )
 
@@ -193,7 +194,7 @@ func (c *client) round(ctx context.Context, iter int, lk LockKeys, keys []string
 
 // think sleeps d between read and write; with cfg.Renew it renews the lease
 // every third of the TTL meanwhile, and records each renewal.
-func (c *client) think(ctx context.Context, dc *seqdclient.Client, daemon, lock string, l seqdclient.Lease, d time.Duration) {
+func (c *client) think(ctx context.Context, dc *seqdclient.Client, daemon, lock string, l api.Lease, d time.Duration) {
 	if !c.cfg.Renew {
 		c.sleep(ctx, d)
 		return
@@ -213,14 +214,14 @@ func (c *client) think(ctx context.Context, dc *seqdclient.Client, daemon, lock 
 // classifyDaemon maps a daemon call's error to a result: an answer of the
 // daemon is definite, a call that got none is unknown.
 func classifyDaemon(err error) (string, string) {
-	var api *seqdclient.APIError
+	var ae *api.APIError
 	switch {
 	case err == nil:
 		return ResultOK, ""
-	case errors.As(err, &api) && api.Code == seqdclient.CodeStaleToken:
-		return ResultStale, api.Code
-	case errors.As(err, &api):
-		return ResultFail, api.Code
+	case errors.As(err, &ae) && ae.Code == api.CodeStaleToken:
+		return ResultStale, ae.Code
+	case errors.As(err, &ae):
+		return ResultFail, ae.Code
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ResultFail, err.Error() // never delivered
 	}
@@ -229,7 +230,7 @@ func classifyDaemon(err error) (string, string) {
 
 func (c *client) storeURL(key string) string { return c.cfg.Store + "/v1/kv/" + key }
 
-func (c *client) read(ctx context.Context, lock, key string, l seqdclient.Lease) ([]int, bool) {
+func (c *client) read(ctx context.Context, lock, key string, l api.Lease) ([]int, bool) {
 	op := c.rec.Invoke(Op{Kind: KindRead, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
 	status, body, err := c.do(ctx, http.MethodGet, key, l.Token, nil)
 	op.Complete = now()
@@ -252,7 +253,7 @@ func (c *client) read(ctx context.Context, lock, key string, l seqdclient.Lease)
 	return set, op.Result == ResultOK
 }
 
-func (c *client) write(ctx context.Context, lock, key string, l seqdclient.Lease, set []int, x int) {
+func (c *client) write(ctx context.Context, lock, key string, l api.Lease, set []int, x int) {
 	b, _ := json.Marshal(set)
 	op := c.rec.Invoke(Op{Kind: KindWrite, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
 	status, body, err := c.do(ctx, http.MethodPut, key, l.Token, b)

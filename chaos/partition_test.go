@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	seqdclient "github.com/seqd/seqd/client"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/api"
+	seqdclient "github.com/seqd/seqd/client"
 
 	"github.com/seqd/seqd/testenv"
 )
@@ -208,10 +210,10 @@ func (in *injector) holderDaemon(ctx context.Context) int {
 	var holders []int
 	for i, u := range in.e.urls {
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
-		var leases []seqdclient.Lease
+		var leases []api.Lease
 		c, err := seqdclient.New(u, seqdclient.WithoutEnv())
 		if err == nil {
-			leases, err = c.Leases(lctx, seqdclient.Locks)
+			leases, err = c.Leases(lctx, api.Locks)
 		}
 		cancel()
 		for _, l := range leases {

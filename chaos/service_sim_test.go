@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	seqdclient "github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/sequencer"
@@ -68,7 +68,7 @@ func TestServiceSimulation(t *testing.T) {
 }
 
 type svcClient struct {
-	lease   *seqdclient.Lease
+	lease   *api.Lease
 	read    []int
 	hasRead bool
 	iter    int
@@ -99,7 +99,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 	var ops []Op
 	var st SimStats
 	var tick int64
-	live := map[string]*seqdclient.Lease{} // leases handed out and not yet seen to end
+	live := map[string]*api.Lease{} // leases handed out and not yet seen to end
 	record := func(op Op) {
 		tick++
 		op.Invoke = tick
@@ -119,8 +119,8 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				// A listing names no lease ids: the token tells the lease.
-				gone := !slices.ContainsFunc(svc.Leases(seqdclient.Locks), func(x seqdclient.Lease) bool { return x.Token == l.Token })
-				var stt seqdclient.LockStatus
+				gone := !slices.ContainsFunc(svc.Leases(api.Locks), func(x api.Lease) bool { return x.Token == l.Token })
+				var stt api.LockStatus
 				var err error
 				if gone {
 					stt, err = svc.Status(ctx, name)
@@ -143,7 +143,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 	// its deadline watch (which tells every grant): a timer armed after a
 	// jump would see the jump late.
 	advance := func(d time.Duration) {
-		n := len(svc.Leases(seqdclient.Locks))
+		n := len(svc.Leases(api.Locks))
 		want := 2 + min(n, 1)
 		quiet := make(chan struct{})
 		tm := time.AfterFunc(5*time.Second, func() { close(quiet) })
@@ -167,14 +167,14 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 	acquire := func(p int, c *svcClient) {
 		c.iter++
 		op := Op{Process: p, Kind: KindAcquire, Daemon: "svc"}
-		d := seqdclient.Duration(ttl)
-		l, err := svc.Acquire(ctx, name, seqdclient.AcquireRequest{Owner: fmt.Sprintf("c%d-%d", p, c.iter), TTL: &d})
+		d := api.Duration(ttl)
+		l, err := svc.Acquire(ctx, name, api.AcquireRequest{Owner: fmt.Sprintf("c%d-%d", p, c.iter), TTL: &d})
 		switch {
 		case err == nil:
 			op.Result, op.Token, op.Grant = ResultOK, l.Token, l.LeaseID
 			c.lease, c.hasRead = &l, false
 			live[l.LeaseID] = &l
-		case errors.Is(err, seqdclient.ErrHeld):
+		case errors.Is(err, api.ErrHeld):
 			op.Result = ResultFail
 		default:
 			t.Fatalf("seed %d: acquire: %v", seed, err)
@@ -200,7 +200,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 				st.Pauses++
 				advance(ttl/2 + time.Duration(r.Int64N(int64(5*ttl/2))))
 			case x < 4:
-				if l, err := svc.Renew(ctx, seqdclient.Locks, name, seqdclient.LeaseRequest{LeaseID: c.lease.LeaseID, Token: c.lease.Token}); err == nil {
+				if l, err := svc.Renew(ctx, api.Locks, name, api.LeaseRequest{LeaseID: c.lease.LeaseID, Token: c.lease.Token}); err == nil {
 					st.Renewals++
 					live[l.LeaseID] = &l
 				}
@@ -216,7 +216,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 				}
 				record(op)
 				res := ResultOK
-				if err := svc.Release(ctx, seqdclient.Locks, name, seqdclient.LeaseRequest{LeaseID: c.lease.LeaseID, Token: c.lease.Token}); err != nil {
+				if err := svc.Release(ctx, api.Locks, name, api.LeaseRequest{LeaseID: c.lease.LeaseID, Token: c.lease.Token}); err != nil {
 					res = ResultFail
 				} else {
 					delete(live, c.lease.LeaseID)

@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/seqd/seqd/api"
 )
 
 // DefaultAddr is the daemon's address when neither New nor SEQD_ADDR names
@@ -272,16 +274,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 func apiError(status int, raw []byte, out any) error {
 	var eb struct {
-		ErrorBody
+		api.ErrorBody
 		Valid *bool `json:"valid"`
 	}
 	if err := json.Unmarshal(raw, &eb); err != nil || eb.Code == "" {
-		return &APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(raw))}
+		return &api.APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(raw))}
 	}
 	if eb.Valid != nil && out != nil { // a failed check has its body
 		json.Unmarshal(raw, out)
 	}
-	return &APIError{Status: status, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken, Limit: eb.Limit, Reason: eb.Reason}
+	return &api.APIError{Status: status, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken, Limit: eb.Limit, Reason: eb.Reason}
 }
 
 // path is the URL path of a name under a family, each segment escaped.
@@ -295,11 +297,11 @@ func path(family, name string) string {
 
 // durationPtr is d for an optional duration field: nil (the daemon's
 // default) for 0.
-func durationPtr(d time.Duration) *Duration {
+func durationPtr(d time.Duration) *api.Duration {
 	if d == 0 {
 		return nil
 	}
-	x := Duration(d)
+	x := api.Duration(d)
 	return &x
 }
 

@@ -1,10 +1,10 @@
 // Package client is the Go client of seqd's HTTP API, the sidecar that
-// grants fenced locks, semaphore slots and leaderships, and the one
-// definition of that API's wire types (the daemon, package sequencer,
-// uses them too).
+// grants fenced locks, semaphore slots and leaderships. The bodies it
+// sends and receives are those of package api, the wire contract that the
+// daemon imports too.
 //
 // A program that talks to a seqd sidecar needs nothing else: the package
-// depends on the standard library and package fence only, and links no
+// depends on the standard library and packages api and fence only, and links no
 // ZooKeeper client and no Prometheus.
 //
 //	c, err := client.New("") // SEQD_ADDR, SEQD_API_TOKEN_FILE, SEQD_CACERT, SEQD_CERT, SEQD_KEY

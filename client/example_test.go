@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 )
@@ -75,7 +76,7 @@ func ExampleClient_AcquireSemaphore() {
 	_, err := c.AcquireSemaphore(ctx, "pools/gpu", 2)
 	fmt.Println("third:", errors.Is(err, client.ErrHeld))
 	_, err = c.AcquireSemaphore(ctx, "pools/gpu", 8)
-	var ae *client.APIError
+	var ae *api.APIError
 	if errors.As(err, &ae) && errors.Is(err, client.ErrLimitMismatch) {
 		fmt.Println("limit 8 refused; recorded:", *ae.Limit)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/seqd/seqd/api"
 )
 
 // Held is a lease that renews itself every third of its TTL until it is
@@ -21,7 +23,7 @@ type Held struct {
 	c *Client
 
 	mu       sync.Mutex
-	lease    Lease
+	lease    api.Lease
 	deadline time.Time // monotonic: sent + TTL of the last confirmed grant or renewal
 	err      error     // why it ended; nil while held
 
@@ -38,21 +40,21 @@ var ErrReleased = errors.New("seqd: lease released")
 // Hold acquires the lock name (as Acquire, with the same options) and keeps
 // the lease renewed until Release or its loss.
 func (c *Client) Hold(ctx context.Context, name string, opts ...AcquireOption) (*Held, error) {
-	return c.hold(func() (Lease, error) { return c.Acquire(ctx, name, opts...) })
+	return c.hold(func() (api.Lease, error) { return c.Acquire(ctx, name, opts...) })
 }
 
 // HoldSemaphore is Hold for a slot of the semaphore name.
 func (c *Client) HoldSemaphore(ctx context.Context, name string, limit int, opts ...SemaphoreOption) (*Held, error) {
-	return c.hold(func() (Lease, error) { return c.AcquireSemaphore(ctx, name, limit, opts...) })
+	return c.hold(func() (api.Lease, error) { return c.AcquireSemaphore(ctx, name, limit, opts...) })
 }
 
 // HoldLeadership is Hold for the leadership of the election name (as
 // Campaign).
 func (c *Client) HoldLeadership(ctx context.Context, name, value string, opts ...CampaignOption) (*Held, error) {
-	return c.hold(func() (Lease, error) { return c.Campaign(ctx, name, value, opts...) })
+	return c.hold(func() (api.Lease, error) { return c.Campaign(ctx, name, value, opts...) })
 }
 
-func (c *Client) hold(grant func() (Lease, error)) (*Held, error) {
+func (c *Client) hold(grant func() (api.Lease, error)) (*Held, error) {
 	sent := time.Now()
 	l, err := grant()
 	if err != nil {
@@ -65,7 +67,7 @@ func (c *Client) hold(grant func() (Lease, error)) (*Held, error) {
 }
 
 // Lease is the lease as last granted or renewed.
-func (h *Held) Lease() Lease {
+func (h *Held) Lease() api.Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lease
@@ -157,12 +159,12 @@ func (h *Held) renew() {
 // renewOnce renews once, bounded by the deadline, and returns how long to
 // wait before the next renewal: interval after a success, interval/4 after
 // a failure to reach the daemon, -1 when the lease has ended.
-func (h *Held) renewOnce(l Lease, interval time.Duration, deadline time.Time) time.Duration {
+func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time) time.Duration {
 	ctx, cancel := context.WithDeadline(h.ctx, deadline) // never past the deadline
 	defer cancel()
 	sent := time.Now()
 	renewed, err := h.c.Renew(ctx, l, 0)
-	var ae *APIError
+	var ae *api.APIError
 	switch {
 	case err == nil:
 		h.mu.Lock()

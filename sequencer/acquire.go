@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -20,17 +20,17 @@ import (
 // and elections have files of their own.
 
 func validateTTL(ttl time.Duration) error {
-	if ttl < client.MinTTL || ttl > client.MaxTTL {
-		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, client.MinTTL, client.MaxTTL)
+	if ttl < api.MinTTL || ttl > api.MaxTTL {
+		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, api.MinTTL, api.MaxTTL)
 	}
 	return nil
 }
 
 // validateName checks a name of family f: a lock name, and for a
 // semaphore no segment that reaches its own nodes.
-func validateName(f client.Family, name string) error {
+func validateName(f api.Family, name string) error {
 	check := zklock.ValidateName
-	if f == client.Semaphores {
+	if f == api.Semaphores {
 		check = zklock.ValidateSemaphoreName
 	}
 	var ne *zklock.NameError
@@ -50,7 +50,7 @@ type grant struct {
 	wait                 time.Duration
 }
 
-func readGrant(f client.Family, name, owner, leaseID string, ttl, wait *client.Duration) (grant, error) {
+func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duration) (grant, error) {
 	g := grant{name: name, owner: owner, leaseID: leaseID}
 	if err := validateName(f, name); err != nil {
 		return g, err
@@ -58,9 +58,9 @@ func readGrant(f client.Family, name, owner, leaseID string, ttl, wait *client.D
 	switch {
 	case owner == "":
 		return g, badRequest("owner is required: name who is asking, e.g. host:pid")
-	case len(owner) > 256:
-		return g, badRequest("owner is %d bytes, longer than 256", len(owner))
-	case leaseID != "" && !validLeaseID(leaseID):
+	case len(owner) > api.MaxOwnerBytes:
+		return g, badRequest("owner is %d bytes, longer than %d", len(owner), api.MaxOwnerBytes)
+	case leaseID != "" && !api.ValidLeaseID(leaseID):
 		return g, badRequest("lease_id %.40q must be 32 lowercase hex digits", leaseID)
 	}
 	var err error
@@ -70,8 +70,8 @@ func readGrant(f client.Family, name, owner, leaseID string, ttl, wait *client.D
 	if wait != nil {
 		g.wait = time.Duration(*wait)
 	}
-	if g.wait < 0 || g.wait > client.MaxWait {
-		return g, badRequest("wait %v is out of range: it must be between 0s and %v", g.wait, client.MaxWait)
+	if g.wait < 0 || g.wait > api.MaxWait {
+		return g, badRequest("wait %v is out of range: it must be between 0s and %v", g.wait, api.MaxWait)
 	}
 	return g, nil
 }
@@ -79,7 +79,7 @@ func readGrant(f client.Family, name, owner, leaseID string, ttl, wait *client.D
 // newTTL is the TTL of a new lease.
 func (g grant) newTTL() time.Duration {
 	if g.ttl == 0 {
-		return client.DefaultTTL
+		return api.DefaultTTL
 	}
 	return g.ttl
 }
@@ -88,18 +88,18 @@ func (g grant) newTTL() time.Duration {
 // req.Wait (0 tries once). If ctx ends while waiting (the HTTP client went
 // away), the contender is withdrawn. A request with the lease_id of a live
 // lease is a retry: see retry.
-func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRequest) (client.Lease, error) {
-	g, err := readGrant(client.Locks, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
+func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.Lease, error) {
+	g, err := readGrant(api.Locks, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	kind := fence.KindLock
 	switch req.Mode {
-	case "", client.ModeExclusive:
-	case client.ModeShared:
+	case "", api.ModeExclusive:
+	case api.ModeShared:
 		kind = fence.KindShared
 	default:
-		return client.Lease{}, badRequest("mode %.40q: want exclusive or shared", req.Mode)
+		return api.Lease{}, badRequest("mode %.40q: want exclusive or shared", req.Mode)
 	}
 	delay := s.cfg.LockDelay
 	if kind == fence.KindShared {
@@ -107,22 +107,22 @@ func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRe
 	}
 	if req.LockDelay != nil {
 		if delay = time.Duration(*req.LockDelay); kind == fence.KindShared && delay != 0 {
-			return client.Lease{}, badRequest("a shared lease has no lock_delay")
+			return api.Lease{}, badRequest("a shared lease has no lock_delay")
 		}
 	}
-	if delay < 0 || delay > client.MaxLockDelay {
-		return client.Lease{}, badRequest("lock_delay %v is out of range: it must be between 0s and %v", delay, client.MaxLockDelay)
+	if delay < 0 || delay > api.MaxLockDelay {
+		return api.Lease{}, badRequest("lock_delay %v is out of range: it must be between 0s and %v", delay, api.MaxLockDelay)
 	}
 	if kind == fence.KindShared && s.cfg.TokenMode != zklock.TokenZxid {
-		return client.Lease{}, badRequest("shared leases need token mode zxid; this daemon runs %s", s.cfg.TokenMode)
+		return api.Lease{}, badRequest("shared leases need token mode zxid; this daemon runs %s", s.cfg.TokenMode)
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	out, ok, err := s.retry(g, func(l *lease) string {
 		switch {
-		case familyOf(l.kind) != client.Locks:
+		case familyOf(l.kind) != api.Locks:
 			return "kind"
 		case req.Mode != "" && l.kind != kind:
 			return "mode"
@@ -136,7 +136,7 @@ func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRe
 	}
 	gr, err := s.contend(ctx, sess, g, kind, delay)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	return s.admit(ctx, &lease{kind: kind, grant: gr, delay: delay}, g, 0)
 }
@@ -147,7 +147,7 @@ func (s *Service) Acquire(ctx context.Context, name string, req client.AcquireRe
 // the lease's and differs names no other field it gives that is not;
 // otherwise it refuses the request and changes nothing. A lease id that is
 // not live here is not a retry (ok false): the grant goes on under it.
-func (s *Service) retry(g grant, differs func(*lease) string) (out client.Lease, ok bool, err error) {
+func (s *Service) retry(g grant, differs func(*lease) string) (out api.Lease, ok bool, err error) {
 	ok, err = s.retryWith(g, differs, func(l *lease) { out = l.view() })
 	return out, ok, err
 }
@@ -238,13 +238,13 @@ func (s *Service) grantError(ctx context.Context, sess *zklock.Session, kind fen
 	)
 	switch {
 	case errors.As(err, &le):
-		return &ConflictError{Err: client.ErrLimitMismatch, Kind: kind, Name: name, Limit: le.Recorded}
+		return &ConflictError{Err: api.ErrLimitMismatch, Kind: kind, Name: name, Limit: le.Recorded}
 	case errors.As(err, &me):
 		return unavailable(fmt.Sprintf("%s refuses this daemon's token mode %s: it records %s (give this daemon roots of its own, or the same --token-mode)", me.Root, me.Wanted, me.Recorded), nil)
 	case errors.As(err, &oe):
 		return unavailable(fmt.Sprintf("%s lets any client %s, and this daemon creates its nodes under the creator ACL: fix the root's ACL or give the daemon another root", oe.Root, oe.Perms), nil)
 	case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():
-		return &ConflictError{Err: client.ErrHeld, Kind: kind, Name: name, Delayed: errors.Is(err, zklock.ErrLockDelay), CurrentToken: current(context.WithoutCancel(ctx))}
+		return &ConflictError{Err: api.ErrHeld, Kind: kind, Name: name, Delayed: errors.Is(err, zklock.ErrLockDelay), CurrentToken: current(context.WithoutCancel(ctx))}
 	case ctx.Err() != nil && !errors.Is(err, zklock.ErrUnavailable):
 		return ctx.Err()
 	}
@@ -259,8 +259,8 @@ func (s *Service) contenderData(owner string) []byte {
 
 // admit makes l's grant a lease for g and schedules its expiry; a Service
 // that is closing releases the grant instead. limit is a semaphore's.
-func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (client.Lease, error) {
-	var out client.Lease
+func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (api.Lease, error) {
+	var out api.Lease
 	err := s.admitWith(ctx, l, g, limit, func(l *lease) { out = l.view() })
 	return out, err
 }

@@ -9,53 +9,54 @@ import (
 	"context"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 )
 
 // Aliases for the wire types the tests name.
 type (
-	Lease           = client.Lease
-	LockStatus      = client.LockStatus
-	ElectionStatus  = client.ElectionStatus
-	SemaphoreStatus = client.SemaphoreStatus
-	CheckResponse   = client.CheckResponse
-	APIError        = client.APIError
-	RenewItem       = client.RenewItem
-	RenewResult     = client.RenewResult
-	Duration        = client.Duration
-	ErrorBody       = client.ErrorBody
+	Lease           = api.Lease
+	LockStatus      = api.LockStatus
+	ElectionStatus  = api.ElectionStatus
+	SemaphoreStatus = api.SemaphoreStatus
+	CheckResponse   = api.CheckResponse
+	APIError        = api.APIError
+	RenewItem       = api.RenewItem
+	RenewResult     = api.RenewResult
+	Duration        = api.Duration
+	ErrorBody       = api.ErrorBody
 )
 
 // Errors and codes the tests name.
 var (
-	ErrHeld        = client.ErrHeld
-	ErrLost        = client.ErrLost
-	ErrUnavailable = client.ErrUnavailable
-	ErrBadRequest  = client.ErrBadRequest
-	ErrNotHeld     = client.ErrNotHeld
+	ErrHeld        = api.ErrHeld
+	ErrLost        = api.ErrLost
+	ErrUnavailable = api.ErrUnavailable
+	ErrBadRequest  = api.ErrBadRequest
+	ErrNotHeld     = api.ErrNotHeld
 )
 
 const (
-	CodeHeld         = client.CodeHeld
-	CodeLost         = client.CodeLost
-	CodeStaleToken   = client.CodeStaleToken
-	CodeNotHeld      = client.CodeNotHeld
-	CodeBadRequest   = client.CodeBadRequest
-	CodeBadSignature = client.CodeBadSignature
-	CodeUnavailable  = client.CodeUnavailable
-	ModeShared       = client.ModeShared
-	ModeExclusive    = client.ModeExclusive
-	DefaultTTL       = client.DefaultTTL
-	MaxWait          = client.MaxWait
-	IndexHeader      = client.IndexHeader
-	MaxBodyBytes     = client.MaxBodyBytes
-	MaxValueBytes    = client.MaxValueBytes
-	MaxRenewBatch    = client.MaxRenewBatch
-	CodeMethod       = client.CodeMethod
-	CodeUnauthorized = client.CodeUnauthorized
-	CodeNotFound     = client.CodeNotFound
-	CodeInternal     = client.CodeInternal
+	CodeHeld         = api.CodeHeld
+	CodeLost         = api.CodeLost
+	CodeStaleToken   = api.CodeStaleToken
+	CodeNotHeld      = api.CodeNotHeld
+	CodeBadRequest   = api.CodeBadRequest
+	CodeBadSignature = api.CodeBadSignature
+	CodeUnavailable  = api.CodeUnavailable
+	ModeShared       = api.ModeShared
+	ModeExclusive    = api.ModeExclusive
+	DefaultTTL       = api.DefaultTTL
+	MaxWait          = api.MaxWait
+	IndexHeader      = api.IndexHeader
+	MaxBodyBytes     = api.MaxBodyBytes
+	MaxValueBytes    = api.MaxValueBytes
+	MaxRenewBatch    = api.MaxRenewBatch
+	CodeMethod       = api.CodeMethod
+	CodeUnauthorized = api.CodeUnauthorized
+	CodeNotFound     = api.CodeNotFound
+	CodeInternal     = api.CodeInternal
 )
 
 // AcquireOption is an option of a test's grant: WithShared, WithLockDelay,
@@ -80,29 +81,29 @@ func grantOptions(opts []AcquireOption) grantOpts {
 	return o
 }
 
-func durPtr(d time.Duration) *client.Duration {
+func durPtr(d time.Duration) *api.Duration {
 	if d == 0 {
 		return nil
 	}
-	x := client.Duration(d)
+	x := api.Duration(d)
 	return &x
 }
 
-func acquireRequest(owner string, ttl, wait time.Duration, opts []AcquireOption) client.AcquireRequest {
+func acquireRequest(owner string, ttl, wait time.Duration, opts []AcquireOption) api.AcquireRequest {
 	o := grantOptions(opts)
-	req := client.AcquireRequest{Owner: owner, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)}
+	req := api.AcquireRequest{Owner: owner, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)}
 	if o.shared {
-		req.Mode = client.ModeShared
+		req.Mode = api.ModeShared
 	}
 	if o.delay != nil {
-		x := client.Duration(*o.delay)
+		x := api.Duration(*o.delay)
 		req.LockDelay = &x
 	}
 	return req
 }
 
-func leaseRequest(leaseID string, token uint64, ttl time.Duration) client.LeaseRequest {
-	return client.LeaseRequest{LeaseID: leaseID, Token: token, TTL: durPtr(ttl)}
+func leaseRequest(leaseID string, token uint64, ttl time.Duration) api.LeaseRequest {
+	return api.LeaseRequest{LeaseID: leaseID, Token: token, TTL: durPtr(ttl)}
 }
 
 // tsvc is the Service with the tests' call shapes.
@@ -113,51 +114,51 @@ func (s tsvc) Acquire(ctx context.Context, name, owner string, ttl, wait time.Du
 }
 
 func (s tsvc) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return s.Service.Renew(ctx, client.Locks, name, leaseRequest(leaseID, token, ttl))
+	return s.Service.Renew(ctx, api.Locks, name, leaseRequest(leaseID, token, ttl))
 }
 
 func (s tsvc) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	return s.Service.Release(ctx, client.Locks, name, leaseRequest(leaseID, token, 0))
+	return s.Service.Release(ctx, api.Locks, name, leaseRequest(leaseID, token, 0))
 }
 
 func (s tsvc) Check(ctx context.Context, name string, token uint64) (uint64, error) {
 	return s.Service.Check(ctx, fence.Sequencer{Name: name, Token: token})
 }
 
-func (s tsvc) Leases() []Lease { return s.Service.Leases(client.Locks) }
+func (s tsvc) Leases() []Lease { return s.Service.Leases(api.Locks) }
 
 func (s tsvc) AcquireSemaphore(ctx context.Context, name, owner string, limit int, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
 	o := grantOptions(opts)
-	return s.Service.AcquireSemaphore(ctx, name, client.SemaphoreAcquireRequest{Owner: owner, Limit: limit, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)})
+	return s.Service.AcquireSemaphore(ctx, name, api.SemaphoreAcquireRequest{Owner: owner, Limit: limit, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)})
 }
 
 func (s tsvc) RenewSemaphore(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return s.Service.Renew(ctx, client.Semaphores, name, leaseRequest(leaseID, token, ttl))
+	return s.Service.Renew(ctx, api.Semaphores, name, leaseRequest(leaseID, token, ttl))
 }
 
 func (s tsvc) ReleaseSemaphore(ctx context.Context, name, leaseID string, token uint64) error {
-	return s.Service.Release(ctx, client.Semaphores, name, leaseRequest(leaseID, token, 0))
+	return s.Service.Release(ctx, api.Semaphores, name, leaseRequest(leaseID, token, 0))
 }
 
 func (s tsvc) Campaign(ctx context.Context, name, owner, value string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
 	o := grantOptions(opts)
-	return s.Service.Campaign(ctx, name, client.CampaignRequest{Owner: owner, Value: value, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)})
+	return s.Service.Campaign(ctx, name, api.CampaignRequest{Owner: owner, Value: value, LeaseID: o.leaseID, TTL: durPtr(ttl), Wait: durPtr(wait)})
 }
 
 func (s tsvc) RenewElection(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return s.Service.Renew(ctx, client.Elections, name, leaseRequest(leaseID, token, ttl))
+	return s.Service.Renew(ctx, api.Elections, name, leaseRequest(leaseID, token, ttl))
 }
 
 func (s tsvc) Resign(ctx context.Context, name, leaseID string, token uint64) error {
-	return s.Service.Release(ctx, client.Elections, name, leaseRequest(leaseID, token, 0))
+	return s.Service.Release(ctx, api.Elections, name, leaseRequest(leaseID, token, 0))
 }
 
 func (s tsvc) Proclaim(ctx context.Context, name, leaseID string, token uint64, value string) (Lease, error) {
-	return s.Service.Proclaim(ctx, name, client.ProclaimRequest{LeaseID: leaseID, Token: token, Value: value})
+	return s.Service.Proclaim(ctx, name, api.ProclaimRequest{LeaseID: leaseID, Token: token, Value: value})
 }
 
 func (s tsvc) RenewMany(ctx context.Context, items []RenewItem, ttl time.Duration) ([]Lease, []error, error) {
-	return s.Service.RenewMany(ctx, client.RenewManyRequest{Leases: items, TTL: durPtr(ttl)})
+	return s.Service.RenewMany(ctx, api.RenewManyRequest{Leases: items, TTL: durPtr(ttl)})
 }
 
 // tclient is the client with the tests' call shapes.
@@ -195,11 +196,11 @@ func (c *tclient) Acquire(ctx context.Context, name, owner string, ttl, wait tim
 }
 
 func (c *tclient) Renew(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return c.RenewID(ctx, client.Locks, name, leaseID, token, ttl)
+	return c.RenewID(ctx, api.Locks, name, leaseID, token, ttl)
 }
 
 func (c *tclient) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	return c.ReleaseID(ctx, client.Locks, name, leaseID, token)
+	return c.ReleaseID(ctx, api.Locks, name, leaseID, token)
 }
 
 func (c *tclient) Check(ctx context.Context, name string, token uint64) (CheckResponse, error) {
@@ -211,7 +212,7 @@ func (c *tclient) CheckSequencer(ctx context.Context, seq string) (CheckResponse
 }
 
 func (c *tclient) Leases(ctx context.Context) ([]Lease, error) {
-	return c.Client.Leases(ctx, client.Locks)
+	return c.Client.Leases(ctx, api.Locks)
 }
 
 func (c *tclient) AcquireSemaphore(ctx context.Context, name, owner string, limit int, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
@@ -224,11 +225,11 @@ func (c *tclient) AcquireSemaphore(ctx context.Context, name, owner string, limi
 }
 
 func (c *tclient) RenewSemaphore(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return c.RenewID(ctx, client.Semaphores, name, leaseID, token, ttl)
+	return c.RenewID(ctx, api.Semaphores, name, leaseID, token, ttl)
 }
 
 func (c *tclient) ReleaseSemaphore(ctx context.Context, name, leaseID string, token uint64) error {
-	return c.ReleaseID(ctx, client.Semaphores, name, leaseID, token)
+	return c.ReleaseID(ctx, api.Semaphores, name, leaseID, token)
 }
 
 func (c *tclient) Campaign(ctx context.Context, name, owner, value string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
@@ -241,11 +242,11 @@ func (c *tclient) Campaign(ctx context.Context, name, owner, value string, ttl, 
 }
 
 func (c *tclient) RenewElection(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {
-	return c.RenewID(ctx, client.Elections, name, leaseID, token, ttl)
+	return c.RenewID(ctx, api.Elections, name, leaseID, token, ttl)
 }
 
 func (c *tclient) Resign(ctx context.Context, name, leaseID string, token uint64) error {
-	return c.ReleaseID(ctx, client.Elections, name, leaseID, token)
+	return c.ReleaseID(ctx, api.Elections, name, leaseID, token)
 }
 
 func (c *tclient) Proclaim(ctx context.Context, name, leaseID string, token uint64, value string) (Lease, error) {

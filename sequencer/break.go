@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -22,35 +22,35 @@ import (
 // the admin check. by is where the request came from, for the audit log.
 // The audit line is written and synced before Break returns; if it cannot
 // be, the error says so (the break itself happened).
-func (s *Service) Break(ctx context.Context, f client.Family, name string, req client.BreakRequest, by string) (client.BreakResponse, error) {
+func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (api.BreakResponse, error) {
 	if err := validateName(f, name); err != nil {
-		return client.BreakResponse{}, err
+		return api.BreakResponse{}, err
 	}
 	reason := strings.TrimSpace(req.Reason)
 	switch {
 	case reason == "":
-		return client.BreakResponse{}, badRequest("reason is required: say why the holder is broken (it goes into the audit log)")
-	case len(reason) > client.MaxReasonBytes:
-		return client.BreakResponse{}, badRequest("reason is %d bytes, longer than %d", len(reason), client.MaxReasonBytes)
+		return api.BreakResponse{}, badRequest("reason is required: say why the holder is broken (it goes into the audit log)")
+	case len(reason) > api.MaxReasonBytes:
+		return api.BreakResponse{}, badRequest("reason is %d bytes, longer than %d", len(reason), api.MaxReasonBytes)
 	case !utf8.ValidString(reason):
-		return client.BreakResponse{}, badRequest("reason is not UTF-8 text")
+		return api.BreakResponse{}, badRequest("reason is not UTF-8 text")
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.BreakResponse{}, err
+		return api.BreakResponse{}, err
 	}
 	q, parent, err := s.queueOf(ctx, sess, f, name)
 	if err != nil {
-		return client.BreakResponse{}, err
+		return api.BreakResponse{}, err
 	}
 	kind := kindsOf(f)[0]
 	holding, _ := s.contenders(f, name, q)
 	target, err := pickHolder(kind, name, holding, q.Nodes, req.Token)
 	if err != nil {
-		return client.BreakResponse{}, err
+		return api.BreakResponse{}, err
 	}
 	h := holding[target]
-	if h.Mode == client.ModeShared {
+	if h.Mode == api.ModeShared {
 		kind = fence.KindShared
 	}
 	// A lease of this daemon ends as broken (its holder's next call says
@@ -69,17 +69,17 @@ func (s *Service) Break(ctx context.Context, f client.Family, name string, req c
 	gone, err := sess.BreakNode(ctx, parent, h.Node)
 	if err != nil {
 		if ctx.Err() != nil {
-			return client.BreakResponse{}, ctx.Err()
+			return api.BreakResponse{}, ctx.Err()
 		}
-		return client.BreakResponse{}, unavailable("zookeeper did not delete the holder's node", err)
+		return api.BreakResponse{}, unavailable("zookeeper did not delete the holder's node", err)
 	}
 	_ = gone // deleted now, or by the lease's end just before: broken either way
 	s.log.Warn("broken", noun(kind), name, "token", h.Token, "owner", h.Owner, "daemon", h.Daemon, "reason", reason, "by", by)
 	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
-		return client.BreakResponse{}, &auditError{err: err}
+		return api.BreakResponse{}, &auditError{err: err}
 	}
-	return client.BreakResponse{Broken: true, Token: h.Token, Holder: h, Reason: reason}, nil
+	return api.BreakResponse{Broken: true, Token: h.Token, Holder: h, Reason: reason}, nil
 }
 
 // auditError: the break happened, but its audit line is not on disk.
@@ -93,7 +93,7 @@ func (e *auditError) Unwrap() error { return e.err }
 
 // pickHolder is the index in holding of the holder a break names: the one
 // with token, or the only one.
-func pickHolder(kind fence.Kind, name string, holding []client.Contender, nodes []zklock.QueuedNode, token uint64) (int, error) {
+func pickHolder(kind fence.Kind, name string, holding []api.Contender, nodes []zklock.QueuedNode, token uint64) (int, error) {
 	var cur uint64
 	if len(holding) == 1 {
 		cur = holding[0].Token
@@ -104,11 +104,11 @@ func pickHolder(kind fence.Kind, name string, holding []client.Contender, nodes 
 				return i, nil
 			}
 		}
-		return 0, &ConflictError{Err: client.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
+		return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
 	}
 	switch len(holding) {
 	case 0:
-		return 0, &ConflictError{Err: client.ErrNotHeld, Kind: kind, Name: name}
+		return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name}
 	case 1:
 		return 0, nil
 	}
@@ -117,7 +117,7 @@ func pickHolder(kind fence.Kind, name string, holding []client.Contender, nodes 
 
 // leaseAt is this daemon's live lease of family f on name with token
 // whose contender is at path, or nil.
-func (s *Service) leaseAt(f client.Family, name string, token uint64, path string) *lease {
+func (s *Service) leaseAt(f api.Family, name string, token uint64, path string) *lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range kindsOf(f) {
@@ -171,12 +171,12 @@ func (b *brokenSet) get(id string) (brokenLease, bool) {
 
 // breakAction serves POST /v1/{family}/{name}/break: only with the admin
 // token.
-func breakIn(f client.Family) action {
+func breakIn(f api.Family) action {
 	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
 		if err := h.admin(r); err != nil {
 			return nil, err
 		}
-		var req client.BreakRequest
+		var req api.BreakRequest
 		if err := decode(w, r, &req); err != nil {
 			return nil, err
 		}
@@ -190,4 +190,4 @@ type ForbiddenError struct{ Msg string }
 func (e *ForbiddenError) Error() string { return e.Msg }
 
 // Is makes errors.Is(err, client.ErrUnauthorized) true.
-func (e *ForbiddenError) Is(target error) bool { return target == client.ErrUnauthorized }
+func (e *ForbiddenError) Is(target error) bool { return target == api.ErrUnauthorized }

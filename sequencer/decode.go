@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // Reading request bodies strictly, the same for every route and every
@@ -21,10 +21,10 @@ import (
 // decode reads r's body into v strictly. A failure is a *RequestError.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	rd := r.Body
-	if r.ContentLength < 0 || r.ContentLength > client.MaxBodyBytes {
+	if r.ContentLength < 0 || r.ContentLength > api.MaxBodyBytes {
 		// A body of a declared length within the limit cannot go past it:
 		// the server reads no more than the length.
-		rd = http.MaxBytesReader(w, r.Body, client.MaxBodyBytes)
+		rd = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
 	}
 	// The content type is not checked: `curl -d` sends a form type, and the
 	// body is JSON whatever it says.
@@ -32,7 +32,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return badRequest("the request body is larger than %d KiB", client.MaxBodyBytes>>10)
+			return badRequest("the request body is larger than %d KiB", api.MaxBodyBytes>>10)
 		}
 		return badRequest("could not read the request body: %v", err)
 	}

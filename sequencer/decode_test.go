@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // keysOnce reports whether no object in the JSON text b repeats a key, at
@@ -96,7 +96,7 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, v := range []any{&client.AcquireRequest{}, &client.RenewManyRequest{}, &client.CampaignRequest{}} {
+		for _, v := range []any{&api.AcquireRequest{}, &api.RenewManyRequest{}, &api.CampaignRequest{}} {
 			err := decodeBytes(body, v)
 			ref := reflect.New(reflect.TypeOf(v).Elem()).Interface()
 			if rerr := decodeAllTheWay(body, ref); (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() || err == nil && !reflect.DeepEqual(v, ref) {

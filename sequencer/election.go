@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -24,8 +24,8 @@ func (s *Service) election(sess *zklock.Session, name string) (*zklock.Election,
 }
 
 func validateValue(value string) error {
-	if len(value) > client.MaxValueBytes {
-		return badRequest("value is %d bytes, longer than %d", len(value), client.MaxValueBytes)
+	if len(value) > api.MaxValueBytes {
+		return badRequest("value is %d bytes, longer than %d", len(value), api.MaxValueBytes)
 	}
 	return nil
 }
@@ -33,17 +33,17 @@ func validateValue(value string) error {
 // Campaign stands for election name on req.Owner's behalf with req.Value
 // (default the owner), waiting up to req.Wait to be elected (0 tries
 // once), and returns the leadership as a lease whose Term is its token.
-func (s *Service) Campaign(ctx context.Context, name string, req client.CampaignRequest) (client.Lease, error) {
-	g, err := readGrant(client.Elections, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
+func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Lease, error) {
+	g, err := readGrant(api.Elections, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	if err := validateValue(req.Value); err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	out, ok, err := s.retry(g, func(l *lease) string {
 		switch {
@@ -63,13 +63,13 @@ func (s *Service) Campaign(ctx context.Context, name string, req client.Campaign
 	}
 	e, err := s.election(sess, name)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	campaign := func(ctx context.Context) (*zklock.Leadership, error) { return e.Campaign(ctx, []byte(value)) }
 	try := func(ctx context.Context) (*zklock.Leadership, error) { return e.TryCampaign(ctx, []byte(value)) }
 	lead, err := waitFor(ctx, g.wait, campaign, try)
 	if err != nil {
-		return client.Lease{}, s.grantError(ctx, sess, fence.KindElection, name, err, func(ctx context.Context) uint64 {
+		return api.Lease{}, s.grantError(ctx, sess, fence.KindElection, name, err, func(ctx context.Context) uint64 {
 			if l, lerr := e.Leader(ctx); lerr == nil {
 				return l.Term
 			}
@@ -80,26 +80,26 @@ func (s *Service) Campaign(ctx context.Context, name string, req client.Campaign
 }
 
 // Proclaim sets the value of a live leadership lease, keeping its term.
-func (s *Service) Proclaim(ctx context.Context, name string, req client.ProclaimRequest) (client.Lease, error) {
+func (s *Service) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) (api.Lease, error) {
 	if err := validateValue(req.Value); err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
-	lr := client.LeaseRequest{LeaseID: req.LeaseID, Token: req.Token}
-	l, err := s.leaseFor(ctx, client.Elections, name, lr, metrics.SourceRenew)
+	lr := api.LeaseRequest{LeaseID: req.LeaseID, Token: req.Token}
+	l, err := s.leaseFor(ctx, api.Elections, name, lr, metrics.SourceRenew)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	if _, err := s.liveSession(); err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	if err := l.lead.Proclaim(ctx, []byte(req.Value)); err != nil {
 		if errors.Is(err, zklock.ErrLockLost) || errors.Is(err, zklock.ErrReleased) {
-			return client.Lease{}, s.lostError(l, req.Token)
+			return api.Lease{}, s.lostError(l, req.Token)
 		}
 		if ctx.Err() != nil {
-			return client.Lease{}, ctx.Err()
+			return api.Lease{}, ctx.Err()
 		}
-		return client.Lease{}, unavailable("zookeeper did not take the value", err)
+		return api.Lease{}, unavailable("zookeeper did not take the value", err)
 	}
 	s.mu.Lock()
 	l.value = req.Value
@@ -126,13 +126,13 @@ func (s *Service) leader(ctx context.Context, name string) (zklock.Leader, error
 }
 
 // ElectionStatus reads an election's leader from ZooKeeper.
-func (s *Service) ElectionStatus(ctx context.Context, name string) (client.ElectionStatus, error) {
-	if err := validateName(client.Elections, name); err != nil {
-		return client.ElectionStatus{}, err
+func (s *Service) ElectionStatus(ctx context.Context, name string) (api.ElectionStatus, error) {
+	if err := validateName(api.Elections, name); err != nil {
+		return api.ElectionStatus{}, err
 	}
 	l, err := s.leader(ctx, name)
 	if err != nil {
-		return client.ElectionStatus{}, err
+		return api.ElectionStatus{}, err
 	}
 	st := s.electionStatus(name, l)
 	return st, s.queueElection(ctx, &st)
@@ -140,12 +140,12 @@ func (s *Service) ElectionStatus(ctx context.Context, name string) (client.Elect
 
 // electionStatus is the API form of l; self is decided now, from the
 // leaderships this daemon holds.
-func (s *Service) electionStatus(name string, l zklock.Leader) client.ElectionStatus {
-	st := client.ElectionStatus{Name: name, Candidates: l.Candidates, Index: l.Index}
+func (s *Service) electionStatus(name string, l zklock.Leader) api.ElectionStatus {
+	st := api.ElectionStatus{Name: name, Candidates: l.Candidates, Index: l.Index}
 	if !l.Elected {
 		return st
 	}
-	st.Leader = &client.LeaderView{Value: string(l.Value), Term: l.Term, Since: l.Since.UTC()}
+	st.Leader = &api.LeaderView{Value: string(l.Value), Term: l.Term, Since: l.Since.UTC()}
 	owner, ok := s.selfLeads(name, l.Term)
 	st.Leader.Owner, st.Self = owner, ok
 	return st

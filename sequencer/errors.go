@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 )
 
@@ -20,7 +20,7 @@ type RequestError struct{ Msg string }
 func (e *RequestError) Error() string { return e.Msg }
 
 // Is makes errors.Is(err, client.ErrBadRequest) true.
-func (e *RequestError) Is(target error) bool { return target == client.ErrBadRequest }
+func (e *RequestError) Is(target error) bool { return target == api.ErrBadRequest }
 
 func badRequest(format string, args ...any) error {
 	return &RequestError{Msg: fmt.Sprintf(format, args...)}
@@ -43,7 +43,7 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, client.ErrUnavailable) true.
-func (e *UnavailableError) Is(target error) bool { return target == client.ErrUnavailable }
+func (e *UnavailableError) Is(target error) bool { return target == api.ErrUnavailable }
 
 func unavailable(msg string, cause error) error { return &UnavailableError{Msg: msg, Err: cause} }
 
@@ -76,7 +76,7 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 
 // Is makes a broken lease a lost one too: errors.Is(err, client.ErrLost).
 func (e *ConflictError) Is(target error) bool {
-	return target == client.ErrLost && errors.Is(e.Err, client.ErrBroken)
+	return target == api.ErrLost && errors.Is(e.Err, api.ErrBroken)
 }
 
 func (e *ConflictError) Error() string {
@@ -84,15 +84,15 @@ func (e *ConflictError) Error() string {
 	switch {
 	case errors.Is(e.Err, fence.ErrStaleToken):
 		return fmt.Sprintf("%s %d for %s is stale: the %s's current %s is %d", tokenWord(e.Kind), e.Token, what, noun(e.Kind), tokenWord(e.Kind), e.CurrentToken)
-	case errors.Is(e.Err, client.ErrLimitMismatch):
+	case errors.Is(e.Err, api.ErrLimitMismatch):
 		return fmt.Sprintf("%s has limit %d, recorded by its holders; every holder must name the same limit", what, e.Limit)
-	case errors.Is(e.Err, client.ErrHeld):
+	case errors.Is(e.Err, api.ErrHeld):
 		return e.heldMessage(what)
-	case errors.Is(e.Err, client.ErrNotHeld) && e.Token == 0:
+	case errors.Is(e.Err, api.ErrNotHeld) && e.Token == 0:
 		return fmt.Sprintf("nobody holds %s", what)
-	case errors.Is(e.Err, client.ErrNotHeld):
+	case errors.Is(e.Err, api.ErrNotHeld):
 		return fmt.Sprintf("%s %d does not hold %s: it is free or held with another %s", tokenWord(e.Kind), e.Token, what, tokenWord(e.Kind))
-	case errors.Is(e.Err, client.ErrBroken):
+	case errors.Is(e.Err, api.ErrBroken):
 		if e.Kind == fence.KindElection {
 			return fmt.Sprintf("the leadership of %s with term %d was broken by an operator: %s", what, e.Token, e.Reason)
 		}

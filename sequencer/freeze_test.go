@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -83,7 +83,7 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 	}
 	go read("opened before the freeze", "frozen", st.Index)
 	// A blocking overview (?all=1) is a blocking read like the others.
-	o, err := d.svc.Overview(ctx, client.Locks, true, 0, time.Second)
+	o, err := d.svc.Overview(ctx, api.Locks, true, 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 )
 
@@ -63,7 +63,7 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 		case p == "/ui" || strings.HasPrefix(p, "/ui/"):
 			serveUI(w, r)
 		default:
-			writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, p), Code: client.CodeNotFound})
+			writeError(w, http.StatusNotFound, api.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, p), Code: api.CodeNotFound})
 		}
 	})
 }
@@ -73,7 +73,7 @@ type handler struct {
 	token      string
 	adminToken string
 	log        *slog.Logger
-	families   map[client.Family]*family
+	families   map[api.Family]*family
 }
 
 // family is the routes of one family of leases, one row of the table in
@@ -98,37 +98,37 @@ type action func(h *handler, w http.ResponseWriter, r *http.Request, name string
 
 // routes is the table of every family's routes: what differs between the
 // families is a row here.
-func routes() map[client.Family]*family {
-	return map[client.Family]*family{
-		client.Locks: {
+func routes() map[api.Family]*family {
+	return map[api.Family]*family{
+		api.Locks: {
 			actions: map[string]action{
 				"acquire": post((*Service).Acquire),
-				"renew":   post(renewIn(client.Locks)),
-				"release": post(releaseIn(client.Locks)),
-				"break":   breakIn(client.Locks),
+				"renew":   post(renewIn(api.Locks)),
+				"release": post(releaseIn(api.Locks)),
+				"break":   breakIn(api.Locks),
 			},
 			status: lockStatus,
 		},
-		client.Semaphores: {
+		api.Semaphores: {
 			actions: map[string]action{
 				"acquire": post((*Service).AcquireSemaphore),
-				"renew":   post(renewIn(client.Semaphores)),
-				"release": post(releaseIn(client.Semaphores)),
-				"break":   breakIn(client.Semaphores),
+				"renew":   post(renewIn(api.Semaphores)),
+				"release": post(releaseIn(api.Semaphores)),
+				"break":   breakIn(api.Semaphores),
 			},
 			status: semaphoreStatusRead,
 		},
-		client.Elections: {
+		api.Elections: {
 			actions: map[string]action{
 				"campaign": post((*Service).Campaign),
-				"renew":    post(renewIn(client.Elections)),
-				"resign":   post(releaseIn(client.Elections)),
+				"renew":    post(renewIn(api.Elections)),
+				"resign":   post(releaseIn(api.Elections)),
 				"proclaim": post((*Service).Proclaim),
-				"break":    breakIn(client.Elections),
+				"break":    breakIn(api.Elections),
 			},
 			status: electionStatusRead,
 		},
-		client.MultiLocks: {
+		api.MultiLocks: {
 			bare: true,
 			actions: map[string]action{
 				"acquire": postBare((*Service).AcquireMulti),
@@ -136,7 +136,7 @@ func routes() map[client.Family]*family {
 				"release": postBare((*Service).ReleaseMulti),
 			},
 			status: multiLockStatusRead,
-			list:   func(h *handler) any { return client.MultiLeaseList{MultiLocks: h.s.MultiLeases()} },
+			list:   func(h *handler) any { return api.MultiLeaseList{MultiLocks: h.s.MultiLeases()} },
 		},
 	}
 }
@@ -159,15 +159,15 @@ func postBare[Req, Resp any](do func(*Service, context.Context, Req) (Resp, erro
 	return post(func(s *Service, ctx context.Context, _ string, req Req) (Resp, error) { return do(s, ctx, req) })
 }
 
-func renewIn(f client.Family) func(*Service, context.Context, string, client.LeaseRequest) (client.Lease, error) {
-	return func(s *Service, ctx context.Context, name string, req client.LeaseRequest) (client.Lease, error) {
+func renewIn(f api.Family) func(*Service, context.Context, string, api.LeaseRequest) (api.Lease, error) {
+	return func(s *Service, ctx context.Context, name string, req api.LeaseRequest) (api.Lease, error) {
 		return s.Renew(ctx, f, name, req)
 	}
 }
 
-func releaseIn(f client.Family) func(*Service, context.Context, string, client.LeaseRequest) (client.ReleaseResponse, error) {
-	return func(s *Service, ctx context.Context, name string, req client.LeaseRequest) (client.ReleaseResponse, error) {
-		return client.ReleaseResponse{Released: true}, s.Release(ctx, f, name, req)
+func releaseIn(f api.Family) func(*Service, context.Context, string, api.LeaseRequest) (api.ReleaseResponse, error) {
+	return func(s *Service, ctx context.Context, name string, req api.LeaseRequest) (api.ReleaseResponse, error) {
+		return api.ReleaseResponse{Released: true}, s.Release(ctx, f, name, req)
 	}
 }
 
@@ -182,7 +182,7 @@ func (h *handler) auth(next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 && !h.isAdmin(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
-			writeError(w, http.StatusUnauthorized, client.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: client.CodeUnauthorized})
+			writeError(w, http.StatusUnauthorized, api.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: api.CodeUnauthorized})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -210,7 +210,7 @@ func (h *handler) admin(r *http.Request) error {
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 	if allow(w, r, http.MethodGet, http.MethodHead) {
-		writeJSON(w, http.StatusOK, client.ProbeResponse{Status: "ok"})
+		writeJSON(w, http.StatusOK, api.ProbeResponse{Status: "ok"})
 	}
 }
 
@@ -219,10 +219,10 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.s.Ready() {
-		writeError(w, http.StatusServiceUnavailable, client.ErrorBody{Error: "the zookeeper session is not connected", Code: client.CodeUnavailable})
+		writeError(w, http.StatusServiceUnavailable, api.ErrorBody{Error: "the zookeeper session is not connected", Code: api.CodeUnavailable})
 		return
 	}
-	writeJSON(w, http.StatusOK, client.ProbeResponse{Status: "ready"})
+	writeJSON(w, http.StatusOK, api.ProbeResponse{Status: "ready"})
 }
 
 // v1 routes by hand: names contain slashes, so the action is the last path
@@ -244,13 +244,13 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fam, rest, _ := strings.Cut(p, "/")
-	f := h.families[client.Family(fam)]
+	f := h.families[api.Family(fam)]
 	switch {
 	case f == nil:
-		writeError(w, http.StatusNotFound, client.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: client.CodeNotFound})
+		writeError(w, http.StatusNotFound, api.ErrorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path), Code: api.CodeNotFound})
 	case rest == "" && r.URL.Query().Has("all") && !f.bare:
 		if allow(w, r, http.MethodGet) {
-			h.overview(w, r, client.Family(fam))
+			h.overview(w, r, api.Family(fam))
 		}
 	case rest == "":
 		if allow(w, r, http.MethodGet) && h.noQuery(w, r) {
@@ -258,10 +258,10 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusOK, f.list(h))
 				return
 			}
-			writeJSON(w, http.StatusOK, client.LeaseList{Family: fam, Leases: h.s.Leases(client.Family(fam))})
+			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: h.s.Leases(api.Family(fam))})
 		}
 	case r.Method == http.MethodPost:
-		h.act(w, r, client.Family(fam), f, rest)
+		h.act(w, r, api.Family(fam), f, rest)
 	case r.Method == http.MethodGet:
 		h.status(w, r, f, rest)
 	default:
@@ -275,7 +275,7 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 
 // act serves POST /v1/{family}/{name}/{action}. A POST to a path without a
 // known action is a POST to a status: 405.
-func (h *handler) act(w http.ResponseWriter, r *http.Request, fam client.Family, f *family, rest string) {
+func (h *handler) act(w http.ResponseWriter, r *http.Request, fam api.Family, f *family, rest string) {
 	name, a := f.split(rest)
 	do := f.actions[a]
 	if do == nil {
@@ -289,9 +289,9 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, fam client.Family,
 			path = fmt.Sprintf("/v1/%s/{%s}", fam, strings.Join(names, "|"))
 		}
 		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, http.StatusMethodNotAllowed, client.ErrorBody{
+		writeError(w, http.StatusMethodNotAllowed, api.ErrorBody{
 			Error: fmt.Sprintf("POST needs an action: %s; %s is a status, read with GET", path, r.URL.Path),
-			Code:  client.CodeMethod,
+			Code:  api.CodeMethod,
 		})
 		return
 	}
@@ -322,14 +322,14 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request, f *family, name
 	}
 	v, index, err := f.status(h, r, name, q)
 	if err == nil {
-		w.Header().Set(client.IndexHeader, strconv.FormatUint(index, 10))
+		w.Header().Set(api.IndexHeader, strconv.FormatUint(index, 10))
 	}
 	h.answer(w, r, v, err)
 }
 
 // safeFor is the safe_for_ms of a status read that names a lease of this
 // daemon; nil when it names none.
-func (h *handler) safeFor(f client.Family, name string, q query) *int64 {
+func (h *handler) safeFor(f api.Family, name string, q query) *int64 {
 	if q.leaseID == "" {
 		return nil
 	}
@@ -352,7 +352,7 @@ func readStatus[S any](ctx context.Context, name string, q query, plain func(con
 
 func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.Status, h.s.WaitLock)
-	st.SafeForMS = h.safeFor(client.Locks, name, q)
+	st.SafeForMS = h.safeFor(api.Locks, name, q)
 	return st, st.Index, err
 }
 
@@ -363,13 +363,13 @@ func multiLockStatusRead(h *handler, r *http.Request, id string, q query) (any, 
 
 func semaphoreStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.SemaphoreStatus, h.s.WaitSemaphore)
-	st.SafeForMS = h.safeFor(client.Semaphores, name, q)
+	st.SafeForMS = h.safeFor(api.Semaphores, name, q)
 	return st, st.Index, err
 }
 
 func electionStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.ElectionStatus, h.s.WaitElection)
-	st.SafeForMS = h.safeFor(client.Elections, name, q)
+	st.SafeForMS = h.safeFor(api.Elections, name, q)
 	return st, st.Index, err
 }
 
@@ -385,7 +385,7 @@ func (h *handler) noQuery(w http.ResponseWriter, r *http.Request) bool {
 // check serves POST /v1/check: a sequencer (plain or signed, of any kind),
 // or an exclusive lock's name and token.
 func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req client.CheckRequest
+	var req api.CheckRequest
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
@@ -404,13 +404,13 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	cur, err := h.s.Check(r.Context(), seq)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
-		writeJSON(w, http.StatusConflict, client.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
 		return nil, errAnswered
 	}
 	if err != nil {
 		return nil, err
 	}
-	return client.CheckResponse{Valid: true, CurrentToken: cur}, nil
+	return api.CheckResponse{Valid: true, CurrentToken: cur}, nil
 }
 
 // errAnswered: the handler wrote the answer itself.
@@ -418,7 +418,7 @@ var errAnswered = errors.New("answered")
 
 // renewMany serves POST /v1/renew.
 func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
-	var req client.RenewManyRequest
+	var req api.RenewManyRequest
 	if err := decode(w, r, &req); err != nil {
 		h.fail(w, r, err)
 		return
@@ -428,7 +428,7 @@ func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.renewManyAnswer(req, leases, errs, func(err error) (int, client.ErrorBody) { return h.failure(r, err) }))
+	writeJSON(w, http.StatusOK, h.renewManyAnswer(req, leases, errs, func(err error) (int, api.ErrorBody) { return h.failure(r, err) }))
 }
 
 // answer writes v, or the error.
@@ -444,18 +444,18 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err erro
 
 func conflictCode(ce *ConflictError) string {
 	switch {
-	case errors.Is(ce.Err, client.ErrBroken):
-		return client.CodeBroken
+	case errors.Is(ce.Err, api.ErrBroken):
+		return api.CodeBroken
 	case errors.Is(ce.Err, fence.ErrStaleToken):
-		return client.CodeStaleToken
-	case errors.Is(ce.Err, client.ErrHeld):
-		return client.CodeHeld
-	case errors.Is(ce.Err, client.ErrNotHeld):
-		return client.CodeNotHeld
-	case errors.Is(ce.Err, client.ErrLimitMismatch):
-		return client.CodeLimitMismatch
+		return api.CodeStaleToken
+	case errors.Is(ce.Err, api.ErrHeld):
+		return api.CodeHeld
+	case errors.Is(ce.Err, api.ErrNotHeld):
+		return api.CodeNotHeld
+	case errors.Is(ce.Err, api.ErrLimitMismatch):
+		return api.CodeLimitMismatch
 	}
-	return client.CodeLost
+	return api.CodeLost
 }
 
 // fail writes the answer to err.
@@ -465,7 +465,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // failure is the status and body that answer err.
-func (h *handler) failure(r *http.Request, err error) (int, client.ErrorBody) {
+func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 	var (
 		ce *ConflictError
 		re *RequestError
@@ -476,34 +476,34 @@ func (h *handler) failure(r *http.Request, err error) (int, client.ErrorBody) {
 	)
 	switch {
 	case errors.As(err, &fe):
-		return http.StatusForbidden, client.ErrorBody{Error: fe.Msg, Code: client.CodeForbidden}
+		return http.StatusForbidden, api.ErrorBody{Error: fe.Msg, Code: api.CodeForbidden}
 	case errors.As(err, &ae):
 		h.log.Error("audit log", "err", ae.err)
-		return http.StatusInternalServerError, client.ErrorBody{Error: ae.Error(), Code: client.CodeInternal}
+		return http.StatusInternalServerError, api.ErrorBody{Error: ae.Error(), Code: api.CodeInternal}
 	case errors.As(err, &ce):
-		body := client.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
+		body := api.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
 		if ce.CurrentToken != 0 {
 			body.CurrentToken = &ce.CurrentToken
 		}
-		if errors.Is(ce.Err, client.ErrLimitMismatch) {
+		if errors.Is(ce.Err, api.ErrLimitMismatch) {
 			body.Limit = &ce.Limit
 		}
 		body.Reason = ce.Reason
 		return http.StatusConflict, body
 	case errors.As(err, &re):
-		return http.StatusBadRequest, client.ErrorBody{Error: re.Msg, Code: client.CodeBadRequest}
+		return http.StatusBadRequest, api.ErrorBody{Error: re.Msg, Code: api.CodeBadRequest}
 	case errors.As(err, &se) && errors.Is(se.Err, fence.ErrBadSignature):
-		return http.StatusForbidden, client.ErrorBody{Error: "bad sequencer signature: " + se.Reason + ": seqd did not sign this sequencer", Code: client.CodeBadSignature}
+		return http.StatusForbidden, api.ErrorBody{Error: "bad sequencer signature: " + se.Reason + ": seqd did not sign this sequencer", Code: api.CodeBadSignature}
 	case errors.As(err, &se):
-		return http.StatusBadRequest, client.ErrorBody{Error: "invalid sequencer: " + se.Reason, Code: client.CodeBadRequest}
+		return http.StatusBadRequest, api.ErrorBody{Error: "invalid sequencer: " + se.Reason, Code: api.CodeBadRequest}
 	case errors.As(err, &ue):
-		return http.StatusServiceUnavailable, client.ErrorBody{Error: ue.Error(), Code: client.CodeUnavailable}
+		return http.StatusServiceUnavailable, api.ErrorBody{Error: ue.Error(), Code: api.CodeUnavailable}
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this.
-		return 499, client.ErrorBody{Error: "request canceled", Code: "canceled"}
+		return 499, api.ErrorBody{Error: "request canceled", Code: "canceled"}
 	}
 	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	return http.StatusInternalServerError, client.ErrorBody{Error: err.Error(), Code: client.CodeInternal}
+	return http.StatusInternalServerError, api.ErrorBody{Error: err.Error(), Code: api.CodeInternal}
 }
 
 // allow answers 405 with Allow unless r's method is one of methods.
@@ -514,11 +514,11 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 		}
 	}
 	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeError(w, http.StatusMethodNotAllowed, client.ErrorBody{Error: fmt.Sprintf("method %s is not allowed here; use %s", r.Method, strings.Join(methods, " or ")), Code: client.CodeMethod})
+	writeError(w, http.StatusMethodNotAllowed, api.ErrorBody{Error: fmt.Sprintf("method %s is not allowed here; use %s", r.Method, strings.Join(methods, " or ")), Code: api.CodeMethod})
 	return false
 }
 
-func writeError(w http.ResponseWriter, status int, e client.ErrorBody) { writeJSON(w, status, e) }
+func writeError(w http.ResponseWriter, status int, e api.ErrorBody) { writeJSON(w, status, e) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -35,13 +35,13 @@ var testFamilies = []testFamily{
 
 // grantOver grants name in f over HTTP with body fields extra (after the
 // family's own), failing the test unless the answer is 200.
-func grantOver(t *testing.T, d *daemon, f testFamily, name, fields string) client.Lease {
+func grantOver(t *testing.T, d *daemon, f testFamily, name, fields string) api.Lease {
 	t.Helper()
 	code, body := httpDo(t, "POST", d.srv.URL+"/v1/"+f.name+"/"+name+"/"+f.grant, `{"owner":"o"`+f.extra+fields+`}`)
 	if code != 200 {
 		t.Fatalf("%s %s: %d %s", f.grant, name, code, body)
 	}
-	var l client.Lease
+	var l api.Lease
 	if err := json.Unmarshal([]byte(body), &l); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestEveryFamilyRefusesTheSameAttacks(t *testing.T) {
 			}
 			for _, c := range cases {
 				code, body := httpDo(t, c.method, c.url, c.body)
-				var eb client.ErrorBody
+				var eb api.ErrorBody
 				json.Unmarshal([]byte(body), &eb)
 				if code != c.status || !strings.Contains(eb.Error, c.want) {
 					t.Errorf("%s: %s %s: got %d %s, want %d with %q", c.name, c.method, c.url, code, body, c.status, c.want)
@@ -121,7 +121,7 @@ func TestEveryFamilyRefusesTheSameAttacks(t *testing.T) {
 			}
 			// The listing shows the lease without its capability.
 			code, body := httpDo(t, "GET", u, "")
-			var list client.LeaseList
+			var list api.LeaseList
 			if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil || list.Family != f.name {
 				t.Fatalf("listing: %d %s (%v), want the %s", code, body, err, f.name)
 			}
@@ -171,13 +171,13 @@ func w405Allow(t *testing.T, method, url string) string {
 	return resp.Header.Get("Allow")
 }
 
-func renewOver(t *testing.T, d *daemon, f testFamily, l client.Lease) client.Lease {
+func renewOver(t *testing.T, d *daemon, f testFamily, l api.Lease) api.Lease {
 	t.Helper()
 	code, body := httpDo(t, "POST", d.srv.URL+"/v1/"+f.name+"/"+l.Name+"/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, l.LeaseID, l.Token))
 	if code != 200 {
 		t.Fatalf("renew: %d %s", code, body)
 	}
-	var out client.Lease
+	var out api.Lease
 	json.Unmarshal([]byte(body), &out)
 	return out
 }
@@ -223,8 +223,8 @@ func TestRefusalsNameTheKind(t *testing.T) {
 		{"a lock in its lock-delay", func() error { _, err := d.client.Acquire(ctx, "delayed", "b", time.Minute, 0); return err }, `lock "delayed" is free but within its lock-delay`},
 	} {
 		err := c.do()
-		var ae *client.APIError
-		if !errors.As(err, &ae) || ae.Code != client.CodeHeld || !strings.Contains(ae.Message, c.want) {
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Code != api.CodeHeld || !strings.Contains(ae.Message, c.want) {
 			t.Errorf("%s: %v, want 409 held saying %q", c.what, err, c.want)
 		}
 	}
@@ -257,11 +257,11 @@ func TestSemaphoreLimitIsRecorded(t *testing.T) {
 	}
 	for range 5 {
 		_, err := d.client.AcquireSemaphore(ctx, "pool", "greedy", 100, time.Minute, 0)
-		var ae *client.APIError
-		if !errors.As(err, &ae) || ae.Code != client.CodeLimitMismatch || ae.Limit == nil || *ae.Limit != 2 {
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Code != api.CodeLimitMismatch || ae.Limit == nil || *ae.Limit != 2 {
 			t.Fatalf("a limit-100 acquire of a limit-2 semaphore: %v, want 409 limit_mismatch with limit 2", err)
 		}
-		if !errors.Is(err, client.ErrLimitMismatch) {
+		if !errors.Is(err, api.ErrLimitMismatch) {
 			t.Fatalf("%v does not match client.ErrLimitMismatch", err)
 		}
 	}
@@ -296,7 +296,7 @@ func TestSemaphoreBlockingRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan client.SemaphoreStatus, 1)
+	got := make(chan api.SemaphoreStatus, 1)
 	go func() {
 		// A client follows the index from change to change (the limit's
 		// record is one, the holder's node another) until it sees a holder.
@@ -421,7 +421,7 @@ func TestCheckEveryKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []client.Lease{shared, sem, lead, lock} {
+	for _, l := range []api.Lease{shared, sem, lead, lock} {
 		if r, err := d.client.CheckSequencer(ctx, l.Sequencer); err != nil || !r.Valid {
 			t.Fatalf("check of the live %q: %+v, %v; want valid", l.Sequencer, r, err)
 		}
@@ -429,7 +429,7 @@ func TestCheckEveryKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := d.client.CheckSequencer(ctx, l.Sequencer)
-		if r.Valid || !errors.Is(err, client.ErrNotHeld) && !errors.Is(err, fence.ErrStaleToken) {
+		if r.Valid || !errors.Is(err, api.ErrNotHeld) && !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("check of the released %q: %+v, %v; want refused", l.Sequencer, r, err)
 		}
 	}

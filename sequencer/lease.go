@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -28,26 +28,26 @@ const (
 )
 
 // familyOf is the family of the API that serves leases of kind k.
-func familyOf(k fence.Kind) client.Family {
+func familyOf(k fence.Kind) api.Family {
 	switch k {
 	case fence.KindSemaphore:
-		return client.Semaphores
+		return api.Semaphores
 	case fence.KindElection:
-		return client.Elections
+		return api.Elections
 	case kindMulti:
-		return client.MultiLocks
+		return api.MultiLocks
 	}
-	return client.Locks
+	return api.Locks
 }
 
 // kindsOf is the kinds of lease a family serves.
-func kindsOf(f client.Family) []fence.Kind {
+func kindsOf(f api.Family) []fence.Kind {
 	switch f {
-	case client.Semaphores:
+	case api.Semaphores:
 		return []fence.Kind{fence.KindSemaphore}
-	case client.Elections:
+	case api.Elections:
 		return []fence.Kind{fence.KindElection}
-	case client.MultiLocks:
+	case api.MultiLocks:
 		return []fence.Kind{kindMulti}
 	}
 	return []fence.Kind{fence.KindLock, fence.KindShared}
@@ -96,23 +96,11 @@ func (id leaseID) String() string { return hex.EncodeToString(id[:]) }
 // parseLeaseID reads a lease id in its wire form; ok is false for anything
 // else.
 func parseLeaseID(s string) (id leaseID, ok bool) {
-	if !validLeaseID(s) {
+	if !api.ValidLeaseID(s) {
 		return id, false
 	}
 	_, err := hex.Decode(id[:], []byte(s))
 	return id, err == nil
-}
-
-func validLeaseID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // lookupLocked is the live lease with the id s (in wire form), or nil; s.mu
@@ -132,7 +120,7 @@ func (l *lease) seq() fence.Sequencer {
 
 // view is the API form of l, as its holder sees it: with the lease id and
 // the signed sequencer; s.mu must be held.
-func (l *lease) view() client.Lease {
+func (l *lease) view() api.Lease {
 	v := l.listed()
 	v.LeaseID = l.id.String()
 	if l.signed != "" {
@@ -144,13 +132,13 @@ func (l *lease) view() client.Lease {
 // listed is the API form of l as a listing shows it to anyone: no lease id
 // and an unsigned sequencer, since a signed one is a bearer capability;
 // s.mu must be held.
-func (l *lease) listed() client.Lease {
-	v := client.Lease{
+func (l *lease) listed() api.Lease {
+	v := api.Lease{
 		Name:      l.name,
 		Token:     l.grant.Token,
 		Sequencer: l.seq().String(),
 		Owner:     l.owner,
-		TTL:       client.Duration(l.ttl),
+		TTL:       api.Duration(l.ttl),
 		ExpiresAt: l.expires.UTC(),
 		Limit:     int(l.limit),
 	}
@@ -158,7 +146,7 @@ func (l *lease) listed() client.Lease {
 	case fence.KindElection:
 		v.Term = l.grant.Token
 	case fence.KindShared:
-		v.Mode = client.ModeShared
+		v.Mode = api.ModeShared
 	}
 	return v
 }
@@ -249,14 +237,14 @@ func (s *Service) ended(ctx context.Context, l *lease, state leaseState, reason 
 // proclaim. If there is none, it asks ZooKeeper for the current token and
 // answers 409: stale_token when the lock or election has moved on to a
 // higher token, lost otherwise.
-func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, req client.LeaseRequest, source string) (*lease, error) {
+func (s *Service) leaseFor(ctx context.Context, f api.Family, name string, req api.LeaseRequest, source string) (*lease, error) {
 	if err := validateName(f, name); err != nil {
 		return nil, err
 	}
 	switch {
 	case req.LeaseID == "":
 		return nil, badRequest("lease_id is required")
-	case !validLeaseID(req.LeaseID):
+	case !api.ValidLeaseID(req.LeaseID):
 		return nil, badRequest("lease_id %.40q must be 32 lowercase hex digits", req.LeaseID)
 	case req.Token == 0:
 		return nil, badRequest("token is required and must be a positive integer")
@@ -269,7 +257,7 @@ func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, re
 	if isBroken && familyOf(b.kind) == f && b.name == name && b.token == req.Token {
 		// Broken by an operator: say so, whoever holds the lock now.
 		cur, _ := s.currentToken(ctx, b.kind, name)
-		return nil, &ConflictError{Err: client.ErrBroken, Kind: b.kind, Name: name, Token: req.Token, CurrentToken: cur, Reason: b.reason}
+		return nil, &ConflictError{Err: api.ErrBroken, Kind: b.kind, Name: name, Token: req.Token, CurrentToken: cur, Reason: b.reason}
 	}
 	if l != nil {
 		if familyOf(l.kind) != f || l.name != name {
@@ -300,7 +288,7 @@ func (s *Service) leaseFor(ctx context.Context, f client.Family, name string, re
 		s.log.Warn("stale token rejected", noun(kind), name, "token", req.Token, "current_token", cur, "source", source)
 		return nil, &ConflictError{Err: &fence.StaleTokenError{Key: name, Token: req.Token, Max: cur}, Kind: kind, Name: name, Token: req.Token, CurrentToken: cur}
 	}
-	return nil, &ConflictError{Err: client.ErrLost, Kind: kind, Name: name, Token: req.Token, CurrentToken: cur, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: api.ErrLost, Kind: kind, Name: name, Token: req.Token, CurrentToken: cur, Ended: s.endedAs(l)}
 }
 
 // endedAs names how l ended, for messages; "" when the daemon no longer
@@ -328,9 +316,9 @@ func (s *Service) lostError(l *lease, token uint64) error {
 	b, ok := s.broken.get(l.id.String())
 	s.mu.Unlock()
 	if ok {
-		return &ConflictError{Err: client.ErrBroken, Kind: l.kind, Name: l.name, Token: token, Reason: b.reason}
+		return &ConflictError{Err: api.ErrBroken, Kind: l.kind, Name: l.name, Token: token, Reason: b.reason}
 	}
-	return &ConflictError{Err: client.ErrLost, Kind: l.kind, Name: l.name, Token: token, Ended: s.endedAs(l)}
+	return &ConflictError{Err: api.ErrLost, Kind: l.kind, Name: l.name, Token: token, Ended: s.endedAs(l)}
 }
 
 // auditEnd records the end of l in the audit log: a break has recorded
@@ -354,20 +342,20 @@ func (s *Service) auditEnd(l *lease, state leaseState, closing bool) {
 // Renew extends a live lease of family f by its TTL (or req.TTL, which then
 // becomes its TTL) and keeps its token. While ZooKeeper is unreachable it
 // answers an *UnavailableError: the lease cannot be vouched for.
-func (s *Service) Renew(ctx context.Context, f client.Family, name string, req client.LeaseRequest) (client.Lease, error) {
+func (s *Service) Renew(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (api.Lease, error) {
 	ttl, err := optionalTTL(req.TTL)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	l, err := s.leaseFor(ctx, f, name, req, metrics.SourceRenew)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	return s.renewLease(ctx, l, req, ttl)
 }
 
 // optionalTTL reads an optional TTL: 0 when absent.
-func optionalTTL(d *client.Duration) (time.Duration, error) {
+func optionalTTL(d *api.Duration) (time.Duration, error) {
 	if d == nil {
 		return 0, nil
 	}
@@ -378,8 +366,8 @@ func optionalTTL(d *client.Duration) (time.Duration, error) {
 // in ZooKeeper that its grant still holds: a lock's or an election's
 // contender is still the lowest, a semaphore's lease node still there and
 // ours.
-func (s *Service) renewLease(ctx context.Context, l *lease, req client.LeaseRequest, ttl time.Duration) (client.Lease, error) {
-	var out client.Lease
+func (s *Service) renewLease(ctx context.Context, l *lease, req api.LeaseRequest, ttl time.Duration) (api.Lease, error) {
+	var out api.Lease
 	err := s.extendLease(ctx, l, ttl, func(lostNow bool) error {
 		if lostNow {
 			// Answer as for any ended lease: stale when the lock moved on.
@@ -446,7 +434,7 @@ func (s *Service) countRenewal(l *lease) {
 
 // Release ends a live lease of family f and deletes its contender (for an
 // election, resigns: the next candidate is elected at once).
-func (s *Service) Release(ctx context.Context, f client.Family, name string, req client.LeaseRequest) error {
+func (s *Service) Release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) error {
 	if req.TTL != nil {
 		return badRequest("a release takes no ttl")
 	}
@@ -464,7 +452,7 @@ func (s *Service) Release(ctx context.Context, f client.Family, name string, req
 // to hold: until its TTL passes or the session could expire, whichever is
 // first (0 once it has ended). ok is false when id is not such a lease on
 // this daemon.
-func (s *Service) SafeFor(f client.Family, name, id string) (safe time.Duration, ok bool) {
+func (s *Service) SafeFor(f api.Family, name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lookupLocked(id)
@@ -479,9 +467,9 @@ func (s *Service) SafeFor(f client.Family, name, id string) (safe time.Duration,
 
 // Leases lists the live leases of family f held through this daemon, by
 // name, as a listing shows them: no lease ids, no signed sequencers.
-func (s *Service) Leases(f client.Family) []client.Lease {
+func (s *Service) Leases(f api.Family) []api.Lease {
 	s.mu.Lock()
-	out := make([]client.Lease, 0, len(s.leases))
+	out := make([]api.Lease, 0, len(s.leases))
 	for _, l := range s.leases {
 		if familyOf(l.kind) == f {
 			out = append(out, l.listed())

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -83,7 +83,7 @@ func (l *lease) sign(signer *fence.Signer) {
 
 // multiView is the API form of the multi-lock lease l as its holder sees
 // it, with its id and signed sequencers; s.mu must be held.
-func (l *lease) multiView() client.MultiLease {
+func (l *lease) multiView() api.MultiLease {
 	v := l.multiListed()
 	v.LeaseID = l.id.String()
 	for i, seq := range l.set.signed {
@@ -94,12 +94,12 @@ func (l *lease) multiView() client.MultiLease {
 
 // multiListed is the API form of the multi-lock lease l as a listing shows
 // it: no lease id, unsigned sequencers; s.mu must be held.
-func (l *lease) multiListed() client.MultiLease {
-	locks := make([]client.LockToken, len(l.set.grant.Locks))
+func (l *lease) multiListed() api.MultiLease {
+	locks := make([]api.LockToken, len(l.set.grant.Locks))
 	for i, h := range l.set.grant.Locks {
-		locks[i] = client.LockToken{Name: h.Name, Token: h.Token, Sequencer: fence.Sequencer{Name: h.Name, Token: h.Token}.String()}
+		locks[i] = api.LockToken{Name: h.Name, Token: h.Token, Sequencer: fence.Sequencer{Name: h.Name, Token: h.Token}.String()}
 	}
-	return client.MultiLease{Locks: locks, Owner: l.owner, TTL: client.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
+	return api.MultiLease{Locks: locks, Owner: l.owner, TTL: api.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
 }
 
 // AcquireMulti grants req.Owner every lock of req.Names at once for
@@ -107,16 +107,16 @@ func (l *lease) multiListed() client.MultiLease {
 // wait is a *ConflictError (held) naming the lock it was waiting for. A
 // request with the lease_id of a live lease is a retry: it must repeat the
 // request, names in the same order included.
-func (s *Service) AcquireMulti(ctx context.Context, req client.MultiAcquireRequest) (client.MultiLease, error) {
+func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest) (api.MultiLease, error) {
 	g, delay, err := s.readMulti(req)
 	if err != nil {
-		return client.MultiLease{}, err
+		return api.MultiLease{}, err
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.MultiLease{}, err
+		return api.MultiLease{}, err
 	}
-	var out client.MultiLease
+	var out api.MultiLease
 	view := func(l *lease) { out = l.multiView() }
 	ok, err := s.retryWith(g, func(l *lease) string {
 		switch {
@@ -132,7 +132,7 @@ func (s *Service) AcquireMulti(ctx context.Context, req client.MultiAcquireReque
 	}
 	mg, err := s.contendMulti(ctx, sess, g, req.Names, delay)
 	if err != nil {
-		return client.MultiLease{}, err
+		return api.MultiLease{}, err
 	}
 	set := &lockSet{grant: mg, names: slices.Clone(req.Names), changed: make(chan struct{})}
 	err = s.admitWith(ctx, &lease{kind: kindMulti, delay: delay, set: set}, g, 0, view)
@@ -142,11 +142,11 @@ func (s *Service) AcquireMulti(ctx context.Context, req client.MultiAcquireReque
 // readMulti reads and checks a multi-lock acquire: the grant (named by its
 // names joined with commas, which no lock name contains) and the
 // lock-delay.
-func (s *Service) readMulti(req client.MultiAcquireRequest) (grant, time.Duration, error) {
+func (s *Service) readMulti(req api.MultiAcquireRequest) (grant, time.Duration, error) {
 	if err := checkNames(req.Names); err != nil {
 		return grant{}, 0, err
 	}
-	g, err := readGrant(client.Locks, req.Names[0], req.Owner, req.LeaseID, req.TTL, req.Wait)
+	g, err := readGrant(api.Locks, req.Names[0], req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
 		return g, 0, err
 	}
@@ -155,8 +155,8 @@ func (s *Service) readMulti(req client.MultiAcquireRequest) (grant, time.Duratio
 	if req.LockDelay != nil {
 		delay = time.Duration(*req.LockDelay)
 	}
-	if delay < 0 || delay > client.MaxLockDelay {
-		return g, 0, badRequest("lock_delay %v is out of range: it must be between 0s and %v", delay, client.MaxLockDelay)
+	if delay < 0 || delay > api.MaxLockDelay {
+		return g, 0, badRequest("lock_delay %v is out of range: it must be between 0s and %v", delay, api.MaxLockDelay)
 	}
 	return g, delay, nil
 }
@@ -166,13 +166,13 @@ func (s *Service) readMulti(req client.MultiAcquireRequest) (grant, time.Duratio
 func checkNames(names []string) error {
 	switch {
 	case len(names) == 0:
-		return badRequest("names is required: the 1 to %d locks to take at once", client.MaxMultiLocks)
-	case len(names) > client.MaxMultiLocks:
-		return badRequest("names lists %d locks, more than %d", len(names), client.MaxMultiLocks)
+		return badRequest("names is required: the 1 to %d locks to take at once", api.MaxMultiLocks)
+	case len(names) > api.MaxMultiLocks:
+		return badRequest("names lists %d locks, more than %d", len(names), api.MaxMultiLocks)
 	}
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
-		if err := validateName(client.Locks, name); err != nil {
+		if err := validateName(api.Locks, name); err != nil {
 			return err
 		}
 		if seen[name] {
@@ -213,16 +213,16 @@ func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g gran
 // RenewMulti extends a live multi-lock lease by its TTL (or req.TTL, which
 // then becomes its TTL), after checking in ZooKeeper that every lock still
 // holds; it keeps every token.
-func (s *Service) RenewMulti(ctx context.Context, req client.MultiLeaseRequest) (client.MultiLease, error) {
+func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
 	ttl, err := optionalTTL(req.TTL)
 	if err != nil {
-		return client.MultiLease{}, err
+		return api.MultiLease{}, err
 	}
 	l, err := s.multiLeaseFor(ctx, req, metrics.SourceRenew)
 	if err != nil {
-		return client.MultiLease{}, err
+		return api.MultiLease{}, err
 	}
-	var out client.MultiLease
+	var out api.MultiLease
 	err = s.extendLease(ctx, l, ttl, func(lostNow bool) error {
 		if lostNow {
 			// Answer as for any ended lease: stale when a lock moved on.
@@ -237,18 +237,18 @@ func (s *Service) RenewMulti(ctx context.Context, req client.MultiLeaseRequest) 
 
 // ReleaseMulti ends a live multi-lock lease and deletes its contenders, in
 // one transaction.
-func (s *Service) ReleaseMulti(ctx context.Context, req client.MultiLeaseRequest) (client.ReleaseResponse, error) {
+func (s *Service) ReleaseMulti(ctx context.Context, req api.MultiLeaseRequest) (api.ReleaseResponse, error) {
 	if req.TTL != nil {
-		return client.ReleaseResponse{}, badRequest("a release takes no ttl")
+		return api.ReleaseResponse{}, badRequest("a release takes no ttl")
 	}
 	l, err := s.multiLeaseFor(ctx, req, metrics.SourceRelease)
 	if err != nil {
-		return client.ReleaseResponse{}, err
+		return api.ReleaseResponse{}, err
 	}
 	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return client.ReleaseResponse{}, s.lostError(l, req.Locks[0].Token)
+		return api.ReleaseResponse{}, s.lostError(l, req.Locks[0].Token)
 	}
-	return client.ReleaseResponse{Released: true}, nil
+	return api.ReleaseResponse{Released: true}, nil
 }
 
 // multiLeaseFor finds the live multi-lock lease of a renew or release. The
@@ -257,7 +257,7 @@ func (s *Service) ReleaseMulti(ctx context.Context, req client.MultiLeaseRequest
 // lease's, it reads each lock's current token from ZooKeeper and answers
 // 409: stale_token naming the first lock that has moved on to a higher
 // token, lost otherwise.
-func (s *Service) multiLeaseFor(ctx context.Context, req client.MultiLeaseRequest, source string) (*lease, error) {
+func (s *Service) multiLeaseFor(ctx context.Context, req api.MultiLeaseRequest, source string) (*lease, error) {
 	if err := checkMultiLeaseRequest(req); err != nil {
 		return nil, err
 	}
@@ -287,15 +287,15 @@ func (s *Service) multiLeaseFor(ctx context.Context, req client.MultiLeaseReques
 			return nil, &ConflictError{Err: &fence.StaleTokenError{Key: lk.Name, Token: lk.Token, Max: cur}, Kind: fence.KindLock, Name: lk.Name, Token: lk.Token, CurrentToken: cur}
 		}
 	}
-	return nil, &ConflictError{Err: client.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.endedAs(l)}
 }
 
 // checkMultiLeaseRequest checks a renew's or release's body alone.
-func checkMultiLeaseRequest(req client.MultiLeaseRequest) error {
+func checkMultiLeaseRequest(req api.MultiLeaseRequest) error {
 	switch {
 	case req.LeaseID == "":
 		return badRequest("lease_id is required")
-	case !validLeaseID(req.LeaseID):
+	case !api.ValidLeaseID(req.LeaseID):
 		return badRequest("lease_id %.40q must be 32 lowercase hex digits", req.LeaseID)
 	case len(req.Locks) == 0:
 		return badRequest(`locks is required: the lease's locks with their tokens, [{"name":…,"token":…},…] in the lease's order`)
@@ -313,7 +313,7 @@ func checkMultiLeaseRequest(req client.MultiLeaseRequest) error {
 // matches compares a renew's or release's locks with the lease's: live
 // when they are the lease's, with its tokens, and it has not been lost; a
 // 400 when they name other locks or a token never issued to it.
-func (set *lockSet) matches(req client.MultiLeaseRequest) (live bool, err error) {
+func (set *lockSet) matches(req api.MultiLeaseRequest) (live bool, err error) {
 	held := set.grant.Locks
 	if len(req.Locks) != len(held) {
 		return false, badRequest("lease %s holds %d locks, the request names %d: send the lease's locks, in its order", req.LeaseID, len(held), len(req.Locks))
@@ -332,7 +332,7 @@ func (set *lockSet) matches(req client.MultiLeaseRequest) (live bool, err error)
 	return live, nil
 }
 
-func joinRefs(locks []client.LockRef) string {
+func joinRefs(locks []api.LockRef) string {
 	names := make([]string, len(locks))
 	for i, lk := range locks {
 		names[i] = lk.Name
@@ -363,12 +363,12 @@ func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reas
 // its holder sees it. With q.blocking it answers once the lease's index
 // differs from q.index (it was renewed, or it ended), or when q.wait has
 // passed. A lease that is not live here is a 409 lost.
-func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (client.MultiLockStatus, error) {
+func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (api.MultiLockStatus, error) {
 	switch {
-	case !validLeaseID(id):
-		return client.MultiLockStatus{}, badRequest("%.40q is not a lease id: GET /v1/multilocks/{lease_id} takes the 32 lowercase hex digits of a multi-lock lease", id)
+	case !api.ValidLeaseID(id):
+		return api.MultiLockStatus{}, badRequest("%.40q is not a lease id: GET /v1/multilocks/{lease_id} takes the 32 lowercase hex digits of a multi-lock lease", id)
 	case q.leaseID != "":
-		return client.MultiLockStatus{}, badRequest("the lease id is in the path: GET /v1/multilocks/{lease_id} takes no lease_id parameter")
+		return api.MultiLockStatus{}, badRequest("the lease id is in the path: GET /v1/multilocks/{lease_id} takes no lease_id parameter")
 	}
 	var tc <-chan time.Time
 	if q.blocking {
@@ -381,10 +381,10 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (clie
 		l := s.lookupLocked(id)
 		if l == nil || l.set == nil || l.state != live {
 			s.mu.Unlock()
-			return client.MultiLockStatus{}, &ConflictError{Err: client.ErrLost, Kind: kindMulti, Name: id}
+			return api.MultiLockStatus{}, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: id}
 		}
 		safe := max(0, min(l.expires.Sub(s.clock.Now()), l.set.grant.SafeFor()))
-		st := client.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
+		st := api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
 		changed := l.set.changed
 		s.mu.Unlock()
 		if !q.blocking || st.Index != q.index {
@@ -395,16 +395,16 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (clie
 		case <-tc:
 			return st, nil
 		case <-ctx.Done():
-			return client.MultiLockStatus{}, ctx.Err()
+			return api.MultiLockStatus{}, ctx.Err()
 		}
 	}
 }
 
 // MultiLeases lists the live multi-lock leases held through this daemon,
 // as a listing shows them: no lease ids, no signed sequencers.
-func (s *Service) MultiLeases() []client.MultiLease {
+func (s *Service) MultiLeases() []api.MultiLease {
 	s.mu.Lock()
-	out := []client.MultiLease{}
+	out := []api.MultiLease{}
 	for _, l := range s.leases {
 		if l.set != nil {
 			out = append(out, l.multiListed())

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -221,7 +222,7 @@ func TestMultiLockOneByOneDeadlocks(t *testing.T) {
 		owner := client.Owner(fmt.Sprintf("client-%d", i))
 		for time.Now().Before(until) {
 			set := w.pick(rng)
-			var held []client.Lease
+			var held []api.Lease
 			for _, name := range set {
 				g.wait(i, name)
 				l, err := c.Acquire(ctx, name, owner, client.Wait(time.Second), client.TTL(30*time.Second))
@@ -230,9 +231,9 @@ func TestMultiLockOneByOneDeadlocks(t *testing.T) {
 					g.got(i, name)
 					held = append(held, l)
 					continue
-				case errors.Is(err, client.ErrHeld) && g.timedOut(i, name):
+				case errors.Is(err, api.ErrHeld) && g.timedOut(i, name):
 					deadlocks.Add(1)
-				case errors.Is(err, client.ErrHeld):
+				case errors.Is(err, api.ErrHeld):
 					timeouts.Add(1)
 				default:
 					t.Errorf("client %d, acquire of %s: %v", i, name, err)
@@ -354,7 +355,7 @@ func TestMultiLockAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	type got struct {
-		multi client.MultiLease
+		multi api.MultiLease
 		lease Lease
 		err   error
 		at    time.Time
@@ -430,7 +431,7 @@ func TestMultiLockAllOrNothing(t *testing.T) {
 		xDone <- got{lease: l, err: err, at: time.Now()}
 	}()
 	set, x = <-setDone, <-xDone
-	var ae *client.APIError
+	var ae *api.APIError
 	if !errors.As(set.err, &ae) || ae.Code != CodeHeld || !strings.Contains(ae.Message, names[1]) {
 		t.Errorf("the set's acquire with %s held = %v, want 409 held naming it", names[1], set.err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
@@ -22,7 +23,7 @@ func TestMultiLockLease(t *testing.T) {
 	c := d.client
 	ctx := ctxT(t, 60*time.Second)
 	names := []string{"acct/1", "acct/2", "acct/3"}
-	id := client.NewLeaseID()
+	id := api.NewLeaseID()
 	grant := []client.MultiOption{client.Owner("mover"), client.LeaseID(id), client.TTL(10 * time.Second)}
 	l, err := c.AcquireMulti(ctx, names, grant...)
 	if err != nil {
@@ -46,7 +47,7 @@ func TestMultiLockLease(t *testing.T) {
 			t.Errorf("check %s: %v", lk.Sequencer, err)
 		}
 	}
-	if _, err := c.Acquire(ctx, names[1], "other", 0, 0); !errors.Is(err, client.ErrHeld) {
+	if _, err := c.Acquire(ctx, names[1], "other", 0, 0); !errors.Is(err, api.ErrHeld) {
 		t.Errorf("a single acquire of %s while the set holds it = %v, want held", names[1], err)
 	}
 
@@ -66,7 +67,7 @@ func TestMultiLockLease(t *testing.T) {
 		{names, append(grant, client.LockDelay(5*time.Second)), "lock_delay"},
 	} {
 		_, err := c.AcquireMulti(ctx, tc.names, tc.opts...)
-		if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "whose "+tc.field+" differs") {
+		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "whose "+tc.field+" differs") {
 			t.Errorf("retry with another %s = %v, want a 400 naming it", tc.field, err)
 		}
 	}
@@ -81,7 +82,7 @@ func TestMultiLockLease(t *testing.T) {
 	if err != nil || st.LeaseID != id || st.SafeForMS <= 0 {
 		t.Fatalf("status = %+v, %v; want the live lease", st, err)
 	}
-	woke := make(chan client.MultiLockStatus, 1)
+	woke := make(chan api.MultiLockStatus, 1)
 	go func() {
 		next, _ := c.WaitMultiLock(ctx, id, st.Index, 30*time.Second)
 		woke <- next
@@ -193,10 +194,22 @@ func TestMultiLockRefuses(t *testing.T) {
 	}
 }
 
-// The wire limit and the library's agree.
-func TestMaxMultiLocksAgree(t *testing.T) {
-	if client.MaxMultiLocks != zklock.MaxMultiLocks {
-		t.Errorf("client.MaxMultiLocks %d, zklock.MaxMultiLocks %d", client.MaxMultiLocks, zklock.MaxMultiLocks)
+// The wire contract's limits and the lock library's agree: the daemon
+// refuses at the API what zklock would refuse later.
+func TestLimitsAgreeWithZklock(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		api, lock int64
+	}{
+		{"MaxMultiLocks", api.MaxMultiLocks, zklock.MaxMultiLocks},
+		{"MaxSemaphoreLimit", api.MaxSemaphoreLimit, zklock.MaxSemaphoreLimit},
+		{"MaxLockDelay", int64(api.MaxLockDelay), int64(zklock.MaxLockDelay)},
+		{"MaxQueueRead", api.MaxQueueRead, zklock.MaxQueueRead},
+		{"MaxNameBytes", api.MaxNameBytes, zklock.MaxNameLen},
+	} {
+		if c.api != c.lock {
+			t.Errorf("api.%s is %d, zklock.%s %d", c.name, c.api, c.name, c.lock)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // openAPI is docs/openapi.yaml as the test reads it: "METHOD path status"
@@ -24,6 +24,16 @@ import (
 type openAPI struct {
 	responses map[string][]string
 	codes     []string
+	// bodies is "METHOD path status" -> the schema of its JSON answer,
+	// where it names one.
+	bodies  map[string]string
+	schemas map[string]schema
+}
+
+// schema is what a body of a component schema may and must hold.
+type schema struct {
+	props    map[string]bool
+	required []string
 }
 
 func readOpenAPI(t *testing.T) openAPI {
@@ -33,12 +43,21 @@ func readOpenAPI(t *testing.T) openAPI {
 		t.Fatal(err)
 	}
 	type response struct {
-		Codes []string `yaml:"x-codes"`
+		Codes   []string `yaml:"x-codes"`
+		Content map[string]struct {
+			Schema struct {
+				Ref string `yaml:"$ref"`
+			} `yaml:"schema"`
+		} `yaml:"content"`
 	}
 	var doc struct {
 		OpenAPI    string `yaml:"openapi"`
 		Components struct {
 			Responses map[string]response `yaml:"responses"`
+			Schemas   map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+				Required   []string       `yaml:"required"`
+			} `yaml:"schemas"`
 		} `yaml:"components"`
 		Paths map[string]map[string]struct {
 			Responses map[string]response `yaml:"responses"`
@@ -50,14 +69,25 @@ func readOpenAPI(t *testing.T) openAPI {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Fatalf("docs/openapi.yaml: openapi %q, want 3.x", doc.OpenAPI)
 	}
-	spec := openAPI{responses: map[string][]string{}}
+	spec := openAPI{responses: map[string][]string{}, bodies: map[string]string{}, schemas: map[string]schema{}}
 	for p, methods := range doc.Paths {
 		for m, op := range methods {
 			for status, r := range op.Responses {
-				spec.responses[fmt.Sprintf("%s %s %s", strings.ToUpper(m), p, status)] = r.Codes
+				key := fmt.Sprintf("%s %s %s", strings.ToUpper(m), p, status)
+				spec.responses[key] = r.Codes
 				spec.codes = append(spec.codes, r.Codes...)
+				if ref := r.Content["application/json"].Schema.Ref; ref != "" {
+					spec.bodies[key] = strings.TrimPrefix(ref, "#/components/schemas/")
+				}
 			}
 		}
+	}
+	for name, s := range doc.Components.Schemas {
+		sc := schema{props: map[string]bool{}, required: s.Required}
+		for p := range s.Properties {
+			sc.props[p] = true
+		}
+		spec.schemas[name] = sc
 	}
 	for _, r := range doc.Components.Responses {
 		spec.codes = append(spec.codes, r.Codes...)
@@ -114,8 +144,51 @@ func (c *apiCheck) do(route, method, url, body string, want int) map[string]any 
 	if code, _ := m["code"].(string); code != "" && !slices.Contains(codes, code) {
 		c.t.Errorf("%s: code %q is not documented (documented: %v)", key, code, codes)
 	}
+	for _, p := range c.spec.bodyProblems(key, m) {
+		c.t.Errorf("%s: %s (body %s)", key, p, resp)
+	}
 	c.seen[key] = true
 	return m
+}
+
+// bodyProblems holds an answer's JSON object against the schema its route
+// documents: every key it holds is a property of the schema, and every
+// required property is there. The schemas are written from package api's
+// types, so this holds the handler's bodies to the wire types.
+func (s openAPI) bodyProblems(key string, m map[string]any) []string {
+	name, ok := s.bodies[key]
+	if !ok || m == nil {
+		return nil
+	}
+	sc, ok := s.schemas[name]
+	if !ok {
+		return []string{fmt.Sprintf("its schema %s is not among the components", name)}
+	}
+	var out []string
+	for k := range m {
+		if !sc.props[k] {
+			out = append(out, fmt.Sprintf("the answer holds %q, which schema %s does not have", k, name))
+		}
+	}
+	for _, k := range sc.required {
+		if _, ok := m[k]; !ok {
+			out = append(out, fmt.Sprintf("the answer lacks %q, which schema %s requires", k, name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The control of the body check: a lease with a key the schema lacks and
+// without a required one is caught twice.
+func TestOpenAPIBodyCheckCatchesDrift(t *testing.T) {
+	spec := readOpenAPI(t)
+	lease := map[string]any{"name": "x", "sequencer": "x@1", "owner": "o", "ttl": "15s", "expires_at": "2026-01-01T00:00:00Z", "secret": 1}
+	got := spec.bodyProblems("POST /v1/locks/{name}/acquire 200", lease)
+	want := []string{`the answer holds "secret", which schema Lease does not have`, `the answer lacks "token", which schema Lease requires`}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
+	}
 }
 
 // wrongMethod checks that method on a documented route that has no such
@@ -125,8 +198,8 @@ func (c *apiCheck) wrongMethod(route, method, url string) {
 	status, resp := httpDo(c.t, method, url, "")
 	var m map[string]any
 	json.Unmarshal([]byte(resp), &m)
-	if status != 405 || m["code"] != client.CodeMethod || w405Allow(c.t, method, url) == "" {
-		c.t.Errorf("%s %s: got %d %s, want 405 %s with Allow", method, url, status, resp, client.CodeMethod)
+	if status != 405 || m["code"] != api.CodeMethod || w405Allow(c.t, method, url) == "" {
+		c.t.Errorf("%s %s: got %d %s, want 405 %s with Allow", method, url, status, resp, api.CodeMethod)
 	}
 	known, other := false, false
 	for key := range c.spec.responses {
@@ -166,15 +239,15 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		status := fmt.Sprintf("/v1/%s/{name}", f.name)
 		list := "/v1/" + f.name
 		at := func(name, action string) string { return u + "/v1/" + f.name + "/" + name + action }
-		id1, id2 := client.NewLeaseID(), client.NewLeaseID()
+		id1, id2 := api.NewLeaseID(), api.NewLeaseID()
 		body := func(owner, id string) string {
 			return fmt.Sprintf(`{"owner":%q,"lease_id":%q%s}`, owner, id, f.extra)
 		}
 		a := c.do(grant, "POST", at("api", "/"+f.grant), body("a", id1), 200)
 		other := `{"owner":"b"` + f.extra + `}`
 		if f.name == "semaphores" {
-			c.do(grant, "POST", at("api", "/"+f.grant), body("a2", client.NewLeaseID()), 200) // the second slot
-			c.do(grant, "POST", at("api", "/"+f.grant), `{"owner":"b","limit":9}`, 409)       // limit_mismatch
+			c.do(grant, "POST", at("api", "/"+f.grant), body("a2", api.NewLeaseID()), 200) // the second slot
+			c.do(grant, "POST", at("api", "/"+f.grant), `{"owner":"b","limit":9}`, 409)    // limit_mismatch
 		}
 		c.do(grant, "POST", at("api", "/"+f.grant), other, 409) // held, full, led
 		c.do(grant, "POST", at("a..b/..", "/"+f.grant), other, 400)
@@ -207,8 +280,8 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		c.do(brk, "POST", authed+"/v1/"+f.name+"/api/break", `{"reason":"no token"}`, 401)
 		victim := c.do(grant, "POST", at("victim", "/"+f.grant), body("v", id2), 200)
 		c.do(brk, "POST", admin+"/v1/"+f.name+"/victim/break", fmt.Sprintf(`{"reason":"test","token":%d}`, tokenOf(victim)), 200)
-		if m := c.do(renew, "POST", at("victim", "/renew"), lease(id2, tokenOf(victim)), 409); m["code"] != client.CodeBroken {
-			t.Errorf("renew of a broken %s lease: code %v, want %s", f.name, m["code"], client.CodeBroken)
+		if m := c.do(renew, "POST", at("victim", "/renew"), lease(id2, tokenOf(victim)), 409); m["code"] != api.CodeBroken {
+			t.Errorf("renew of a broken %s lease: code %v, want %s", f.name, m["code"], api.CodeBroken)
 		}
 		c.do(list, "GET", u+list+"?all=1", "", 200)
 		c.do(list, "GET", u+list+"?all=2", "", 400)
@@ -239,7 +312,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	// Multi-locks: a family whose actions name no lock in the path.
 	{
 		const acq, ren, rel, st, list = "/v1/multilocks/acquire", "/v1/multilocks/renew", "/v1/multilocks/release", "/v1/multilocks/{lease_id}", "/v1/multilocks"
-		id := client.NewLeaseID()
+		id := api.NewLeaseID()
 		m := c.do(acq, "POST", u+acq, fmt.Sprintf(`{"names":["m/a","m/b"],"owner":"a","lease_id":%q}`, id), 200)
 		c.do(acq, "POST", u+acq, `{"names":["m/b","m/c"],"owner":"b"}`, 409)
 		c.do(acq, "POST", u+acq, `{"names":["m/a","m/a"],"owner":"b"}`, 400)
@@ -305,13 +378,13 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		t.Errorf("docs/openapi.yaml documents %s, which the handler did not answer here", key)
 	}
 	// Every code the API has is documented.
-	for _, code := range []string{client.CodeBadRequest, client.CodeHeld, client.CodeLimitMismatch, client.CodeStaleToken, client.CodeLost, client.CodeNotHeld, client.CodeBroken, client.CodeForbidden,
-		client.CodeUnavailable, client.CodeBadSignature, client.CodeUnauthorized, client.CodeNotFound, client.CodeMethod, client.CodeInternal} {
+	for _, code := range []string{api.CodeBadRequest, api.CodeHeld, api.CodeLimitMismatch, api.CodeStaleToken, api.CodeLost, api.CodeNotHeld, api.CodeBroken, api.CodeForbidden,
+		api.CodeUnavailable, api.CodeBadSignature, api.CodeUnauthorized, api.CodeNotFound, api.CodeMethod, api.CodeInternal} {
 		if !slices.Contains(spec.codes, code) {
 			t.Errorf("code %q is not documented in docs/openapi.yaml", code)
 		}
 	}
-	if status, resp := httpDo(t, "GET", u+"/v1/nowhere", ""); status != 404 || !strings.Contains(resp, client.CodeNotFound) {
+	if status, resp := httpDo(t, "GET", u+"/v1/nowhere", ""); status != 404 || !strings.Contains(resp, api.CodeNotFound) {
 		t.Errorf("GET /v1/nowhere: %d %s, want 404 not_found", status, resp)
 	}
 }

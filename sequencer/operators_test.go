@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -92,9 +93,9 @@ func TestQueueInOrderAcrossClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued := func(n int) client.LockStatus {
+	queued := func(n int) api.LockStatus {
 		t.Helper()
-		var st client.LockStatus
+		var st api.LockStatus
 		zktest.Eventually(t, 20*time.Second, "waiters queued", func() bool {
 			st, err = cl.Status(ctx, name)
 			return err == nil && len(st.Queue) == n
@@ -125,7 +126,7 @@ func TestQueueInOrderAcrossClients(t *testing.T) {
 	want := []struct{ owner, client string }{{"first", "seqd"}, {"kazoo-interop", "kazoo"}, {"third", "seqd"}}
 	for i, w := range want {
 		q := st.Queue[i]
-		if q.Owner != w.owner || q.Client != w.client || q.Mode != client.ModeExclusive || q.Token != 0 {
+		if q.Owner != w.owner || q.Client != w.client || q.Mode != api.ModeExclusive || q.Token != 0 {
 			t.Errorf("queue[%d] = %+v, want owner %q client %q mode exclusive, no token", i, q, w.owner, w.client)
 		}
 		if i > 0 && q.Since.Before(st.Queue[i-1].Since) {
@@ -147,45 +148,45 @@ func TestBreak(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), apiToken: testAPIToken, adminToken: testAdminToken, audit: NewAuditLog(&audit, nil), reg: reg, identity: "daemon-1"})
 	ctx := ctxT(t, time.Minute)
-	api, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAPIToken))
+	userc, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAPIToken))
 	admin, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAdminToken))
 	const name = "break/me"
 
-	held, err := api.Acquire(ctx, name, client.Owner("stuck"), client.TTL(time.Minute))
+	held, err := userc.Acquire(ctx, name, client.Owner("stuck"), client.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := make(chan client.Lease, 1)
+	next := make(chan api.Lease, 1)
 	go func() {
-		l, err := api.Acquire(ctx, name, client.Owner("next"), client.TTL(time.Minute), client.Wait(time.Minute))
+		l, err := userc.Acquire(ctx, name, client.Owner("next"), client.TTL(time.Minute), client.Wait(time.Minute))
 		if err != nil {
 			t.Errorf("the waiter: %v", err)
 		}
 		next <- l
 	}()
 	zktest.Eventually(t, 20*time.Second, "the waiter queued", func() bool {
-		st, err := api.Status(ctx, name)
+		st, err := userc.Status(ctx, name)
 		return err == nil && len(st.Queue) == 1
 	})
 
-	_, err = api.Break(ctx, client.Locks, name, "stuck", 0)
-	var ae *client.APIError
-	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != client.CodeForbidden || !strings.Contains(ae.Message, "admin token") {
+	_, err = userc.Break(ctx, api.Locks, name, "stuck", 0)
+	var ae *api.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != api.CodeForbidden || !strings.Contains(ae.Message, "admin token") {
 		t.Fatalf("break with the API token: %v, want 403 forbidden naming the admin token", err)
 	}
-	_, err = admin.Break(ctx, client.Locks, name, "", 0)
-	if !errors.Is(err, client.ErrBadRequest) {
+	_, err = admin.Break(ctx, api.Locks, name, "", 0)
+	if !errors.Is(err, api.ErrBadRequest) {
 		t.Fatalf("break without a reason: %v, want 400", err)
 	}
-	_, err = admin.Break(ctx, client.Locks, name, "stuck", held.Token+1000)
-	if !errors.As(err, &ae) || ae.Code != client.CodeNotHeld || ae.CurrentToken == nil || *ae.CurrentToken != held.Token {
+	_, err = admin.Break(ctx, api.Locks, name, "stuck", held.Token+1000)
+	if !errors.As(err, &ae) || ae.Code != api.CodeNotHeld || ae.CurrentToken == nil || *ae.CurrentToken != held.Token {
 		t.Fatalf("break of another token: %v, want 409 not_held with current token %d", err, held.Token)
 	}
-	if st, _ := api.Status(ctx, name); !st.Held || st.Token != held.Token {
+	if st, _ := userc.Status(ctx, name); !st.Held || st.Token != held.Token {
 		t.Fatalf("a refused break changed the lock: %+v", st)
 	}
 
-	res, err := admin.Break(ctx, client.Locks, name, "stuck for an hour, ticket 42", held.Token)
+	res, err := admin.Break(ctx, api.Locks, name, "stuck for an hour, ticket 42", held.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +197,14 @@ func TestBreak(t *testing.T) {
 	if got.Token <= held.Token {
 		t.Fatalf("next token %d, want above the broken %d", got.Token, held.Token)
 	}
-	_, err = api.Renew(ctx, held, 0)
-	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != client.CodeBroken || ae.Reason != "stuck for an hour, ticket 42" {
+	_, err = userc.Renew(ctx, held, 0)
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeBroken || ae.Reason != "stuck for an hour, ticket 42" {
 		t.Fatalf("renew of the broken lease: %v, want 409 broken with the reason", err)
 	}
-	if !errors.Is(err, client.ErrLost) || !errors.Is(err, client.ErrBroken) {
+	if !errors.Is(err, api.ErrLost) || !errors.Is(err, api.ErrBroken) {
 		t.Errorf("renew error %v matches neither ErrLost nor ErrBroken", err)
 	}
-	if err := api.Release(ctx, got); err != nil {
+	if err := userc.Release(ctx, got); err != nil {
 		t.Fatal(err)
 	}
 
@@ -239,7 +240,7 @@ func TestBreak(t *testing.T) {
 	// A daemon without an admin token refuses every break.
 	bare := startDaemon(t, daemonOpts{servers: zkc.Servers()})
 	cl, _ := client.New(bare.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAdminToken))
-	_, err = cl.Break(ctx, client.Locks, name, "stuck", 0)
+	_, err = cl.Break(ctx, api.Locks, name, "stuck", 0)
 	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || !strings.Contains(ae.Message, "--admin-token-file") {
 		t.Fatalf("break on a daemon without an admin token: %v, want 403 naming --admin-token-file", err)
 	}
@@ -284,7 +285,7 @@ func TestOverview(t *testing.T) {
 	if _, err := cl.Acquire(ctx, "ov/deeper/b", client.Owner("b")); err != nil {
 		t.Fatal(err)
 	}
-	o, err := cl.Overview(ctx, client.Locks, 0, 0)
+	o, err := cl.Overview(ctx, api.Locks, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,13 +293,13 @@ func TestOverview(t *testing.T) {
 		t.Fatalf("overview %+v, want ov/a and ov/deeper/b held", o)
 	}
 	// Blocking: settle on an index, then release and see it change.
-	o, err = cl.Overview(ctx, client.Locks, o.Index, 2*time.Second)
+	o, err = cl.Overview(ctx, api.Locks, o.Index, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan client.Overview, 1)
+	done := make(chan api.Overview, 1)
 	go func() {
-		got, err := cl.Overview(ctx, client.Locks, o.Index, time.Minute)
+		got, err := cl.Overview(ctx, api.Locks, o.Index, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}

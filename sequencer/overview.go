@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -25,7 +25,7 @@ import (
 const overviewRelist = time.Second
 
 // overview serves GET /v1/{family}?all=1[&index=I&wait=D].
-func (h *handler) overview(w http.ResponseWriter, r *http.Request, f client.Family) {
+func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family) {
 	vals, err := splitQuery(r.URL.RawQuery)
 	if err == nil && (len(vals["all"]) != 1 || vals["all"][0] != "1") {
 		err = badRequest("all takes the value 1: ?all=1 lists every name under the root")
@@ -49,7 +49,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, f client.Fami
 	}
 	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
 	if err == nil {
-		w.Header().Set(client.IndexHeader, strconv.FormatUint(o.Index, 10))
+		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
 	}
 	h.answer(w, r, o, err)
 }
@@ -58,22 +58,22 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, f client.Fami
 // most client.MaxOverview). blocking makes it wait, up to wait, for a state
 // whose index differs from index: a listed name's state changed, or a name
 // appeared or went.
-func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, index uint64, wait time.Duration) (client.Overview, error) {
+func (s *Service) Overview(ctx context.Context, f api.Family, blocking bool, index uint64, wait time.Duration) (api.Overview, error) {
 	root, shape := s.cfg.Root, zklock.ShapeLock
 	switch f {
-	case client.Semaphores:
+	case api.Semaphores:
 		root, shape = s.cfg.SemaphoreRoot, zklock.ShapeSemaphore
-	case client.Elections:
+	case api.Elections:
 		root = s.cfg.ElectionRoot
 	}
 	if !blocking {
 		sess, err := s.liveSession()
 		if err != nil {
-			return client.Overview{}, err
+			return api.Overview{}, err
 		}
-		names, more, err := sess.Names(ctx, root, shape, client.MaxOverview)
+		names, more, err := sess.Names(ctx, root, shape, api.MaxOverview)
 		if err != nil {
-			return client.Overview{}, s.readError(ctx, err)
+			return api.Overview{}, s.readError(ctx, err)
 		}
 		return s.overviewOf(ctx, f, names, more, 0)
 	}
@@ -81,7 +81,7 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 	// under the cap, and its answers need the watch session's vouching as
 	// await's do.
 	if err := s.watches.enter(); err != nil {
-		return client.Overview{}, err
+		return api.Overview{}, err
 	}
 	defer s.watches.leave()
 	return s.awaitOverview(ctx, f, root, shape, index, wait)
@@ -89,7 +89,7 @@ func (s *Service) Overview(ctx context.Context, f client.Family, blocking bool, 
 
 // awaitOverview is a blocking overview: it answers once the overview's
 // index differs from index, or once wait has passed.
-func (s *Service) awaitOverview(ctx context.Context, f client.Family, root string, shape zklock.Shape, index uint64, wait time.Duration) (client.Overview, error) {
+func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, shape zklock.Shape, index uint64, wait time.Duration) (api.Overview, error) {
 	deadline := time.Now().Add(wait)
 	start := s.clock.Now()
 	watching := false // the states of the last listing are watched
@@ -101,7 +101,7 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 		if watching {
 			hold, tc, distrust := s.watches.vouch(start)
 			if distrust != nil && !hold {
-				return client.Overview{}, distrust
+				return api.Overview{}, distrust
 			}
 			if distrust == nil {
 				trustChanged = tc
@@ -109,14 +109,14 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 		}
 		sess, err := s.liveSession()
 		if err != nil {
-			return client.Overview{}, err
+			return api.Overview{}, err
 		}
 		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged)
 		if errors.Is(err, errTrustChanged) {
 			continue // vouched for again, or not, at the top
 		}
 		if err != nil {
-			return client.Overview{}, s.readError(ctx, err)
+			return api.Overview{}, s.readError(ctx, err)
 		}
 		ws := make([]*watched, 0, len(names))
 		for _, n := range names {
@@ -132,7 +132,7 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 			hold, tc, d := s.watches.vouch(start)
 			if d != nil && !hold {
 				s.unsubscribeAll(ws)
-				return client.Overview{}, d
+				return api.Overview{}, d
 			}
 			changed, distrust = append(changed, tc), d
 		}
@@ -144,7 +144,7 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 		left := time.Until(deadline)
 		if left <= 0 && distrust != nil {
 			s.unsubscribeAll(ws)
-			return client.Overview{}, distrust
+			return api.Overview{}, distrust
 		}
 		if left <= 0 {
 			o, err := s.overviewOf(ctx, f, names, more, idx)
@@ -158,7 +158,7 @@ func (s *Service) awaitOverview(ctx context.Context, f client.Family, root strin
 		err = waitAny(ctx, changed, max(d, 0))
 		s.unsubscribeAll(ws)
 		if err != nil {
-			return client.Overview{}, err
+			return api.Overview{}, err
 		}
 	}
 }
@@ -172,7 +172,7 @@ var errTrustChanged = errors.New("the watch session's trust changed")
 // that a blocking overview need not wait for the read's own timeout.
 func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root string, shape zklock.Shape, trustChanged <-chan struct{}) ([]string, bool, error) {
 	if trustChanged == nil {
-		return sess.Names(ctx, root, shape, client.MaxOverview)
+		return sess.Names(ctx, root, shape, api.MaxOverview)
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -183,7 +183,7 @@ func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root stri
 		case <-lctx.Done():
 		}
 	}()
-	names, more, err := sess.Names(lctx, root, shape, client.MaxOverview)
+	names, more, err := sess.Names(lctx, root, shape, api.MaxOverview)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errTrustChanged) {
 		return nil, false, errTrustChanged
 	}
@@ -252,16 +252,16 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) erro
 const overviewReads = 8
 
 // overviewOf reads the status of every name.
-func (s *Service) overviewOf(ctx context.Context, f client.Family, names []string, more bool, index uint64) (client.Overview, error) {
-	o := client.Overview{Family: string(f), More: more, Index: index}
+func (s *Service) overviewOf(ctx context.Context, f api.Family, names []string, more bool, index uint64) (api.Overview, error) {
+	o := api.Overview{Family: string(f), More: more, Index: index}
 	errs := make([]error, len(names))
 	switch f {
-	case client.Semaphores:
-		o.Semaphores = make([]client.SemaphoreStatus, len(names))
-	case client.Elections:
-		o.Elections = make([]client.ElectionStatus, len(names))
+	case api.Semaphores:
+		o.Semaphores = make([]api.SemaphoreStatus, len(names))
+	case api.Elections:
+		o.Elections = make([]api.ElectionStatus, len(names))
 	default:
-		o.Locks = make([]client.LockStatus, len(names))
+		o.Locks = make([]api.LockStatus, len(names))
 	}
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -271,9 +271,9 @@ func (s *Service) overviewOf(ctx context.Context, f client.Family, names []strin
 			defer wg.Done()
 			for i := range next {
 				switch f {
-				case client.Semaphores:
+				case api.Semaphores:
 					o.Semaphores[i], errs[i] = s.SemaphoreStatus(ctx, names[i])
-				case client.Elections:
+				case api.Elections:
 					o.Elections[i], errs[i] = s.ElectionStatus(ctx, names[i])
 				default:
 					o.Locks[i], errs[i] = s.Status(ctx, names[i])
@@ -288,7 +288,7 @@ func (s *Service) overviewOf(ctx context.Context, f client.Family, names []strin
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return client.Overview{}, err
+			return api.Overview{}, err
 		}
 	}
 	if index == 0 {
@@ -299,7 +299,7 @@ func (s *Service) overviewOf(ctx context.Context, f client.Family, names []strin
 
 // plainIndex is the index of an overview read without blocking: a hash of
 // its names and their states' indexes.
-func plainIndex(o client.Overview) uint64 {
+func plainIndex(o api.Overview) uint64 {
 	h := fnv.New64a()
 	add := func(name string, idx uint64) {
 		h.Write([]byte(name + "\x00" + strconv.FormatUint(idx, 10) + "\x00"))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // query is the query of a status read, the same for every family:
@@ -37,7 +37,7 @@ func parseQuery(raw string) (query, error) {
 		}
 	}
 	if v, ok := vals["lease_id"]; ok {
-		if !validLeaseID(v[0]) {
+		if !api.ValidLeaseID(v[0]) {
 			return q, badRequest("lease_id %.40q must be 32 lowercase hex digits", v[0])
 		}
 		q.leaseID = v[0]
@@ -47,7 +47,7 @@ func parseQuery(raw string) (query, error) {
 		if err != nil {
 			return q, badRequest("index %.40q must be a decimal integer, as returned in the index field", v[0])
 		}
-		q.blocking, q.index, q.wait = true, idx, client.DefaultBlockingWait
+		q.blocking, q.index, q.wait = true, idx, api.DefaultBlockingWait
 	}
 	if v, ok := vals["wait"]; ok {
 		if !q.blocking {
@@ -57,8 +57,8 @@ func parseQuery(raw string) (query, error) {
 		if err != nil {
 			return q, badRequest("wait %.40q is not a duration such as \"30s\"", v[0])
 		}
-		if d <= 0 || d > client.MaxWait {
-			return q, badRequest("wait %v is out of range: it must be more than 0s and at most %v", d, client.MaxWait)
+		if d <= 0 || d > api.MaxWait {
+			return q, badRequest("wait %v is out of range: it must be more than 0s and at most %v", d, api.MaxWait)
 		}
 		q.wait = d
 	}

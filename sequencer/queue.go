@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -18,21 +18,21 @@ import (
 
 // queueOf reads the contenders of family f's name and the znode they are
 // children of (a semaphore's: its leases node).
-func (s *Service) queueOf(ctx context.Context, sess *zklock.Session, f client.Family, name string) (zklock.Queue, string, error) {
+func (s *Service) queueOf(ctx context.Context, sess *zklock.Session, f api.Family, name string) (zklock.Queue, string, error) {
 	var (
 		q      zklock.Queue
 		parent string
 		err    error
 	)
 	switch f {
-	case client.Semaphores:
+	case api.Semaphores:
 		sem, serr := s.semaphore(sess, name)
 		if serr != nil {
 			return q, "", serr
 		}
 		parent = sem.LeasesPath()
 		q, err = sem.Queue(ctx)
-	case client.Elections:
+	case api.Elections:
 		e, eerr := s.election(sess, name)
 		if eerr != nil {
 			return q, "", eerr
@@ -54,7 +54,7 @@ func (s *Service) queueOf(ctx context.Context, sess *zklock.Session, f client.Fa
 }
 
 // readQueue reads the holders and the queue of family f's name.
-func (s *Service) readQueue(ctx context.Context, f client.Family, name string) (holding, queue []client.Contender, unread int, err error) {
+func (s *Service) readQueue(ctx context.Context, f api.Family, name string) (holding, queue []api.Contender, unread int, err error) {
 	sess, err := s.liveSession()
 	if err != nil {
 		return nil, nil, 0, err
@@ -68,8 +68,8 @@ func (s *Service) readQueue(ctx context.Context, f client.Family, name string) (
 }
 
 // contenders is q in the API's form: the holders and the waiters.
-func (s *Service) contenders(f client.Family, name string, q zklock.Queue) (holding, queue []client.Contender) {
-	holding, queue = []client.Contender{}, []client.Contender{}
+func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding, queue []api.Contender) {
+	holding, queue = []api.Contender{}, []api.Contender{}
 	for i, n := range q.Nodes {
 		c := contenderOf(n, f)
 		if i < q.Holding {
@@ -78,7 +78,7 @@ func (s *Service) contenders(f client.Family, name string, q zklock.Queue) (hold
 				c.Token = q.Token // version mode: the node's counter
 			}
 			c.ExpiresAt = s.expiresAt(f, name, c.Token)
-			if owner, ok := s.localOwner(f, name, c.Token); ok && f == client.Elections {
+			if owner, ok := s.localOwner(f, name, c.Token); ok && f == api.Elections {
 				c.Owner, c.Daemon, c.Client = owner, s.cfg.Identity, "seqd"
 			}
 			holding = append(holding, c)
@@ -91,7 +91,7 @@ func (s *Service) contenders(f client.Family, name string, q zklock.Queue) (hold
 
 // expiresAt is when this daemon's lease of family f on name with token
 // expires; nil when it has none.
-func (s *Service) expiresAt(f client.Family, name string, token uint64) *time.Time {
+func (s *Service) expiresAt(f api.Family, name string, token uint64) *time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range kindsOf(f) {
@@ -100,7 +100,7 @@ func (s *Service) expiresAt(f client.Family, name string, token uint64) *time.Ti
 			return &t
 		}
 	}
-	if f == client.Locks || f == client.Semaphores {
+	if f == api.Locks || f == api.Semaphores {
 		for _, l := range s.leases {
 			if l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
 				t := l.expires.UTC()
@@ -113,7 +113,7 @@ func (s *Service) expiresAt(f client.Family, name string, token uint64) *time.Ti
 
 // localOwner is the owner of this daemon's lease of family f on name with
 // token, if it has one.
-func (s *Service) localOwner(f client.Family, name string, token uint64) (string, bool) {
+func (s *Service) localOwner(f api.Family, name string, token uint64) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range kindsOf(f) {
@@ -125,12 +125,12 @@ func (s *Service) localOwner(f client.Family, name string, token uint64) (string
 }
 
 // contenderOf names what made node n and who it is for.
-func contenderOf(n zklock.QueuedNode, f client.Family) client.Contender {
-	c := client.Contender{Node: n.Node, Since: n.Created.UTC()}
-	if f == client.Locks {
-		c.Mode = client.ModeExclusive
+func contenderOf(n zklock.QueuedNode, f api.Family) api.Contender {
+	c := api.Contender{Node: n.Node, Since: n.Created.UTC()}
+	if f == api.Locks {
+		c.Mode = api.ModeExclusive
 		if n.Shared {
-			c.Mode = client.ModeShared
+			c.Mode = api.ModeShared
 		}
 	}
 	var cd contenderData
@@ -147,7 +147,7 @@ func contenderOf(n zklock.QueuedNode, f client.Family) client.Contender {
 	default:
 		c.Client = "zk.Lock"
 	}
-	if f == client.Elections {
+	if f == api.Elections {
 		// A candidate's data is its published value: seqd's look like
 		// Curator's LeaderSelector's.
 		c.Value = printable(n.Data)
@@ -178,14 +178,14 @@ func printable(data []byte) string {
 }
 
 // queueLock adds the holders and the queue to a lock's status.
-func (s *Service) queueLock(ctx context.Context, st *client.LockStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Locks, st.Name, st.Index)
+func (s *Service) queueLock(ctx context.Context, st *api.LockStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, api.Locks, st.Name, st.Index)
 	return err
 }
 
 // queueSemaphore adds the holders and the queue to a semaphore's status.
-func (s *Service) queueSemaphore(ctx context.Context, st *client.SemaphoreStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Semaphores, st.Name, st.Index)
+func (s *Service) queueSemaphore(ctx context.Context, st *api.SemaphoreStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, api.Semaphores, st.Name, st.Index)
 	if err == nil && st.Unread == 0 {
 		// The queue was read after the state: its count is the newer (a
 		// state read between an acquirer's limit record and its lease
@@ -197,8 +197,8 @@ func (s *Service) queueSemaphore(ctx context.Context, st *client.SemaphoreStatus
 
 // queueElection adds the leader and the other candidates to an election's
 // status.
-func (s *Service) queueElection(ctx context.Context, st *client.ElectionStatus) (err error) {
-	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, client.Elections, st.Name, st.Index)
+func (s *Service) queueElection(ctx context.Context, st *api.ElectionStatus) (err error) {
+	st.Holding, st.Queue, st.Unread, err = s.sharedQueue(ctx, api.Elections, st.Name, st.Index)
 	return err
 }
 
@@ -209,7 +209,7 @@ func (s *Service) queueElection(ctx context.Context, st *client.ElectionStatus) 
 const queueShare = time.Second
 
 type queueKey struct {
-	f     client.Family
+	f     api.Family
 	name  string
 	index uint64
 }
@@ -217,7 +217,7 @@ type queueKey struct {
 type queueRead struct {
 	done             chan struct{}
 	at               time.Time
-	holding, waiting []client.Contender
+	holding, waiting []api.Contender
 	unread           int
 	err              error
 }
@@ -228,7 +228,7 @@ type queueReads struct {
 }
 
 // sharedQueue is readQueue shared by the readers of one state.
-func (s *Service) sharedQueue(ctx context.Context, f client.Family, name string, index uint64) ([]client.Contender, []client.Contender, int, error) {
+func (s *Service) sharedQueue(ctx context.Context, f api.Family, name string, index uint64) ([]api.Contender, []api.Contender, int, error) {
 	qs := &s.queues
 	k := queueKey{f, name, index}
 	now := time.Now()
@@ -267,5 +267,5 @@ func (s *Service) sharedQueue(ctx context.Context, f client.Family, name string,
 	}
 	// The callers fill their own answers: copies, so that none shares
 	// another's slices.
-	return append([]client.Contender{}, r.holding...), append([]client.Contender{}, r.waiting...), r.unread, r.err
+	return append([]api.Contender{}, r.holding...), append([]api.Contender{}, r.waiting...), r.unread, r.err
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // Renewing many leases in one request: a client (or a sidecar) holding
@@ -16,21 +16,21 @@ const renewParallel = 16
 
 // validateRenewMany checks every lease before any is renewed: a bad one
 // makes the whole request a 400 that changes nothing.
-func validateRenewMany(req *client.RenewManyRequest) error {
+func validateRenewMany(req *api.RenewManyRequest) error {
 	switch n := len(req.Leases); {
 	case n == 0:
 		return badRequest(`leases is required: the leases to renew, each {"name","lease_id","token"}`)
-	case n > client.MaxRenewBatch:
-		return badRequest("%d leases in one renew, more than %d", n, client.MaxRenewBatch)
+	case n > api.MaxRenewBatch:
+		return badRequest("%d leases in one renew, more than %d", n, api.MaxRenewBatch)
 	}
 	if _, err := optionalTTL(req.TTL); err != nil {
 		return err
 	}
 	for i, it := range req.Leases {
-		if err := validateName(client.Locks, it.Name); err != nil {
+		if err := validateName(api.Locks, it.Name); err != nil {
 			return badRequest("leases[%d]: %v", i, err)
 		}
-		if !validLeaseID(it.LeaseID) {
+		if !api.ValidLeaseID(it.LeaseID) {
 			return badRequest("leases[%d]: lease_id %.40q must be 32 lowercase hex digits", i, it.LeaseID)
 		}
 		if it.Token == 0 {
@@ -44,12 +44,12 @@ func validateRenewMany(req *client.RenewManyRequest) error {
 // at most renewParallel at a time, and returns each one's lease or error,
 // in order. It refuses the whole batch (a *RequestError) if any item is
 // malformed, before renewing any.
-func (s *Service) RenewMany(ctx context.Context, req client.RenewManyRequest) ([]client.Lease, []error, error) {
+func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]api.Lease, []error, error) {
 	if err := validateRenewMany(&req); err != nil {
 		return nil, nil, err
 	}
 	items := req.Leases
-	leases, errs := make([]client.Lease, len(items)), make([]error, len(items))
+	leases, errs := make([]api.Lease, len(items)), make([]error, len(items))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, renewParallel)
 	for i, it := range items {
@@ -57,7 +57,7 @@ func (s *Service) RenewMany(ctx context.Context, req client.RenewManyRequest) ([
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			leases[i], errs[i] = s.Renew(ctx, client.Locks, it.Name, client.LeaseRequest{LeaseID: it.LeaseID, Token: it.Token, TTL: req.TTL})
+			leases[i], errs[i] = s.Renew(ctx, api.Locks, it.Name, api.LeaseRequest{LeaseID: it.LeaseID, Token: it.Token, TTL: req.TTL})
 		}()
 	}
 	wg.Wait()
@@ -65,12 +65,12 @@ func (s *Service) RenewMany(ctx context.Context, req client.RenewManyRequest) ([
 }
 
 // renewManyAnswer is the answer of POST /v1/renew for what RenewMany did.
-func (h *handler) renewManyAnswer(req client.RenewManyRequest, leases []client.Lease, errs []error, fail func(error) (int, client.ErrorBody)) client.RenewManyResponse {
-	resp := client.RenewManyResponse{Results: make([]client.RenewResult, len(leases))}
+func (h *handler) renewManyAnswer(req api.RenewManyRequest, leases []api.Lease, errs []error, fail func(error) (int, api.ErrorBody)) api.RenewManyResponse {
+	resp := api.RenewManyResponse{Results: make([]api.RenewResult, len(leases))}
 	for i := range leases {
-		res := client.RenewResult{Name: req.Leases[i].Name, Status: 200}
+		res := api.RenewResult{Name: req.Leases[i].Name, Status: 200}
 		if errs[i] != nil {
-			var body client.ErrorBody
+			var body api.ErrorBody
 			res.Status, body = fail(errs[i])
 			res.Error, res.Code, res.CurrentToken = body.Error, body.Code, body.CurrentToken
 		} else {

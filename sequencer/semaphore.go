@@ -3,7 +3,7 @@ package sequencer
 import (
 	"context"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
@@ -18,18 +18,18 @@ import (
 // the limit the first recorded: another is a *ConflictError
 // (client.ErrLimitMismatch) with the recorded one. The lease's token is
 // above every earlier grant's on the semaphore.
-func (s *Service) AcquireSemaphore(ctx context.Context, name string, req client.SemaphoreAcquireRequest) (client.Lease, error) {
-	g, err := readGrant(client.Semaphores, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
+func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (api.Lease, error) {
+	g, err := readGrant(api.Semaphores, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	retryOnly := req.Limit == 0 && req.LeaseID != ""
-	if !retryOnly && (req.Limit < 1 || req.Limit > client.MaxSemaphoreLimit) {
-		return client.Lease{}, badRequest("limit %d is out of range: it must be between 1 and %d", req.Limit, client.MaxSemaphoreLimit)
+	if !retryOnly && (req.Limit < 1 || req.Limit > api.MaxSemaphoreLimit) {
+		return api.Lease{}, badRequest("limit %d is out of range: it must be between 1 and %d", req.Limit, api.MaxSemaphoreLimit)
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	out, ok, err := s.retry(g, func(l *lease) string {
 		switch {
@@ -44,11 +44,11 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name string, req client.
 		return out, err
 	}
 	if retryOnly {
-		return client.Lease{}, badRequest("limit is required: lease_id %s is no live lease to retry", req.LeaseID)
+		return api.Lease{}, badRequest("limit is required: lease_id %s is no live lease to retry", req.LeaseID)
 	}
 	sem, err := zklock.NewSemaphore(sess, name, req.Limit, zklock.WithRoot(s.cfg.SemaphoreRoot), zklock.WithData(s.contenderData(g.owner)))
 	if err != nil {
-		return client.Lease{}, badRequest("%v", err)
+		return api.Lease{}, badRequest("%v", err)
 	}
 	gr, err := waitFor(ctx, g.wait, sem.Acquire, sem.TryAcquire)
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name string, req client.
 		if ce, ok := err.(*ConflictError); ok && ce.Limit == 0 {
 			ce.Limit = req.Limit // a full semaphore: say how many slots it has
 		}
-		return client.Lease{}, err
+		return api.Lease{}, err
 	}
 	return s.admit(ctx, &lease{kind: fence.KindSemaphore, grant: gr}, g, req.Limit)
 }
@@ -72,26 +72,26 @@ func (s *Service) semaphore(sess *zklock.Session, name string) (*zklock.Semaphor
 }
 
 // SemaphoreStatus reads the semaphore's holders from ZooKeeper.
-func (s *Service) SemaphoreStatus(ctx context.Context, name string) (client.SemaphoreStatus, error) {
-	if err := validateName(client.Semaphores, name); err != nil {
-		return client.SemaphoreStatus{}, err
+func (s *Service) SemaphoreStatus(ctx context.Context, name string) (api.SemaphoreStatus, error) {
+	if err := validateName(api.Semaphores, name); err != nil {
+		return api.SemaphoreStatus{}, err
 	}
 	sess, err := s.liveSession()
 	if err != nil {
-		return client.SemaphoreStatus{}, err
+		return api.SemaphoreStatus{}, err
 	}
 	sem, err := s.semaphore(sess, name)
 	if err != nil {
-		return client.SemaphoreStatus{}, err
+		return api.SemaphoreStatus{}, err
 	}
 	st, err := sem.State(ctx)
 	if err != nil {
-		return client.SemaphoreStatus{}, s.readError(ctx, err)
+		return api.SemaphoreStatus{}, s.readError(ctx, err)
 	}
 	out := semaphoreStatus(name, st)
 	return out, s.queueSemaphore(ctx, &out)
 }
 
-func semaphoreStatus(name string, st zklock.SemaphoreState) client.SemaphoreStatus {
-	return client.SemaphoreStatus{Name: name, Holders: st.Holders, Limit: st.Limit, Index: st.Index}
+func semaphoreStatus(name string, st zklock.SemaphoreState) api.SemaphoreStatus {
+	return api.SemaphoreStatus{Name: name, Holders: st.Holders, Limit: st.Limit, Index: st.Index}
 }

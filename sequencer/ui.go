@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"net/http"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 )
 
 // The status page: one HTML file with its styles and script inline (no
@@ -24,7 +24,7 @@ func serveUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != "/ui/" {
-		writeError(w, http.StatusNotFound, client.ErrorBody{Error: "no such page: the status page is /ui/", Code: client.CodeNotFound})
+		writeError(w, http.StatusNotFound, api.ErrorBody{Error: "no such page: the status page is /ui/", Code: api.CodeNotFound})
 		return
 	}
 	if !allow(w, r, http.MethodGet, http.MethodHead) {

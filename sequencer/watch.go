@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
@@ -404,10 +404,10 @@ func (s *Service) answerable() error {
 
 // WaitLock is a blocking read of a lock's state: it answers when the
 // state's index differs from index, or once wait has passed.
-func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (client.LockStatus, error) {
-	st, err := s.awaitState(ctx, client.Locks, name, index, wait)
+func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
+	st, err := s.awaitState(ctx, api.Locks, name, index, wait)
 	if err != nil {
-		return client.LockStatus{}, err
+		return api.LockStatus{}, err
 	}
 	out := s.lockStatus(name, st.holder)
 	out.Index = st.index
@@ -415,10 +415,10 @@ func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait 
 }
 
 // WaitSemaphore is a blocking read of a semaphore's state, as WaitLock.
-func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (client.SemaphoreStatus, error) {
-	st, err := s.awaitState(ctx, client.Semaphores, name, index, wait)
+func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
+	st, err := s.awaitState(ctx, api.Semaphores, name, index, wait)
 	if err != nil {
-		return client.SemaphoreStatus{}, err
+		return api.SemaphoreStatus{}, err
 	}
 	out := semaphoreStatus(name, st.sem)
 	out.Index = st.index
@@ -426,22 +426,22 @@ func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, 
 }
 
 // WaitElection is a blocking read of an election's state, as WaitLock.
-func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (client.ElectionStatus, error) {
-	st, err := s.awaitState(ctx, client.Elections, name, index, wait)
+func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
+	st, err := s.awaitState(ctx, api.Elections, name, index, wait)
 	if err != nil {
-		return client.ElectionStatus{}, err
+		return api.ElectionStatus{}, err
 	}
 	out := s.electionStatus(name, st.leader)
 	out.Index = st.index
 	return out, s.queueElection(ctx, &out)
 }
 
-func (s *Service) awaitState(ctx context.Context, f client.Family, name string, index uint64, wait time.Duration) (state, error) {
+func (s *Service) awaitState(ctx context.Context, f api.Family, name string, index uint64, wait time.Duration) (state, error) {
 	if err := validateName(f, name); err != nil {
 		return state{}, err
 	}
-	if wait <= 0 || wait > client.MaxWait {
-		return state{}, badRequest("wait %v is out of range: a blocking read waits more than 0s and at most %v", wait, client.MaxWait)
+	if wait <= 0 || wait > api.MaxWait {
+		return state{}, badRequest("wait %v is out of range: a blocking read waits more than 0s and at most %v", wait, api.MaxWait)
 	}
 	return s.await(ctx, watchKey{kind: kindsOf(f)[0], name: name}, index, wait)
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -122,7 +122,7 @@ func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error
 		s.log.Warn("stale token rejected", noun(seq.Kind), seq.Name, "token", seq.Token, "current_token", cur, "source", metrics.SourceCheck)
 		return cur, &ConflictError{Err: &fence.StaleTokenError{Key: seq.Name, Token: seq.Token, Max: cur}, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
 	}
-	return cur, &ConflictError{Err: client.ErrNotHeld, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
+	return cur, &ConflictError{Err: api.ErrNotHeld, Kind: seq.Kind, Name: seq.Name, Token: seq.Token, CurrentToken: cur}
 }
 
 // current reads whether seq's token holds now, and the token that rules
@@ -173,21 +173,21 @@ func (s *Service) current(ctx context.Context, seq fence.Sequencer) (held bool, 
 }
 
 // Status reads a lock's state from ZooKeeper.
-func (s *Service) Status(ctx context.Context, name string) (client.LockStatus, error) {
-	if err := validateName(client.Locks, name); err != nil {
-		return client.LockStatus{}, err
+func (s *Service) Status(ctx context.Context, name string) (api.LockStatus, error) {
+	if err := validateName(api.Locks, name); err != nil {
+		return api.LockStatus{}, err
 	}
 	h, err := s.holder(ctx, name)
 	if err != nil {
-		return client.LockStatus{}, err
+		return api.LockStatus{}, err
 	}
 	st := s.lockStatus(name, h)
 	return st, s.queueLock(ctx, &st)
 }
 
 // lockStatus is the API form of h; s.mu must not be held.
-func (s *Service) lockStatus(name string, h zklock.Holder) client.LockStatus {
-	st := client.LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
+func (s *Service) lockStatus(name string, h zklock.Holder) api.LockStatus {
+	st := api.LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
 	if h.Held {
 		var cd contenderData
 		if json.Unmarshal(h.Data, &cd) == nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -199,7 +200,7 @@ type owner struct {
 	name  string
 	fresh bool // a new connection for every request
 	cl    *client.Client
-	lease client.Lease
+	lease api.Lease
 
 	rounds, attempts int
 	slowest, gap     time.Duration
@@ -227,7 +228,7 @@ func (o *owner) renew(ctx context.Context, ttl, d time.Duration) {
 			if len(o.retried) < 3 {
 				o.retried = append(o.retried, fmt.Sprintf("renewal %d: %v", o.rounds, err))
 			}
-			var ae *client.APIError
+			var ae *api.APIError
 			if errors.As(err, &ae) && ae.Status == http.StatusConflict || time.Since(last) >= ttl {
 				o.err = fmt.Errorf("renewal %d failed %v after the last success (TTL %v; %d attempts in all): %w", o.rounds, time.Since(last).Round(time.Millisecond), ttl, o.attempts, err)
 				return

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/seqd/seqd/client"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/zklock"
 )
@@ -35,8 +35,8 @@ func parseCampaigns(vals []string) ([]sequencer.Candidate, error) {
 		if err := zklock.ValidateName(name); err != nil {
 			return nil, usageErrorf("--campaign %q: %s", v, strings.TrimPrefix(err.Error(), "zklock: "))
 		}
-		if len(value) > client.MaxValueBytes {
-			return nil, usageErrorf("--campaign %q: the value is longer than %d bytes", v, client.MaxValueBytes)
+		if len(value) > api.MaxValueBytes {
+			return nil, usageErrorf("--campaign %q: the value is longer than %d bytes", v, api.MaxValueBytes)
 		}
 		if seen[name] {
 			return nil, usageErrorf("--campaign names %q twice", name)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/security"
@@ -92,7 +93,7 @@ func oneName(c *cli.Context) (string, error) {
 // signal (the command's context cancelled) is an interruption, whatever the
 // HTTP client made of it.
 func clientError(c *cli.Context, err error) error {
-	var ae *client.APIError
+	var ae *api.APIError
 	var refusal *security.Refusal
 	switch {
 	case err == nil:
@@ -107,7 +108,7 @@ func clientError(c *cli.Context, err error) error {
 			return withCode(ExitAuth, forbidden(c, ae))
 		case ae.Status == 400:
 			return withCode(ExitUsage, err)
-		case ae.Code == client.CodeHeld:
+		case ae.Code == api.CodeHeld:
 			return withCode(ExitTimeout, err)
 		case ae.Status == 409:
 			return withCode(ExitConflict, err)
@@ -116,7 +117,7 @@ func clientError(c *cli.Context, err error) error {
 		}
 	case errors.As(err, &refusal):
 		return tlsRefusal(c, refusal)
-	case errors.Is(err, client.ErrDaemonUnreachable):
+	case errors.Is(err, api.ErrDaemonUnreachable):
 		return withCode(ExitUnavailable, err)
 	}
 	return err
@@ -135,8 +136,8 @@ func unauthorized(c *cli.Context) error {
 
 // forbidden explains a 403: a signature the daemon's keys do not verify
 // speaks for itself; otherwise the token sent does not allow the call.
-func forbidden(c *cli.Context, ae *client.APIError) error {
-	if ae.Code == client.CodeBadSignature {
+func forbidden(c *cli.Context, ae *api.APIError) error {
+	if ae.Code == api.CodeBadSignature {
 		return ae
 	}
 	flag, env, f := tokenFlag(c)
@@ -235,10 +236,10 @@ func acquireCommand() *cli.Command {
 		Flags: clientFlags(
 			&cli.StringFlag{Name: "owner", Value: fmt.Sprintf("%s:%d", host, os.Getppid()), DefaultText: "HOST:PPID, this host and the calling shell's pid", Usage: "who holds the lease, shown by status", EnvVars: []string{"SEQD_OWNER"}},
 			&cli.StringFlag{Name: "lease-id", Usage: "retry an acquire: with the lease_id of your live lease you get it back (same token); a new 32-hex-digit id of your choosing makes the first try retryable", EnvVars: []string{"SEQD_LEASE_ID"}},
-			&cli.DurationFlag{Name: "ttl", Value: client.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
+			&cli.DurationFlag{Name: "ttl", Value: api.DefaultTTL, Usage: "lease `TTL` (1s..1h)", EnvVars: []string{"SEQD_TTL"}},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock (0 tries once; up to 10m)", EnvVars: []string{"SEQD_WAIT"}},
 			lockDelayFlag("after the lease ends uncleanly (expired, session lost), nobody gets the lock for this long (up to 1m; default: the daemon's --lock-delay)"),
-			&cli.StringFlag{Name: "mode", Value: client.ModeExclusive, Usage: "exclusive, or shared: hold the lock together with other shared leases (readers)", EnvVars: []string{"SEQD_MODE"}},
+			&cli.StringFlag{Name: "mode", Value: api.ModeExclusive, Usage: "exclusive, or shared: hold the lock together with other shared leases (readers)", EnvVars: []string{"SEQD_MODE"}},
 		),
 		Action: func(c *cli.Context) error {
 			name, err := oneName(c)
@@ -249,11 +250,11 @@ func acquireCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ttl, err := durationFlag(c, "ttl", client.MinTTL, client.MaxTTL)
+			ttl, err := durationFlag(c, "ttl", api.MinTTL, api.MaxTTL)
 			if err != nil {
 				return err
 			}
-			wait, err := durationFlag(c, "wait", 0, client.MaxWait)
+			wait, err := durationFlag(c, "wait", 0, api.MaxWait)
 			if err != nil {
 				return err
 			}
@@ -262,14 +263,14 @@ func acquireCommand() *cli.Command {
 				opts = append(opts, client.LeaseID(id))
 			}
 			switch mode := c.String("mode"); mode {
-			case client.ModeExclusive:
-			case client.ModeShared:
+			case api.ModeExclusive:
+			case api.ModeShared:
 				opts = append(opts, client.Shared())
 			default:
 				return usageErrorf("acquire: --mode %q: want exclusive or shared", mode)
 			}
 			if c.IsSet("lock-delay") {
-				d, err := durationFlag(c, "lock-delay", 0, client.MaxLockDelay)
+				d, err := durationFlag(c, "lock-delay", 0, api.MaxLockDelay)
 				if err != nil {
 					return err
 				}
@@ -318,7 +319,7 @@ func renewCommand() *cli.Command {
 			}
 			var ttl time.Duration // 0 keeps the lease's TTL
 			if c.Duration("ttl") != 0 {
-				if ttl, err = durationFlag(c, "ttl", client.MinTTL, client.MaxTTL); err != nil {
+				if ttl, err = durationFlag(c, "ttl", api.MinTTL, api.MaxTTL); err != nil {
 					return err
 				}
 			}
@@ -326,7 +327,7 @@ func renewCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := cl.RenewID(c.Context, client.Locks, name, id, token, ttl)
+			l, err := cl.RenewID(c.Context, api.Locks, name, id, token, ttl)
 			if err != nil {
 				return clientError(c, err)
 			}
@@ -350,7 +351,7 @@ func releaseCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := cl.ReleaseID(c.Context, client.Locks, name, id, token); err != nil {
+			if err := cl.ReleaseID(c.Context, api.Locks, name, id, token); err != nil {
 				return clientError(c, err)
 			}
 			return printOut(c, map[string]bool{"released": true}, token)
@@ -369,7 +370,7 @@ func checkCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var res client.CheckResponse
+			var res api.CheckResponse
 			switch c.NArg() {
 			case 1:
 				// The daemon checks the sequencer whole, its signature
@@ -387,7 +388,7 @@ func checkCommand() *cli.Command {
 			default:
 				return usageErrorf("check needs SEQUENCER (e.g. jobs/nightly@42) or NAME TOKEN")
 			}
-			var ae *client.APIError
+			var ae *api.APIError
 			if err != nil && !(errors.As(err, &ae) && ae.Status == 409) {
 				return clientError(c, err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 )
 
@@ -56,8 +57,8 @@ func (d daemonGrantor) acquire(ctx context.Context, lock, owner string) (grant, 
 
 // release releases g; a lease that has already ended is not an error.
 func (d daemonGrantor) release(ctx context.Context, g grant) error {
-	err := d.c.ReleaseID(ctx, client.Locks, g.lock, g.leaseID, g.token)
-	if errors.Is(err, client.ErrLost) {
+	err := d.c.ReleaseID(ctx, api.Locks, g.lock, g.leaseID, g.token)
+	if errors.Is(err, api.ErrLost) {
 		return nil
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 )
 
@@ -44,7 +45,7 @@ func leaderCommand() *cli.Command {
 	}
 }
 
-func termOf(st client.ElectionStatus) uint64 {
+func termOf(st api.ElectionStatus) uint64 {
 	if st.Leader == nil {
 		return 0
 	}
@@ -58,12 +59,12 @@ func watchLeader(c *cli.Context, cl *client.Client, name string) error {
 	enc := json.NewEncoder(c.App.Writer)
 	var (
 		index   uint64
-		printed *client.LeaderView
+		printed *api.LeaderView
 		first   = true
 	)
 	for {
 		var (
-			st  client.ElectionStatus
+			st  api.ElectionStatus
 			err error
 		)
 		if first {
@@ -87,7 +88,7 @@ func watchLeader(c *cli.Context, cl *client.Client, name string) error {
 	}
 }
 
-func sameLeader(a, b *client.LeaderView) bool {
+func sameLeader(a, b *api.LeaderView) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

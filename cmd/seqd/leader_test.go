@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -21,7 +22,7 @@ func TestLeaderCommand(t *testing.T) {
 	addr, _ := startServe(t, "--zk", c.ConnectString(), "--campaign", "web=10.0.0.9:80", "--campaign", "other")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var st client.ElectionStatus
+	var st api.ElectionStatus
 	zktest.Eventually(t, 20*time.Second, "the daemon to lead web", func() bool {
 		code, out, _ := runCLI(ctx, "leader", "--addr", addr, "web")
 		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.Self
@@ -42,12 +43,12 @@ func TestLeaderCommand(t *testing.T) {
 		done <- exitCode(err, &errb)
 	}()
 	lines := bufio.NewScanner(pr)
-	readLine := func() client.ElectionStatus {
+	readLine := func() api.ElectionStatus {
 		t.Helper()
 		if !lines.Scan() {
 			t.Fatal("seqd leader --watch ended early")
 		}
-		var s client.ElectionStatus
+		var s api.ElectionStatus
 		if err := json.Unmarshal(lines.Bytes(), &s); err != nil {
 			t.Fatalf("line %q: %v", lines.Text(), err)
 		}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -707,7 +707,7 @@ func TestStatusNamesLockHolder(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: exit %d, %s", code, errOut)
 	}
-	var st client.LockStatus
+	var st api.LockStatus
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}

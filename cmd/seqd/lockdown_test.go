@@ -20,7 +20,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -108,7 +108,7 @@ func TestInitThenLockedDown(t *testing.T) {
 
 	// Locked down, with client.env: no further flag.
 	code, out, errs = shellRun(t, nil, env+"seqd acquire --ttl 30s --lease-id 00112233445566778899aabbccddeeff locked/a")
-	var l client.Lease
+	var l api.Lease
 	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || !strings.Contains(l.Sequencer, "."+initKeyID+".") {
 		t.Fatalf("acquire with client.env = %d %q %s; want a lease with a signed sequencer", code, out, errs)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
@@ -22,14 +23,14 @@ func kindFlag() cli.Flag {
 }
 
 // family reads --kind.
-func family(c *cli.Context) (client.Family, error) {
+func family(c *cli.Context) (api.Family, error) {
 	switch k := c.String("kind"); k {
 	case "lock", "locks":
-		return client.Locks, nil
+		return api.Locks, nil
 	case "semaphore", "semaphores":
-		return client.Semaphores, nil
+		return api.Semaphores, nil
 	case "election", "elections":
-		return client.Elections, nil
+		return api.Elections, nil
 	default:
 		return "", usageErrorf("--kind %q: want lock, semaphore or election", k)
 	}
@@ -68,7 +69,7 @@ func statusCommand() *cli.Command {
 	}
 }
 
-func listLeases(c *cli.Context, cl *client.Client, f client.Family, table bool) error {
+func listLeases(c *cli.Context, cl *client.Client, f api.Family, table bool) error {
 	ls, err := cl.Leases(c.Context, f)
 	if err != nil {
 		return clientError(c, err)
@@ -80,7 +81,7 @@ func listLeases(c *cli.Context, cl *client.Client, f client.Family, table bool) 
 		return nil
 	}
 	if !table {
-		return printOut(c, client.LeaseList{Family: string(f), Leases: ls}, 0)
+		return printOut(c, api.LeaseList{Family: string(f), Leases: ls}, 0)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tMODE\tEXPIRES")
@@ -90,24 +91,24 @@ func listLeases(c *cli.Context, cl *client.Client, f client.Family, table bool) 
 	return tw.Flush()
 }
 
-func showStatus(c *cli.Context, cl *client.Client, f client.Family, name string, table bool) error {
+func showStatus(c *cli.Context, cl *client.Client, f api.Family, name string, table bool) error {
 	var (
 		v              any
 		token          uint64
-		holding, queue []client.Contender
+		holding, queue []api.Contender
 		head           string
 		unread         int
 		err            error
-		lock           client.LockStatus
-		sem            client.SemaphoreStatus
-		elect          client.ElectionStatus
+		lock           api.LockStatus
+		sem            api.SemaphoreStatus
+		elect          api.ElectionStatus
 	)
 	switch f {
-	case client.Semaphores:
+	case api.Semaphores:
 		sem, err = cl.SemaphoreStatus(c.Context, name)
 		v, holding, queue, unread = sem, sem.Holding, sem.Queue, sem.Unread
 		head = fmt.Sprintf("semaphore %s: %d of %s held", name, sem.Holders, limitWord(sem.Limit))
-	case client.Elections:
+	case api.Elections:
 		elect, err = cl.Election(c.Context, name)
 		v, holding, queue, unread = elect, elect.Holding, elect.Queue, elect.Unread
 		head = fmt.Sprintf("election %s: no leader", name)
@@ -140,7 +141,7 @@ func showStatus(c *cli.Context, cl *client.Client, f client.Family, name string,
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tROLE\tTOKEN\tOWNER\tDAEMON\tCLIENT\tMODE\tWAITING SINCE\tEXPIRES")
 	now := time.Now()
-	row := func(i int, role string, ct client.Contender) {
+	row := func(i int, role string, ct api.Contender) {
 		tok := "-"
 		if ct.Token != 0 {
 			tok = fmt.Sprint(ct.Token)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -82,7 +83,7 @@ func TestBreakStopsSeqdLockAndAuditSurvivesCrash(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(-lock.Process.Pid, syscall.SIGKILL) })
 	lockDone := make(chan error, 1)
 	go func() { lockDone <- lock.Wait() }()
-	var st client.LockStatus
+	var st api.LockStatus
 	zktest.Eventually(t, 30*time.Second, "seqd lock holds demo", func() bool {
 		st, err = cl.Status(ctx, "demo")
 		return err == nil && st.Held && len(st.Holding) == 1 && st.Holding[0].Command == "sleep 300"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
@@ -34,7 +35,7 @@ func TestCampaignIgnoresTheLockRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	code, out, errs := runCLI(ctx, "leader", "--addr", addr, "e3")
-	var st client.ElectionStatus
+	var st api.ElectionStatus
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Leader == nil {
 		t.Fatalf("seqd leader e3: exit %d %s %s, want the campaign's leader", code, out, errs)
 	}
@@ -42,13 +43,13 @@ func TestCampaignIgnoresTheLockRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Campaign(ctx, "e3", "second"); !isCode(err, client.CodeHeld) {
+	if _, err := cl.Campaign(ctx, "e3", "second"); !isCode(err, api.CodeHeld) {
 		t.Fatalf("an HTTP campaign for e3 while seqd campaign leads: %v, want 409 held", err)
 	}
 }
 
 func isCode(err error, code string) bool {
-	ae, ok := err.(*client.APIError)
+	ae, ok := err.(*api.APIError)
 	return ok && ae.Code == code
 }
 
@@ -99,7 +100,7 @@ func TestCheckVerifiesTheSignature(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	code, out, errs := runCLI(ctx, "acquire", "--addr", addr, "jobs/signed")
-	var l client.Lease
+	var l api.Lease
 	if code != 0 || json.Unmarshal([]byte(out), &l) != nil {
 		t.Fatalf("acquire: %d %s %s", code, out, errs)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -46,7 +47,7 @@ func TestSignedSequencersEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire = %d %s", code, errs)
 	}
-	var l client.Lease
+	var l api.Lease
 	if err := json.Unmarshal([]byte(out), &l); err != nil || !strings.Contains(l.Sequencer, ".k2026.") {
 		t.Fatalf("lease %s (%v): want a sequencer signed with key k2026", out, err)
 	}
@@ -230,7 +231,7 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 			if err == nil {
 				break
 			}
-			var ae *client.APIError
+			var ae *api.APIError
 			if errors.As(err, &ae) && ae.Status == http.StatusConflict || time.Since(last) > 4*time.Second {
 				return fmt.Errorf("during the flood, renew failed after %d renewals: %w", renewals, err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
@@ -169,7 +169,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	lockDelay, err := durationFlag(c, "lock-delay", 0, client.MaxLockDelay)
+	lockDelay, err := durationFlag(c, "lock-delay", 0, api.MaxLockDelay)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, Gatherer: reg, Logger: logger})
 	// An acquire may wait client.MaxWait for its answer.
 	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
-		WriteTimeout: client.MaxWait + 30*time.Second,
+		WriteTimeout: api.MaxWait + 30*time.Second,
 		// Renewals and releases are served ahead of everything else.
 		Priority: sequencer.LeaseUpkeep,
 		Keep:     sequencer.ProvesLease,

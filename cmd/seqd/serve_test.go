@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -82,7 +82,7 @@ func TestServeClientCommandsAndShutdown(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire exit %d: %s", code, errs)
 	}
-	var l client.Lease
+	var l api.Lease
 	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Token == 0 || l.Sequencer == "" {
 		t.Fatalf("acquire printed %q (%v), want a lease", out, err)
 	}

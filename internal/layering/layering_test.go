@@ -15,8 +15,10 @@ const mod = "github.com/seqd/seqd/"
 
 // TestImportRules: a resource (fence, store) links no ZooKeeper client and
 // no lock library; fence links nothing outside the standard library;
-// client, what a program that talks to a daemon links, adds only fence to
-// it (no ZooKeeper client, no Prometheus, no protobuf); zklock is a library
+// api, the wire contract, adds only fence to it; client, what a program
+// that talks to a daemon links, adds only api and fence (no ZooKeeper
+// client, no Prometheus, no protobuf); the daemon core (sequencer) does
+// not link the client; zklock is a library
 // of its own, linking neither seqd's metrics nor internal packages; and the
 // seqd binary does not link package testing.
 func TestImportRules(t *testing.T) {
@@ -29,7 +31,9 @@ func TestImportRules(t *testing.T) {
 		why     string
 	}{
 		{pkg: "fence", onlyStd: true, why: "a resource that imports fence must pull in nothing but the standard library"},
-		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence"}, why: "a program that talks to a daemon must pull in nothing but the standard library and fence (no ZooKeeper client, client_golang or protobuf)"},
+		{pkg: "api", onlyStd: true, beyond: []string{mod + "fence"}, why: "the wire contract must pull in nothing but the standard library and fence"},
+		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence", mod + "api"}, why: "a program that talks to a daemon must pull in nothing but the standard library, api and fence (no ZooKeeper client, client_golang or protobuf)"},
+		{pkg: "sequencer", forbid: []string{mod + "client"}, why: "the daemon speaks the wire contract (api), not the client"},
 		{pkg: "store", forbid: []string{"github.com/go-zookeeper/zk", mod + "zklock", mod + "sequencer"}, why: "a resource must not pull in ZooKeeper"},
 		{pkg: "zklock", forbid: []string{mod + "metrics", mod + "internal/", mod + "sequencer", "github.com/prometheus/"}, why: "zklock is a library of its own"},
 		{pkg: "cmd/seqd", forbid: []string{"testing"}, why: "the binary must not link package testing"},

@@ -40,7 +40,7 @@ func TestBuildFromAnotherModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	writeImporterModule(t, root, dir)
+	writeImporterModule(t, root, dir, "importer")
 	env := append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
 	bin := filepath.Join(dir, "importer")
 	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "."}} {
@@ -150,9 +150,9 @@ func czxidToken(t *testing.T, zc *zk.Conn, f []string, ok bool) uint64 {
 }
 
 // writeImporterModule lays out dir as a module of its own around
-// testdata/importer, requiring seqd at root, with root's go.sum so that
+// testdata/<program>, requiring seqd at root, with root's go.sum so that
 // the build needs no checksum database.
-func writeImporterModule(t *testing.T, root, dir string) {
+func writeImporterModule(t *testing.T, root, dir, program string) {
 	t.Helper()
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
@@ -168,9 +168,9 @@ func writeImporterModule(t *testing.T, root, dir string) {
 		t.Fatalf("%s/go.mod has no go directive", root)
 	}
 	files := map[string]string{
-		"go.mod": fmt.Sprintf("module example.com/importer\n\n%s\n\nrequire github.com/seqd/seqd v0.0.0\n\nreplace github.com/seqd/seqd => %s\n", goLine, root),
+		"go.mod": fmt.Sprintf("module example.com/%s\n\n%s\n\nrequire github.com/seqd/seqd v0.0.0\n\nreplace github.com/seqd/seqd => %s\n", program, goLine, root),
 	}
-	for dst, src := range map[string]string{"go.sum": filepath.Join(root, "go.sum"), "main.go": filepath.Join("testdata", "importer", "main.go")} {
+	for dst, src := range map[string]string{"go.sum": filepath.Join(root, "go.sum"), "main.go": filepath.Join("testdata", program, "main.go")} {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
@@ -181,6 +181,49 @@ func writeImporterModule(t *testing.T, root, dir string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAPIAloneFromAnotherModule builds a program of a module of its own
+// (testdata/apionly) that imports the wire contract, package api, and
+// nothing else of seqd, as a client or a resource written against the
+// contract would; it links nothing of seqd but api and fence, and it reads
+// a lease answer as the daemon writes it.
+func TestAPIAloneFromAnotherModule(t *testing.T) {
+	goTool := goCommand(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeImporterModule(t, root, dir, "apionly")
+	env := append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
+	bin := filepath.Join(dir, "apionly")
+	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "."}, {"list", "-deps", "."}} {
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s in a module that requires seqd: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if args[0] != "list" {
+			continue
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			first, _, _ := strings.Cut(dep, "/")
+			if strings.Contains(first, ".") && dep != mod+"api" && dep != mod+"fence" && dep != "example.com/apionly" {
+				t.Errorf("a program importing api links %s", dep)
+			}
+		}
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = strings.NewReader(`{"name":"jobs/x","token":18446744073709551615,"sequencer":"jobs/x@18446744073709551615","lease_id":"0123456789abcdef0123456789abcdef","owner":"me","ttl":"15s","expires_at":"2026-01-02T03:04:05Z"}`)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("apionly: %v\n%s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), "18446744073709551615 jobs/x@18446744073709551615 true locks"; got != want {
+		t.Errorf("apionly printed %q, want %q", got, want)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
@@ -196,7 +196,7 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 		}
 	}
 	srv := httpserve.New(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}),
-		httpserve.Options{WriteTimeout: client.MaxWait + 30*time.Second})
+		httpserve.Options{WriteTimeout: api.MaxWait + 30*time.Second})
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

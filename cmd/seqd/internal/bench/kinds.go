@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/zklock"
 )
@@ -119,7 +120,7 @@ func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycle
 	case KindHTTP:
 		wait := time.Duration(0) // own locks are free: try once
 		if g.Locks == LocksHot {
-			wait = client.MaxWait
+			wait = api.MaxWait
 		}
 		return &httpCycler{c: r.daemon, name: r.daemonNames + name, owner: "seqd-bench-" + strconv.Itoa(w), wait: wait}, func() {}, nil
 	}

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/zklock"
 )
@@ -73,7 +74,7 @@ func run() error {
 		return err
 	}
 	// The daemon's locks and zklock's are the same ZooKeeper nodes.
-	if l, err := c.Acquire(ctx, *name, client.Wait(0)); !errors.Is(err, client.ErrHeld) {
+	if l, err := c.Acquire(ctx, *name, client.Wait(0)); !errors.Is(err, api.ErrHeld) {
 		return fmt.Errorf("daemon acquire while the mutex holds: lease %+v, error %v; want an error matching ErrHeld", l, err)
 	}
 	fmt.Println("refused held")

@@ -1,6 +1,9 @@
-package client
+package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The wire types of the multilocks family.
 
@@ -95,4 +98,24 @@ type MultiLockStatus struct {
 // sequencers.
 type MultiLeaseList struct {
 	MultiLocks []MultiLease `json:"multilocks"`
+}
+
+// Refs are the lease's locks with their tokens, as a renew or a release
+// names them.
+func (l MultiLease) Refs() []LockRef {
+	refs := make([]LockRef, len(l.Locks))
+	for i, lk := range l.Locks {
+		refs[i] = LockRef{Name: lk.Name, Token: lk.Token}
+	}
+	return refs
+}
+
+// Sequencers are the lease's sequencers separated by spaces, in its
+// order, as `seqd lock A B -- CMD` gives them to CMD in SEQD_SEQUENCERS.
+func (l MultiLease) Sequencers() string {
+	seqs := make([]string, len(l.Locks))
+	for i, lk := range l.Locks {
+		seqs[i] = lk.Sequencer
+	}
+	return strings.Join(seqs, " ")
 }

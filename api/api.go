@@ -1,4 +1,4 @@
-package client
+package api
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The wire types of the HTTP API, one definition that the daemon and this
-// client share. Every body is JSON. Three families of leases share one
+// The wire types of the HTTP API, one definition that the daemon and the
+// clients share. Every body is JSON. Three families of leases share one
 // shape of endpoints, with the family's name in the path:
 //
 //	family       grant action   renew   end action   extra
@@ -66,6 +66,12 @@ const DefaultBlockingWait = 5 * time.Minute
 // IndexHeader carries the state's index on every GET of a lock's or an
 // election's state.
 const IndexHeader = "X-Seqd-Index"
+
+// MaxNameBytes bounds a name (of a lock, a semaphore or an election).
+const MaxNameBytes = 256
+
+// MaxOwnerBytes bounds a grant's owner.
+const MaxOwnerBytes = 256
 
 // MaxValueBytes bounds a candidate's value.
 const MaxValueBytes = 4096

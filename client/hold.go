@@ -171,6 +171,10 @@ func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time
 		h.lease, h.deadline = renewed, sent.Add(time.Duration(renewed.TTL))
 		h.mu.Unlock()
 		return interval
+	case errors.Is(err, ErrProtocol):
+		// An answer that cannot be trusted: nothing says the lease still holds.
+		h.end(fmt.Errorf("%w: its renewal's answer broke the protocol: %w", ErrLost, err))
+		return -1
 	case errors.As(err, &ae) && ae.Status/100 == 4:
 		// The daemon's answer: the lease has ended (409 lost, stale_token,
 		// broken), or this renewal can never succeed.

@@ -1,7 +1,6 @@
 package clients_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/testenv/zktest"
 )
 
 // goVector is a vector as the Go runner reads it.
@@ -59,7 +59,7 @@ func (v goVector) expected() string {
 // goRunner plays the vectors through the Go client (package client).
 type goRunner struct {
 	addr, tlsAddr, tokenFile string
-	logs                     *bytes.Buffer // what the standard logger got meanwhile
+	logs                     *zktest.Buffer // what the standard logger got meanwhile
 }
 
 const goMargin = 5 * time.Second // what a call may take beyond its wait
@@ -68,6 +68,7 @@ const goMargin = 5 * time.Second // what a call may take beyond its wait
 // through the Go client, in this test binary: the same hostile daemon and
 // table as the other clients' runners.
 func TestGoConformance(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("conformance/vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestGoConformance(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(conformanceSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &goRunner{addr: plain, tlsAddr: secure, tokenFile: tokenFile, logs: &bytes.Buffer{}}
+	r := &goRunner{addr: plain, tlsAddr: secure, tokenFile: tokenFile, logs: &zktest.Buffer{}}
 	prev := log.Writer()
 	log.SetOutput(r.logs)
 	defer log.SetOutput(prev)

@@ -64,6 +64,7 @@ func runConformance(t *testing.T, dir string, timeout time.Duration, name string
 		"SEQD_CONFORMANCE_SECRET="+conformanceSecret,
 		"SEQD_CONFORMANCE_RESULTS="+resultsFile,
 		"SEQD_CONFORMANCE_ONLY="+os.Getenv("SEQD_CONFORMANCE_ONLY"),
+		"PYTHONDONTWRITEBYTECODE=1",
 	)
 	cmd.WaitDelay = 5 * time.Second
 	out, runErr := cmd.CombinedOutput()
@@ -112,17 +113,21 @@ func runConformance(t *testing.T, dir string, timeout time.Duration, name string
 
 // TestPythonConformance runs the vectors through the Python client
 // (clients/python/tests/conformance.py).
+//
+// The conformance tests run in parallel with one another: they mostly wait
+// (on stalls, deadlines), each against a hostile daemon of its own.
 func TestPythonConformance(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatal("python3 is not installed: the Python client's conformance runner needs it")
 	}
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 	runConformance(t, "python", 3*time.Minute, "python3", "-m", "tests.conformance")
 }
 
 // TestJSConformance runs the vectors through the JavaScript client
 // (clients/js/test/conformance.js).
 func TestJSConformance(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed: the JavaScript client's conformance runner needs Node.js 20 or later")
@@ -133,5 +138,6 @@ func TestJSConformance(t *testing.T) {
 // TestJavaConformance runs the vectors through the Java client
 // (clients/java/src/test/java/dev/seqd/client/Conformance.java).
 func TestJavaConformance(t *testing.T) {
+	t.Parallel()
 	runConformance(t, "java", 5*time.Minute, "bash", "build.sh", "conformance")
 }

@@ -49,9 +49,9 @@ func (c *Client) HoldSemaphore(ctx context.Context, name string, limit int, opts
 }
 
 // HoldLeadership is Hold for the leadership of the election name (as
-// Campaign).
+// AcquireLeadership).
 func (c *Client) HoldLeadership(ctx context.Context, name, value string, opts ...CampaignOption) (*Held, error) {
-	return c.hold(func() (api.Lease, error) { return c.Campaign(ctx, name, value, opts...) })
+	return c.hold(func() (api.Lease, error) { return c.AcquireLeadership(ctx, name, value, opts...) })
 }
 
 func (c *Client) hold(grant func() (api.Lease, error)) (*Held, error) {

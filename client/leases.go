@@ -116,15 +116,23 @@ func (c *Client) AcquireSemaphore(ctx context.Context, name string, limit int, o
 	return c.take(ctx, api.Semaphores, name, "/acquire", &req, &req.LeaseID, req.Wait)
 }
 
-// Campaign stands for the election name with value (what the leader
-// publishes; "" publishes the owner) and returns the leadership as a lease
-// whose Term is its token.
-func (c *Client) Campaign(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
+// AcquireLeadership stands for the election name with value (what the
+// leader publishes; "" publishes the owner) and returns the leadership as a
+// lease whose Term is its token (POST /v1/elections/{name}/campaign).
+func (c *Client) AcquireLeadership(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
 	req := api.CampaignRequest{Owner: c.owner, Value: value}
 	for _, o := range opts {
 		o.applyCampaign(&req)
 	}
 	return c.take(ctx, api.Elections, name, "/campaign", &req, &req.LeaseID, req.Wait)
+}
+
+// Campaign is the old name of AcquireLeadership.
+//
+// Deprecated: every seqd client names this call AcquireLeadership
+// (docs/clients.md).
+func (c *Client) Campaign(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
+	return c.AcquireLeadership(ctx, name, value, opts...)
 }
 
 // take sends an acquire or a campaign, under a new lease id unless the

@@ -196,7 +196,11 @@ export class Client {
   acquireLeadership(name: string, opts?: CampaignOptions): Promise<Lease>;
   resign(lease: LeaseRef, opts?: RequestOptions): Promise<void>;
   proclaim(lease: LeaseRef, value: string, opts?: RequestOptions): Promise<Lease>;
+  election(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
+  observe(name: string, opts?: { signal?: AbortSignal; wait?: Duration }): AsyncGenerator<ElectionStatus, void, void>;
+  /** @deprecated the old name of election(). */
   leader(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
+  /** @deprecated the old name of observe(). */
   watchLeader(name: string, opts?: { signal?: AbortSignal; wait?: Duration }): AsyncGenerator<ElectionStatus, void, void>;
 
   lock(name: string, opts?: HoldOptions): Promise<HeldLease>;

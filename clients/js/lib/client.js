@@ -273,7 +273,7 @@ export class Client {
    * @param {string} name
    * @param {import('../index.js').BlockingOptions} [opts]
    */
-  async leader(name, opts = {}) {
+  async election(name, opts = {}) {
     const raw = await this.#call('GET', pathFor('election', name) + blockingQuery(opts), undefined, blockingTimeout(this, opts));
     const l = raw.leader;
     return {
@@ -291,13 +291,13 @@ export class Client {
    * @param {string} name
    * @param {{signal?: AbortSignal, wait?: string | number}} [opts]
    */
-  async *watchLeader(name, opts = {}) {
+  async *observe(name, opts = {}) {
     const { signal } = opts;
     let index;
     while (!signal?.aborted) {
       let st;
       try {
-        st = await this.leader(name, index === undefined ? { signal } : { signal, index, wait: opts.wait ?? '5m' });
+        st = await this.election(name, index === undefined ? { signal } : { signal, index, wait: opts.wait ?? '5m' });
       } catch (err) {
         if (signal?.aborted) return;
         throw err;
@@ -307,6 +307,18 @@ export class Client {
         yield st;
       }
     }
+  }
+
+  // ---- old names: every seqd client names these calls alike (docs/clients.md) ----
+
+  /** @deprecated the old name of election(). */
+  async leader(name, opts = {}) {
+    return this.election(name, opts);
+  }
+
+  /** @deprecated the old name of observe(). */
+  watchLeader(name, opts = {}) {
+    return this.observe(name, opts);
   }
 
   // ---- holding helpers ----

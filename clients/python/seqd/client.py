@@ -7,6 +7,7 @@ import secrets
 import socket
 import ssl
 import urllib.parse
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ._accept import lease_problem
@@ -248,7 +249,7 @@ class Client:
             q["lease_id"] = lease_id
         return LockStatus.from_json(self._get(_path("lock", name), q, secs))
 
-    def locks(self) -> List[LeaseInfo]:
+    def leases(self) -> List[LeaseInfo]:
         """``GET /v1/locks``: the live leases held through this daemon
         (without their lease ids)."""
         doc = self._get("/v1/locks", {})
@@ -285,7 +286,7 @@ class Client:
 
     # -- semaphores ------------------------------------------------------
 
-    def semaphore_acquire(
+    def acquire_semaphore(
         self,
         name: str,
         limit: int,
@@ -302,11 +303,11 @@ class Client:
         body["limit"] = _limit(limit)
         return self._take("semaphore", name, "acquire", body, wait, timeout)
 
-    def semaphore_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
+    def renew_semaphore(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/semaphores/{name}/renew``."""
         return self._renew("semaphore", name, lease_id, token, ttl, self._secs_opt(timeout))
 
-    def semaphore_release(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
+    def release_semaphore(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
         """``POST /v1/semaphores/{name}/release``."""
         self._release("semaphore", name, lease_id, token, self._secs_opt(timeout))
 
@@ -316,7 +317,7 @@ class Client:
 
     # -- elections -------------------------------------------------------
 
-    def election_campaign(
+    def acquire_leadership(
         self,
         name: str,
         value: Optional[str] = None,
@@ -336,20 +337,20 @@ class Client:
             body["value"] = value
         return self._take("election", name, "campaign", body, wait, timeout)
 
-    def election_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
+    def renew_leadership(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/elections/{name}/renew``."""
         return self._renew("election", name, lease_id, token, ttl, self._secs_opt(timeout))
 
-    def election_resign(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
+    def resign(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
         """``POST /v1/elections/{name}/resign``: step down; the next candidate leads."""
         self._release("election", name, lease_id, token, self._secs_opt(timeout))
 
-    def election_proclaim(self, name: str, lease_id: str, token: int, value: str) -> LeaseInfo:
+    def proclaim(self, name: str, lease_id: str, token: int, value: str) -> LeaseInfo:
         """``POST /v1/elections/{name}/proclaim``: publish a new value, same term."""
         body = {"lease_id": lease_id, "token": _token(token), "value": value}
         return LeaseInfo.from_json(self._post(_path("election", name, "proclaim"), body, accept=lambda d: lease_problem(d, name, lease_id, token)))
 
-    def leader(self, name: str, index: Optional[int] = None, wait: Optional[Duration] = None) -> ElectionStatus:
+    def election(self, name: str, index: Optional[int] = None, wait: Optional[Duration] = None) -> ElectionStatus:
         """``GET /v1/elections/{name}``: who leads. With ``index`` it is a
         blocking read, answered once the state differs from that index or
         when ``wait`` (default 5m) has passed."""
@@ -360,10 +361,10 @@ class Client:
         """Yield the election's state now, then each new state, by blocking
         reads (no polling). Runs until the caller stops iterating; raises
         what :meth:`leader` raises."""
-        st = self.leader(name)
+        st = self.election(name)
         yield st
         while True:
-            nxt = self.leader(name, index=st.index, wait=wait)
+            nxt = self.election(name, index=st.index, wait=wait)
             if nxt.index != st.index:
                 yield nxt
             st = nxt
@@ -424,7 +425,7 @@ class Client:
         limit = _limit(limit)
 
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
-            return self.semaphore_acquire(name, limit, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
+            return self.acquire_semaphore(name, limit, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
         return Lease(self, "semaphore", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, False, on_lost)
 
@@ -449,9 +450,59 @@ class Client:
         resigns, so that the next candidate leads at once."""
 
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
-            return self.election_campaign(name, value, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
+            return self.acquire_leadership(name, value, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
         return Leadership(self, "election", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, watch, on_lost)
+
+    # -- old names -------------------------------------------------------
+    # One name per operation in every seqd client (docs/clients.md); these
+    # are the names of earlier versions, kept so that code using them
+    # still runs.
+
+    def semaphore_acquire(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`acquire_semaphore`."""
+        _deprecated("semaphore_acquire", "acquire_semaphore")
+        return self.acquire_semaphore(*args, **kwargs)
+
+    def semaphore_renew(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`renew_semaphore`."""
+        _deprecated("semaphore_renew", "renew_semaphore")
+        return self.renew_semaphore(*args, **kwargs)
+
+    def semaphore_release(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`release_semaphore`."""
+        _deprecated("semaphore_release", "release_semaphore")
+        return self.release_semaphore(*args, **kwargs)
+
+    def election_campaign(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`acquire_leadership`."""
+        _deprecated("election_campaign", "acquire_leadership")
+        return self.acquire_leadership(*args, **kwargs)
+
+    def election_renew(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`renew_leadership`."""
+        _deprecated("election_renew", "renew_leadership")
+        return self.renew_leadership(*args, **kwargs)
+
+    def election_resign(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`resign`."""
+        _deprecated("election_resign", "resign")
+        return self.resign(*args, **kwargs)
+
+    def election_proclaim(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`proclaim`."""
+        _deprecated("election_proclaim", "proclaim")
+        return self.proclaim(*args, **kwargs)
+
+    def leader(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`election`."""
+        _deprecated("leader", "election")
+        return self.election(*args, **kwargs)
+
+    def locks(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`leases`."""
+        _deprecated("locks", "leases")
+        return self.leases(*args, **kwargs)
 
     # -- shared pieces ---------------------------------------------------
 
@@ -499,6 +550,10 @@ class Client:
     @staticmethod
     def _secs_opt(timeout: Optional[Duration]) -> Optional[float]:
         return None if timeout is None else to_seconds(timeout, "timeout")
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"seqd.Client.{old} is deprecated: it is now Client.{new}, the name every seqd client uses", DeprecationWarning, stacklevel=3)
 
 
 def _limit(limit: Any) -> int:

@@ -519,7 +519,7 @@ class Leadership(Lease):
     def proclaim(self, value: str) -> LeaseInfo:
         """Publish a new value as the leader, keeping the term."""
         info = self._need()
-        return self._client.election_proclaim(self.name, info.lease_id, info.token, value)
+        return self._client.proclaim(self.name, info.lease_id, info.token, value)
 
     def resign(self) -> bool:
         """Step down (the same as :meth:`release`)."""

@@ -289,7 +289,7 @@ public final class Client implements AutoCloseable {
      */
     public Leadership campaign(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
         long sent = System.nanoTime();
-        LeaseInfo info = acquireElection(name, value, ttl, wait, o);
+        LeaseInfo info = acquireLeadership(name, value, ttl, wait, o);
         return start(new Leadership(this, info, value, o.autoRenew), sent);
     }
 
@@ -434,7 +434,7 @@ public final class Client implements AutoCloseable {
      * {@code POST /v1/elections/{name}/campaign}: waits up to wait to be elected and answers the
      * leadership's lease (its {@code term}), not renewed by anyone.
      */
-    public LeaseInfo acquireElection(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
+    public LeaseInfo acquireLeadership(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
         Json.Obj body = new Json.Obj()
                 .str("owner", o.owner != null ? o.owner : owner)
                 .str("value", value)
@@ -445,7 +445,7 @@ public final class Client implements AutoCloseable {
     }
 
     /** {@code POST /v1/elections/{name}/renew}. */
-    public LeaseInfo renewElection(String name, String leaseId, long token) {
+    public LeaseInfo renewLeadership(String name, String leaseId, long token) {
         return renew(Kind.ELECTION, name, leaseId, token, requestTimeout);
     }
 
@@ -476,6 +476,26 @@ public final class Client implements AutoCloseable {
      */
     public ElectionStatus waitElection(String name, long index, Duration wait) {
         return ElectionStatus.from(get(path(Kind.ELECTION, name) + blocking(index, wait), plus(wait)));
+    }
+
+    /**
+     * The old name of {@link #acquireLeadership}.
+     *
+     * @deprecated every seqd client names this call acquireLeadership (docs/clients.md)
+     */
+    @Deprecated
+    public LeaseInfo acquireElection(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
+        return acquireLeadership(name, value, ttl, wait, o);
+    }
+
+    /**
+     * The old name of {@link #renewLeadership}.
+     *
+     * @deprecated every seqd client names this call renewLeadership (docs/clients.md)
+     */
+    @Deprecated
+    public LeaseInfo renewElection(String name, String leaseId, long token) {
+        return renewLeadership(name, leaseId, token);
     }
 
     /** Releases the leases still open and stops their renewals. */

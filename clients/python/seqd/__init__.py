@@ -29,7 +29,7 @@ from .errors import (
     UnavailableError,
 )
 from .lease import Leadership, Lease, LostSignal
-from .types import CheckResult, ElectionStatus, Leader, LeaseInfo, LockStatus, SemaphoreStatus
+from .types import CheckResult, ElectionStatus, Leader, LeaseInfo, LockStatus, LockToken, MultiLeaseInfo, SemaphoreStatus
 
 __version__ = "0.1.0"
 
@@ -51,8 +51,10 @@ __all__ = [
     "Lease",
     "LeaseInfo",
     "LockStatus",
+    "LockToken",
     "LostError",
     "LostSignal",
+    "MultiLeaseInfo",
     "ProtocolError",
     "SemaphoreStatus",
     "SeqdError",

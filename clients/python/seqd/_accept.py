@@ -4,7 +4,7 @@ to a grant or a renewal before it trusts it (docs/clients.md)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ._durations import parse_go_duration
 from .errors import SeqdError
@@ -41,6 +41,41 @@ def lease_problem(doc: Dict[str, Any], name: str, lease_id: Optional[str] = None
         return "the lease id is not the one the request sent"
     if not isinstance(doc.get("sequencer"), str):
         return "the lease has no sequencer"
+    ttl = doc.get("ttl")
+    try:
+        ok = isinstance(ttl, str) and parse_go_duration(ttl) > 0
+    except SeqdError:
+        ok = False
+    if not ok:
+        return f"the ttl {ttl!r} is not a positive duration"
+    return None
+
+
+def multi_lease_problem(doc: Dict[str, Any], names: List[str], lease_id: str, tokens: Optional[List[int]] = None) -> Optional[str]:
+    """:func:`lease_problem` for a multi-lock lease: one lock per name asked
+    for, in that order, each with a token in range; on a renewal
+    (``tokens``), each lock's token unchanged."""
+    lid = doc.get("lease_id")
+    if not isinstance(lid, str) or not _LEASE_ID.match(lid):
+        return "the lease id is not 32 lowercase hex digits"
+    if lid != lease_id:
+        return "the lease id is not the one the request sent"
+    locks = doc.get("locks")
+    if not isinstance(locks, list) or len(locks) != len(names):
+        return f"the lease does not list the {len(names)} locks asked for"
+    for i, (lk, name) in enumerate(zip(locks, names)):
+        if not isinstance(lk, dict) or lk.get("name") != name:
+            got = lk.get("name") if isinstance(lk, dict) else lk
+            return f"lock {i} of the lease is {got!r}, not the requested {name!r}"
+        t = lk.get("token")
+        if isinstance(t, bool) or not isinstance(t, int):
+            return f"the token {t!r} of {name!r} is not a base-10 integer"
+        if not 1 <= t <= MAX_TOKEN:
+            return f"the token {t} of {name!r} is out of the range 1..2^64-1"
+        if tokens is not None and t != tokens[i]:
+            return f"the token of {name!r} changed from {tokens[i]} to {t}: a lease's token never changes"
+        if not isinstance(lk.get("sequencer"), str):
+            return f"the lock {name!r} has no sequencer"
     ttl = doc.get("ttl")
     try:
         ok = isinstance(ttl, str) and parse_go_duration(ttl) > 0

@@ -10,12 +10,12 @@ import urllib.parse
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ._accept import lease_problem
+from ._accept import lease_problem, multi_lease_problem
 from ._durations import Duration, to_seconds, wire_duration
 from ._http import Accept, Canceller, Transport
 from .errors import BadRequestError, SeqdError
 from .lease import Lease, Leadership
-from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, SemaphoreStatus
+from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, MultiLeaseInfo, SemaphoreStatus
 
 DEFAULT_ADDR = "http://127.0.0.1:7070"
 """The daemon's address when neither ``addr=`` nor ``SEQD_ADDR`` names one."""
@@ -368,6 +368,55 @@ class Client:
             if nxt.index != st.index:
                 yield nxt
             st = nxt
+
+    # -- multi-locks -----------------------------------------------------
+
+    def acquire_multi(
+        self,
+        names: List[str],
+        *,
+        ttl: Optional[Duration] = None,
+        wait: Optional[Duration] = None,
+        owner: Optional[str] = None,
+        lease_id: Optional[str] = None,
+        lock_delay: Optional[Duration] = None,
+        timeout: Optional[Duration] = None,
+    ) -> MultiLeaseInfo:
+        """``POST /v1/multilocks/acquire``: every lock of ``names`` at once,
+        all or none, under one lease. No two acquirers of sets (or of single
+        locks) can deadlock, whatever names they ask for. Raises
+        :class:`HeldError` when not granted within ``wait``."""
+        names = list(names)
+        body = self._acquire_body(owner, lease_id, ttl, wait)
+        body["names"] = names
+        if lock_delay is not None:
+            body["lock_delay"] = wire_duration(lock_delay, "lock_delay")
+        sent_id = body["lease_id"]
+        doc = self._post("/v1/multilocks/acquire", body, self._secs(wait), self._secs_opt(timeout), accept=lambda d: multi_lease_problem(d, names, sent_id))
+        return MultiLeaseInfo.from_json(doc)
+
+    def renew_multi(self, lease: MultiLeaseInfo, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> MultiLeaseInfo:
+        """``POST /v1/multilocks/renew``: extend every lock of the lease at
+        once, keeping each token. Raises :class:`LostError` or
+        :class:`StaleTokenError` when the lease has ended."""
+        body: Dict[str, Any] = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": _token(lk.token)} for lk in lease.locks]}
+        if ttl is not None:
+            body["ttl"] = wire_duration(ttl, "ttl")
+        names = [lk.name for lk in lease.locks]
+        tokens = [lk.token for lk in lease.locks]
+        doc = self._post("/v1/multilocks/renew", body, timeout=self._secs_opt(timeout), accept=lambda d: multi_lease_problem(d, names, lease.lease_id, tokens))
+        return MultiLeaseInfo.from_json(doc)
+
+    def release_multi(self, lease: MultiLeaseInfo, *, timeout: Optional[Duration] = None) -> None:
+        """``POST /v1/multilocks/release``: end the lease, every lock at once."""
+        body = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": _token(lk.token)} for lk in lease.locks]}
+        self._post("/v1/multilocks/release", body, timeout=self._secs_opt(timeout))
+
+    def multi_lock_status(self, lease_id: str) -> Dict[str, Any]:
+        """``GET /v1/multilocks/{lease_id}``: the live lease and how long it
+        is safe (the decoded JSON). A lease that has ended raises
+        :class:`LostError`."""
+        return self._get("/v1/multilocks/" + urllib.parse.quote(lease_id, safe=""), {})
 
     # -- holding helpers -------------------------------------------------
 

@@ -174,6 +174,18 @@ export interface CheckResult {
   error?: string;
 }
 
+/** A multi-lock lease: several locks held under one lease id. */
+export interface MultiLease {
+  kind: 'multilock';
+  locks: { name: string; token: bigint; sequencer: string }[];
+  leaseId: string;
+  owner: string;
+  ttl: string;
+  expiresAt: Date;
+  /** Every lock's sequencer, space-separated. */
+  sequencers: string;
+}
+
 export class Client {
   constructor(opts?: ClientOptions);
   /** The daemon's base URL. */
@@ -198,6 +210,14 @@ export class Client {
   proclaim(lease: LeaseRef, value: string, opts?: RequestOptions): Promise<Lease>;
   election(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
   observe(name: string, opts?: { signal?: AbortSignal; wait?: Duration }): AsyncGenerator<ElectionStatus, void, void>;
+  /** Every lock of names at once, all or none, under one lease. */
+  acquireMulti(names: string[], opts?: AcquireOptions): Promise<MultiLease>;
+  /** Renews every lock of a multi-lock lease at once, keeping each token. */
+  renewMulti(lease: MultiLease, opts?: RequestOptions & { ttl?: Duration }): Promise<MultiLease>;
+  /** Ends a multi-lock lease: every lock at once. */
+  releaseMulti(lease: MultiLease, opts?: RequestOptions): Promise<void>;
+  /** The live multi-lock lease and how long it is safe, as the daemon answers it. */
+  multiLockStatus(leaseId: string, opts?: RequestOptions): Promise<Record<string, unknown>>;
   /** @deprecated the old name of election(). */
   leader(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
   /** @deprecated the old name of observe(). */

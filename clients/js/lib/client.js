@@ -309,6 +309,53 @@ export class Client {
     }
   }
 
+  // ---- multi-locks ----
+
+  /**
+   * Every lock of `names` at once, all or none, under one lease; no two
+   * acquirers of sets (or of single locks) can deadlock, whatever names
+   * they ask for. A HeldError once `wait` has passed.
+   * @param {string[]} names
+   * @param {import('../index.js').AcquireOptions} [opts]
+   */
+  async acquireMulti(names, opts = {}) {
+    if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string' && n !== '')) {
+      throw new TypeError('a multi-lock needs an array of one or more lock names');
+    }
+    const body = {
+      names,
+      owner: opts.owner ?? this.owner,
+      lease_id: opts.leaseId ?? newLeaseId(),
+      ttl: wireDuration(opts.ttl, 'ttl'),
+      wait: wireDuration(opts.wait, 'wait'),
+      lock_delay: wireDuration(opts.lockDelay, 'lockDelay'),
+    };
+    const raw = await this.#call('POST', '/v1/multilocks/acquire', body, {
+      signal: opts.signal,
+      timeout: this.timeout + (body.wait ? parseDuration(body.wait) : 0),
+    }, (r) => multiLeaseProblem(r, names, body.lease_id));
+    return multiLeaseFrom(raw);
+  }
+
+  /** Renews a multi-lock lease: every lock at once, each token kept. */
+  async renewMulti(lease, opts = {}) {
+    const locks = lease.locks.map((l) => ({ name: l.name, token: toToken(l.token) }));
+    const body = { lease_id: leaseIdOf(lease), locks, ttl: wireDuration(opts.ttl, 'ttl') };
+    const accept = (r) => multiLeaseProblem(r, locks.map((l) => l.name), body.lease_id, locks.map((l) => l.token));
+    return multiLeaseFrom(await this.#call('POST', '/v1/multilocks/renew', encodeLocks(body), opts, accept));
+  }
+
+  /** Ends a multi-lock lease: every lock at once. */
+  async releaseMulti(lease, opts = {}) {
+    const locks = lease.locks.map((l) => ({ name: l.name, token: toToken(l.token) }));
+    await this.#call('POST', '/v1/multilocks/release', encodeLocks({ lease_id: leaseIdOf(lease), locks }), opts);
+  }
+
+  /** The live multi-lock lease leaseId and how long it is safe (the daemon's answer, as decoded). */
+  async multiLockStatus(leaseId, opts = {}) {
+    return this.#call('GET', `/v1/multilocks/${encodeURIComponent(leaseId)}`, undefined, opts);
+  }
+
   // ---- old names: every seqd client names these calls alike (docs/clients.md) ----
 
   /** @deprecated the old name of election(). */
@@ -445,7 +492,7 @@ export class Client {
    * @returns {Promise<{status: number, body: any, text: string}>}
    */
   async #send(method, path, body, { signal, timeout = this.timeout } = {}) {
-    const payload = body === undefined ? undefined : encodeJSON(body);
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : encodeJSON(body);
     try {
       return await this.#attempt(method, path, payload, signal, timeout);
     } catch (err) {
@@ -621,6 +668,45 @@ export function leaseProblem(raw, name, leaseId, token) {
   }
   if (!(ttl > 0)) return `the ttl ${JSON.stringify(raw.ttl)} is not a positive duration`;
   return null;
+}
+
+/** leaseProblem for a multi-lock lease: one lock per name, in order, tokens unchanged on a renewal. */
+function multiLeaseProblem(raw, names, leaseId, tokens) {
+  if (typeof raw.lease_id !== 'string' || !LEASE_ID.test(raw.lease_id)) return 'the lease id is not 32 lowercase hex digits';
+  if (raw.lease_id !== leaseId) return 'the lease id is not the one the request sent';
+  if (!Array.isArray(raw.locks) || raw.locks.length !== names.length) return `the lease does not list the ${names.length} locks asked for`;
+  for (let i = 0; i < names.length; i++) {
+    const lk = raw.locks[i];
+    if (!lk || lk.name !== names[i]) return `lock ${i} of the lease is ${JSON.stringify(lk?.name)}, not the requested ${JSON.stringify(names[i])}`;
+    if (typeof lk.token !== 'bigint') return `the token of ${JSON.stringify(names[i])} is not a base-10 integer`;
+    if (lk.token < 1n || lk.token > MAX_TOKEN) return `the token ${lk.token} of ${JSON.stringify(names[i])} is out of the range 1..2^64-1`;
+    if (tokens && lk.token !== tokens[i]) return `the token of ${JSON.stringify(names[i])} changed from ${tokens[i]} to ${lk.token}: a lease's token never changes`;
+    if (typeof lk.sequencer !== 'string') return `the lock ${JSON.stringify(names[i])} has no sequencer`;
+  }
+  return null;
+}
+
+/**
+ * A multi-lock lease's renew or release body, as JSON text: encodeJSON
+ * writes flat objects only, and the locks' tokens are bigints.
+ */
+function encodeLocks(body) {
+  const locks = body.locks.map((l) => `{"name":${JSON.stringify(l.name)},"token":${l.token}}`).join(',');
+  const rest = encodeJSON({ ...body, locks: undefined }); // at least the lease id
+  return `{"locks":[${locks}],${rest.slice(1)}`;
+}
+
+/** The client's form of a multi-lock lease. */
+function multiLeaseFrom(raw) {
+  return {
+    kind: 'multilock',
+    locks: raw.locks.map((l) => ({ name: l.name, token: l.token, sequencer: l.sequencer })),
+    leaseId: raw.lease_id,
+    owner: raw.owner,
+    ttl: raw.ttl,
+    expiresAt: new Date(raw.expires_at),
+    sequencers: raw.locks.map((l) => l.sequencer).join(' '),
+  };
 }
 
 /** The client's form of the daemon's lease. */

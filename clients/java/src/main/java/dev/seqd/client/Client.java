@@ -478,6 +478,78 @@ public final class Client implements AutoCloseable {
         return ElectionStatus.from(get(path(Kind.ELECTION, name) + blocking(index, wait), plus(wait)));
     }
 
+    // ---- Multi-locks.
+
+    /**
+     * {@code POST /v1/multilocks/acquire}: every lock of names at once, all or none, under one
+     * lease; no two acquirers of sets (or of single locks) can deadlock, whatever names they ask
+     * for. A {@link HeldException} once wait has passed.
+     */
+    public MultiLease acquireMulti(List<String> names, Duration ttl, Duration wait) {
+        StringBuilder list = new StringBuilder("[");
+        for (String n : names) {
+            if (list.length() > 1) {
+                list.append(',');
+            }
+            Json.quote(list, n);
+        }
+        String leaseId = newLeaseId();
+        String body = new Json.Obj().str("owner", owner).str("lease_id", leaseId).duration("ttl", ttl).duration("wait", wait)
+                .toString().replaceFirst("^\\{", "{\"names\":" + java.util.regex.Matcher.quoteReplacement(list.toString()) + "],");
+        String p = "/v1/multilocks/acquire";
+        Answer a = await(sendAsync("POST", p, body, plus(wait)));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        String problem = MultiLease.problem(a.body(), List.copyOf(names), leaseId, null);
+        if (problem != null) {
+            throw protocol("POST " + p, problem, a.status(), a.contentType(), a.text(), null);
+        }
+        return MultiLease.from(a.body());
+    }
+
+    /** {@code POST /v1/multilocks/renew}: every lock of the lease at once, each token kept. */
+    public MultiLease renewMulti(MultiLease lease) {
+        String p = "/v1/multilocks/renew";
+        Answer a = await(sendAsync("POST", p, multiBody(lease), requestTimeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        List<String> names = lease.locks().stream().map(MultiLease.Lock::name).toList();
+        List<Long> tokens = lease.locks().stream().map(MultiLease.Lock::token).toList();
+        String problem = MultiLease.problem(a.body(), names, lease.leaseId(), tokens);
+        if (problem != null) {
+            throw protocol("POST " + p, problem, a.status(), a.contentType(), a.text(), null);
+        }
+        return MultiLease.from(a.body());
+    }
+
+    /** {@code POST /v1/multilocks/release}: ends the lease, every lock at once. */
+    public void releaseMulti(MultiLease lease) {
+        Answer a = await(sendAsync("POST", "/v1/multilocks/release", multiBody(lease), requestTimeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+    }
+
+    /** {@code GET /v1/multilocks/{leaseId}}: the live lease and how long it is safe, as decoded JSON. */
+    public Map<String, Object> multiLockStatus(String leaseId) {
+        return get("/v1/multilocks/" + escape(leaseId), requestTimeout);
+    }
+
+    private static String multiBody(MultiLease lease) {
+        StringBuilder b = new StringBuilder("{\"lease_id\":");
+        Json.quote(b, lease.leaseId());
+        b.append(",\"locks\":[");
+        for (int i = 0; i < lease.locks().size(); i++) {
+            MultiLease.Lock l = lease.locks().get(i);
+            b.append(i == 0 ? "" : ",").append("{\"name\":");
+            Json.quote(b, l.name());
+            b.append(",\"token\":").append(Long.toUnsignedString(l.token())).append('}');
+        }
+        return b.append("]}").toString();
+    }
+
     /**
      * The old name of {@link #acquireLeadership}.
      *

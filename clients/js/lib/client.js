@@ -429,9 +429,12 @@ export class Client {
     let sentAt = performance.now();
     let lease = await take({ ...opts, leaseId });
     if (performance.now() - sentAt > parseDuration(lease.ttl) / 3) {
+      const acquiredAt = sentAt;
       sentAt = performance.now();
       try {
-        lease = await this.renew(lease, { signal: opts?.signal });
+        // No later than the grant's own deadline: past it, nothing is held.
+        const left = acquiredAt + parseDuration(lease.ttl) - performance.now();
+        lease = await this.renew(lease, { signal: opts?.signal, timeout: Math.max(50, Math.min(this.timeout, left)) });
       } catch (err) {
         await this.release(lease).catch(() => {});
         throw err;

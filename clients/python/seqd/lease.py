@@ -281,7 +281,7 @@ class Lease:
                 # A long wait: the grant came some time after the request was
                 # sent, so sent+ttl is too short a deadline. Renew now to
                 # measure from a fresh send.
-                info, sent = self._confirm(info)
+                info, sent = self._confirm(info, sent)
         except BaseException:
             with self._cv:
                 self._state = "ended"
@@ -321,10 +321,12 @@ class Lease:
                 log.warning("seqd: acquire %s %r: %s; trying again", self.kind, self.name, e)
                 time.sleep(delay)
 
-    def _confirm(self, info: LeaseInfo) -> Tuple[LeaseInfo, float]:
+    def _confirm(self, info: LeaseInfo, acquired: float) -> Tuple[LeaseInfo, float]:
         sent = _mono()
+        # No later than the grant's own deadline: past it, nothing is held.
+        timeout = max(0.05, min(self._client.timeout, acquired + (info.ttl or self.ttl) - sent))
         try:
-            return self._client._renew(self.kind, self.name, info.lease_id, info.token, None, None, None), sent
+            return self._client._renew(self.kind, self.name, info.lease_id, info.token, None, timeout, None), sent
         except (LostError, StaleTokenError, ProtocolError):
             raise
         except SeqdError:

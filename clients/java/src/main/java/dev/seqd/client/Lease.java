@@ -276,7 +276,13 @@ public class Lease implements AutoCloseable {
         long sent = System.nanoTime();
         SeqdException failure;
         try {
-            Client.Answer a = Client.await(client.renewAsync(kind, name, leaseId, token, client.requestTimeout()));
+            // No later than the grant's own deadline: past it, nothing is held.
+            long left;
+            synchronized (mu) {
+                left = deadline - sent;
+            }
+            Duration timeout = Duration.ofNanos(Math.max(Duration.ofMillis(50).toNanos(), Math.min(left, client.requestTimeout().toNanos())));
+            Client.Answer a = Client.await(client.renewAsync(kind, name, leaseId, token, timeout));
             if (a.ok()) {
                 synchronized (mu) {
                     renewed(sent, LeaseInfo.from(a.body()));

@@ -432,9 +432,10 @@ export class Client {
       const acquiredAt = sentAt;
       sentAt = performance.now();
       try {
-        // No later than the grant's own deadline: past it, nothing is held.
+        // Not much past the grant's own deadline (the lease is not handed
+        // out meanwhile), but long enough for a loaded daemon to answer.
         const left = acquiredAt + parseDuration(lease.ttl) - performance.now();
-        lease = await this.renew(lease, { signal: opts?.signal, timeout: Math.max(50, Math.min(this.timeout, left)) });
+        lease = await this.renew(lease, { signal: opts?.signal, timeout: Math.min(this.timeout, Math.max(1000, left)) });
       } catch (err) {
         await this.release(lease).catch(() => {});
         throw err;

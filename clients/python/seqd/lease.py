@@ -323,8 +323,9 @@ class Lease:
 
     def _confirm(self, info: LeaseInfo, acquired: float) -> Tuple[LeaseInfo, float]:
         sent = _mono()
-        # No later than the grant's own deadline: past it, nothing is held.
-        timeout = max(0.05, min(self._client.timeout, acquired + (info.ttl or self.ttl) - sent))
+        # Not much past the grant's own deadline (the lease is not handed out
+        # meanwhile), but long enough for a loaded daemon to answer.
+        timeout = min(self._client.timeout, max(1.0, acquired + (info.ttl or self.ttl) - sent))
         try:
             return self._client._renew(self.kind, self.name, info.lease_id, info.token, None, timeout, None), sent
         except (LostError, StaleTokenError, ProtocolError):

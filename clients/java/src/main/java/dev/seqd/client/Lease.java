@@ -276,12 +276,13 @@ public class Lease implements AutoCloseable {
         long sent = System.nanoTime();
         SeqdException failure;
         try {
-            // No later than the grant's own deadline: past it, nothing is held.
+            // Not much past the grant's own deadline (the lease is not handed out meanwhile), but
+            // long enough for a loaded daemon to answer.
             long left;
             synchronized (mu) {
                 left = deadline - sent;
             }
-            Duration timeout = Duration.ofNanos(Math.max(Duration.ofMillis(50).toNanos(), Math.min(left, client.requestTimeout().toNanos())));
+            Duration timeout = Duration.ofNanos(Math.min(client.requestTimeout().toNanos(), Math.max(Duration.ofSeconds(1).toNanos(), left)));
             Client.Answer a = Client.await(client.renewAsync(kind, name, leaseId, token, timeout));
             if (a.ok()) {
                 synchronized (mu) {

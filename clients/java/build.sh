@@ -8,6 +8,10 @@
 #   ./build.sh fence-test
 #                     the same for the fences' tests (package dev.seqd.fence),
 #                     with the JDBC drivers of /usr/share/java (JDBC_DIR).
+#   ./build.sh conformance
+#                     also compile the tests and run the conformance runner
+#                     (dev.seqd.client.Conformance) against the hostile daemon
+#                     that clients/conformance_test.go starts.
 #
 # The tests ending in IT talk to the daemons that clients/java_test.go starts
 # (go test ./clients/ -run TestJavaClient); run alone, they fail for want of
@@ -20,7 +24,7 @@ javac --release 17 -Xlint:all -Werror -d build/classes $(find src/main/java -nam
 printf 'Automatic-Module-Name: dev.seqd.client\n' > build/MANIFEST.MF
 jar --create --file build/seqd-client.jar --manifest build/MANIFEST.MF -C build/classes .
 echo "built build/seqd-client.jar"
-case "${1:-}" in test | fence-test) ;; *) exit 0 ;; esac
+case "${1:-}" in test | fence-test | conformance) ;; *) exit 0 ;; esac
 
 junit=${JUNIT_DIR:-/usr/share/java}/junit-platform-console-standalone.jar
 if ! [ -f "$junit" ]; then
@@ -45,6 +49,9 @@ if [ "$1" = fence-test ]; then
     --select-package dev.seqd.fence --include-classname '.*(Test|IT)$' "${@:2}"
 fi
 javac --release 17 -Xlint:all -d build/test-classes -cp "build/classes:$junit" $(find src/test/java -name '*.java')
+if [ "$1" = conformance ]; then
+  exec java -cp build/classes:build/test-classes dev.seqd.client.Conformance
+fi
 exec java -jar "$junit" --disable-banner --details=tree --fail-if-no-tests \
   -cp build/classes:build/test-classes --select-package dev.seqd.client \
   --include-classname '.*(Test|IT)$' "${@:2}"

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -12,12 +13,15 @@ type Holder struct {
 	Held bool
 	// Shared: the holder is a reader, holding together with the readers
 	// queued right behind it; no writer holds the lock.
-	Shared  bool
-	Node    string // the holder's contender (child name)
-	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
-	Data    []byte // the holder's contender data, as created (nil if rewritten since)
-	Owner   int64  // the session that owns the holder's contender
-	Waiters int    // contenders behind the holder
+	Shared bool
+	Node   string // the holder's contender (child name)
+	Token  uint64 // its token (version mode: the last issued, even if its holder has gone)
+	Data   []byte // the holder's contender data, as created (nil if rewritten since)
+	Owner  int64  // the session that owns the holder's contender
+	// Since is when the holder's contender was created (when it queued,
+	// not when it was granted); zero when nobody holds.
+	Since   time.Time
+	Waiters int // contenders behind the holder
 	// Index is the zxid of the latest change the state shows (a contender
 	// created or deleted, the holder's or the lock node's data set): it
 	// differs whenever the state may have changed.
@@ -97,7 +101,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
 			break
 		}
-		h.Node, h.Data, h.Owner, h.Shared = cs[0].node, data, st.EphemeralOwner, cs[0].reader
+		h.Node, h.Data, h.Owner, h.Shared, h.Since = cs[0].node, data, st.EphemeralOwner, cs[0].reader, time.UnixMilli(st.Ctime)
 		if cs[0].rewritten(st) {
 			// A contender's data is written once, at create: another
 			// version was written by someone else.

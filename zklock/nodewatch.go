@@ -259,6 +259,9 @@ func holderOf(st nodeState, mode TokenMode) Holder {
 		return h
 	}
 	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
+	if st.firstStat != nil {
+		h.Since = time.UnixMilli(st.firstStat.Ctime)
+	}
 	switch {
 	case st.firstStat != nil && !st.cs[0].holds(st.firstStat):
 		// A multi-lock's contender waiting for another lock of its set.

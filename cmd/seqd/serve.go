@@ -85,6 +85,7 @@ func devCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
 			}
+			stopOnClosedStderr(c)
 			secure, err := prepareDevSecure(c)
 			if err != nil {
 				return err
@@ -112,9 +113,9 @@ func devCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				return serve(c, servers, func(addr string) { secure.ready(w, addr) })
+				return stderrClosed(c, serve(c, servers, func(addr string) { secure.ready(w, addr) }))
 			}
-			return serve(c, zk.Servers(), func(addr string) {
+			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) {
 				url, line := plainDevExports(c, addr, zk.ConnectString())
 				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
 
@@ -127,7 +128,7 @@ then try:
   curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
 `, url, line)
-			})
+			}))
 		},
 	}
 }

@@ -39,7 +39,8 @@ run: build
 
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
-# network partitions). Histories and porcupine's
+# network partitions, CHAOS_PG the run with the set in PostgreSQL behind the
+# Go fence). Histories and porcupine's
 # visualization of failed runs go to CHAOS_OUT. Then the multi-lock deadlock
 # test runs for 60s (and its one-by-one control for 15s); it ends with the
 # fuzzers: the store's recovery, sequencer signatures and the HTTP API's
@@ -47,10 +48,12 @@ run: build
 SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m
+CHAOS_PG       ?= 3m
 CHAOS_OUT      ?= chaos-out
 chaos: deps
 	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestPartition|TestSimulation|TestServiceSimulation' ./chaos/ \
 		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.partition=$(CHAOS_PARTITION) -chaos.control=45s \
+		-chaos.pg=$(CHAOS_PG) -chaos.pg-control=20s \
 		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
 	$(GO) test -count=1 -v -run 'TestMultiLockNeverDeadlocks|TestMultiLockOneByOneDeadlocks' ./sequencer/ \
 		-args -multilock.duration=60s -multilock.control=15s

@@ -221,6 +221,8 @@ type run struct {
 	urls    []string
 	names   []string
 	store   *storeProc
+	pg      *testenv.DB // the PostgreSQL of sql
+	sql     *SQLStore   // set: the sets are in PostgreSQL, store is nil
 	hist    string
 	clients []*proc
 	start   time.Time // of the clients, set by execute
@@ -239,9 +241,13 @@ func (e *env) newRun(name string, store *storeProc) *run {
 }
 
 func (r *run) config(id int, seed uint64, until time.Time) ClientConfig {
-	return ClientConfig{ID: id, Daemons: r.urls, DaemonNames: r.names, Store: "http://" + r.store.addr,
+	cfg := ClientConfig{ID: id, Daemons: r.urls, DaemonNames: r.names, SQL: r.sql,
 		Lock: r.lock, Key: "set", Locks: r.locks, Renew: r.renew, TTL: chaosTTL, Wait: r.wait, Think: r.think, Seed: seed,
 		History: filepath.Join(r.hist, fmt.Sprintf("client-%d.jsonl", id)), Until: until.UnixNano()}
+	if r.store != nil {
+		cfg.Store = "http://" + r.store.addr
+	}
+	return cfg
 }
 
 func (r *run) startClients(n int, seed uint64, until time.Time) {
@@ -346,6 +352,7 @@ type injector struct {
 	zkMu   sync.Mutex // one ZooKeeper member down at a time
 	seqdMu sync.Mutex // one daemon killed at a time
 	netMu  sync.Mutex // one network fault at a time
+	pgMu   sync.Mutex // one kill of PostgreSQL at a time
 	log    func(format string, args ...any)
 	errorf func(format string, args ...any) // a fault that could not be healed
 }
@@ -443,6 +450,8 @@ func (in *injector) inject(ctx context.Context, kind string) {
 		if err := m.Restart(heal); err != nil {
 			in.log("restart zk%d: %v", m.ID, err)
 		}
+	case faultPGKill:
+		in.killPG(ctx)
 	case faultStoreKill:
 		in.r.store.kill()
 		in.count(kind)

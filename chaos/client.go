@@ -45,6 +45,8 @@ type ClientConfig struct {
 	// Renew renews the lease every third of the TTL while the client
 	// sleeps between read and write, so that a sleep can outlast the TTL.
 	Renew bool `json:"renew,omitempty"`
+	// SQL, when set, keeps the sets in PostgreSQL in place of Store.
+	SQL *SQLStore `json:"sql,omitempty"`
 }
 
 // LockKeys is a lock and the store keys written under it.
@@ -91,6 +93,12 @@ func RunClient(ctx context.Context, cfg ClientConfig) error {
 	if len(cfg.Locks) == 0 {
 		c.cfg.Locks = []LockKeys{{Lock: cfg.Lock, Keys: []string{cfg.Key}}}
 	}
+	if cfg.SQL != nil {
+		if c.sql, err = openSQLStore(*cfg.SQL); err != nil {
+			return err
+		}
+		defer c.sql.db.Close()
+	}
 	if cfg.Final {
 		deadline := time.Now().Add(2 * time.Minute)
 		for i, lk := range c.cfg.Locks {
@@ -116,6 +124,7 @@ type client struct {
 	rec  *Recorder
 	r    *rand.Rand
 	http *http.Client
+	sql  *sqlStore // nil: the sets are in Store
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -232,6 +241,17 @@ func (c *client) storeURL(key string) string { return c.cfg.Store + "/v1/kv/" + 
 
 func (c *client) read(ctx context.Context, lock, key string, l api.Lease) ([]int, bool) {
 	op := c.rec.Invoke(Op{Kind: KindRead, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Final: c.cfg.Final, Invoke: now()})
+	if c.sql != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+		set, err := c.sql.read(sctx, key, l.Token)
+		cancel()
+		op.Complete = now()
+		if op.Result, op.Err = sqlResult(err); err == nil {
+			op.Value = set
+		}
+		c.rec.Complete(op)
+		return set, op.Result == ResultOK
+	}
 	status, body, err := c.do(ctx, http.MethodGet, key, l.Token, nil)
 	op.Complete = now()
 	var set []int
@@ -256,6 +276,15 @@ func (c *client) read(ctx context.Context, lock, key string, l api.Lease) ([]int
 func (c *client) write(ctx context.Context, lock, key string, l api.Lease, set []int, x int) {
 	b, _ := json.Marshal(set)
 	op := c.rec.Invoke(Op{Kind: KindWrite, Lock: lock, Key: key, Token: l.Token, Grant: l.LeaseID, Value: set, Add: x, Invoke: now()})
+	if c.sql != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+		err := c.sql.write(sctx, key, l.Token, set)
+		cancel()
+		op.Complete = now()
+		op.Result, op.Err = sqlResult(err)
+		c.rec.Complete(op)
+		return
+	}
 	status, body, err := c.do(ctx, http.MethodPut, key, l.Token, b)
 	op.Complete = now()
 	switch {

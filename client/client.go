@@ -35,11 +35,23 @@ const (
 // Client speaks the HTTP API of one seqd daemon. It is safe for concurrent
 // use and keeps its connections alive between calls.
 type Client struct {
-	base  string // the daemon's base URL, without a trailing '/'
-	token string
-	owner string
-	hc    *http.Client
+	base    string // the daemon's base URL, without a trailing '/'
+	token   string
+	owner   string
+	timeout time.Duration
+	hc      *http.Client
 }
+
+// DefaultTimeout is how long a request may take beyond the wait it asks
+// the daemon for (an acquire's, a blocking read's): connecting, sending,
+// the first byte and the whole answer together.
+const DefaultTimeout = 4 * time.Second
+
+// String names the client's daemon; it never shows the API token.
+func (c *Client) String() string { return "seqd.Client(" + c.base + ")" }
+
+// GoString is String, so that %#v does not print the API token either.
+func (c *Client) GoString() string { return c.String() }
 
 // Option configures New.
 type Option func(*settings)
@@ -50,6 +62,7 @@ type settings struct {
 	tlsConfig         *tls.Config
 	hc                *http.Client
 	owner             string
+	timeout           time.Duration
 	noEnv             bool
 }
 
@@ -77,6 +90,11 @@ func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.hc = 
 // WithDefaultOwner is the owner named by grants that do not name one
 // (default host:pid).
 func WithDefaultOwner(owner string) Option { return func(s *settings) { s.owner = owner } }
+
+// WithTimeout bounds each request beyond the wait it asks for (default
+// DefaultTimeout): connecting, sending, the first byte and the whole
+// answer together.
+func WithTimeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
 
 // WithoutEnv reads no SEQD_* variable: what the options do not set takes
 // its default.
@@ -107,7 +125,10 @@ func New(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, owner: s.owner, hc: s.hc}
+	c := &Client{base: base, owner: s.owner, hc: s.hc, timeout: s.timeout}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
 	if c.owner == "" {
 		host, _ := os.Hostname()
 		c.owner = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -227,63 +248,111 @@ func (c *Client) Owner() string { return c.owner }
 // not nil). A non-2xx answer is an *APIError; a failed check's body is
 // decoded into out as well.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.call(ctx, call{method: method, path: path, in: in, out: out})
+}
+
+// call is one request to the daemon.
+type call struct {
+	method, path string
+	in, out      any
+	// wait is how long the request asks the daemon to wait: the whole call
+	// (connect, send, first byte, whole answer) is bounded by wait plus the
+	// client's timeout.
+	wait time.Duration
+	// accept says what is wrong with a decoded 2xx answer, or "".
+	accept func() string
+}
+
+// call sends a request as do does. A 2xx answer decoded into out must come
+// as application/json, decode, whole, and pass accept: anything else is a
+// *ProtocolError.
+func (c *Client) call(ctx context.Context, r call) error {
 	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
+	if r.in != nil {
+		b, err := json.Marshal(r.in)
 		if err != nil {
 			return fmt.Errorf("seqd: %w", err)
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	bound := r.wait + c.timeout
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, r.method, c.base+r.path, body)
 	if err != nil {
 		return fmt.Errorf("seqd: %w", err)
 	}
-	if in != nil {
+	if r.in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	what := r.method + " " + r.path
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %w", ErrDaemonUnreachable, err)
+		return c.unreachable(ctx, rctx, what, bound, err)
 	}
 	defer resp.Body.Close()
+	ctype := resp.Header.Get("Content-Type")
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if rctx.Err() != nil {
+			return c.unreachable(ctx, rctx, what, bound, err)
 		}
-		return fmt.Errorf("%w: %w", ErrDaemonUnreachable, err)
+		return c.protocolError(what, "the answer was cut short ("+err.Error()+")", resp.StatusCode, ctype, raw)
 	}
 	if resp.StatusCode/100 != 2 {
-		return apiError(resp.StatusCode, raw, out)
+		return c.apiError(resp.StatusCode, raw, r.out)
 	}
-	if out == nil {
+	if r.out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("seqd: decode the answer to %s %s: %w", method, path, err)
+	if mt, _, _ := strings.Cut(ctype, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		if ctype == "" {
+			ctype = "missing"
+		}
+		return c.protocolError(what, "the answer's Content-Type is "+ctype+", not application/json", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	}
+	if err := json.Unmarshal(raw, r.out); err != nil {
+		return c.protocolError(what, "the answer is not JSON of the documented shape ("+err.Error()+")", resp.StatusCode, ctype, raw)
+	}
+	if r.accept != nil {
+		if problem := r.accept(); problem != "" {
+			return c.protocolError(what, problem, resp.StatusCode, ctype, raw)
+		}
 	}
 	return nil
 }
 
-func apiError(status int, raw []byte, out any) error {
+// unreachable is the error of a request that got no whole answer: the
+// caller's context's error if it ended, else ErrDaemonUnreachable.
+func (c *Client) unreachable(ctx, rctx context.Context, what string, bound time.Duration, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if rctx.Err() != nil {
+		return fmt.Errorf("%w: no whole answer to %s from %s within %v", ErrDaemonUnreachable, what, c.base, bound)
+	}
+	return fmt.Errorf("%w: %w", ErrDaemonUnreachable, err)
+}
+
+func (c *Client) apiError(status int, raw []byte, out any) error {
 	var eb struct {
 		api.ErrorBody
 		Valid *bool `json:"valid"`
 	}
 	if err := json.Unmarshal(raw, &eb); err != nil || eb.Code == "" {
-		return &api.APIError{Status: status, Code: "http", Message: strings.TrimSpace(string(raw))}
+		msg := strings.TrimSpace(c.redact(string(raw)))
+		if len(msg) > quoteLen {
+			msg = msg[:quoteLen]
+		}
+		return &api.APIError{Status: status, Code: "http", Message: msg}
 	}
 	if eb.Valid != nil && out != nil { // a failed check has its body
 		json.Unmarshal(raw, out)
 	}
-	return &api.APIError{Status: status, Code: eb.Code, Message: eb.Error, CurrentToken: eb.CurrentToken, Limit: eb.Limit, Reason: eb.Reason}
+	return &api.APIError{Status: status, Code: eb.Code, Message: c.redact(eb.Error), CurrentToken: eb.CurrentToken, Limit: eb.Limit, Reason: eb.Reason}
 }
 
 // path is the URL path of a name under a family, each segment escaped.
@@ -303,6 +372,15 @@ func durationPtr(d time.Duration) *api.Duration {
 	}
 	x := api.Duration(d)
 	return &x
+}
+
+// blockingWait is how long a blocking read with wait may wait at the
+// daemon: wait, or the daemon's default for 0.
+func blockingWait(wait time.Duration) time.Duration {
+	if wait <= 0 {
+		return api.DefaultBlockingWait
+	}
+	return wait
 }
 
 // blockingQuery is the query of a blocking read: it answers once the

@@ -88,10 +88,10 @@ func ExampleClient_AcquireSemaphore() {
 }
 
 // Lead an election and publish a value; the term is the leader's token.
-func ExampleClient_Campaign() {
+func ExampleClient_AcquireLeadership() {
 	ctx := context.Background()
 	c, _ := client.New("")
-	l, err := c.Campaign(ctx, "scheduler", "10.0.0.7:8080")
+	l, err := c.AcquireLeadership(ctx, "scheduler", "10.0.0.7:8080")
 	if err != nil {
 		fmt.Println(err)
 		return

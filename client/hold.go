@@ -49,9 +49,9 @@ func (c *Client) HoldSemaphore(ctx context.Context, name string, limit int, opts
 }
 
 // HoldLeadership is Hold for the leadership of the election name (as
-// Campaign).
+// AcquireLeadership).
 func (c *Client) HoldLeadership(ctx context.Context, name, value string, opts ...CampaignOption) (*Held, error) {
-	return c.hold(func() (api.Lease, error) { return c.Campaign(ctx, name, value, opts...) })
+	return c.hold(func() (api.Lease, error) { return c.AcquireLeadership(ctx, name, value, opts...) })
 }
 
 func (c *Client) hold(grant func() (api.Lease, error)) (*Held, error) {
@@ -135,6 +135,7 @@ func (h *Held) renew() {
 	l := h.Lease()
 	interval := time.Duration(l.TTL) / 3
 	next := interval
+	var last error // the last failed renewal's
 	for {
 		h.mu.Lock()
 		deadline := h.deadline
@@ -147,10 +148,14 @@ func (h *Held) renew() {
 		case <-t.C:
 		}
 		if !time.Now().Before(deadline) {
-			h.end(fmt.Errorf("%w: no renewal succeeded before the lease's deadline", ErrLost))
+			if last != nil {
+				h.end(fmt.Errorf("%w: no renewal succeeded before the lease's deadline (the last: %w)", ErrLost, last))
+			} else {
+				h.end(fmt.Errorf("%w: no renewal succeeded before the lease's deadline", ErrLost))
+			}
 			return
 		}
-		if next = h.renewOnce(l, interval, deadline); next < 0 {
+		if next, last = h.renewOnce(l, interval, deadline); next < 0 {
 			return
 		}
 	}
@@ -158,8 +163,9 @@ func (h *Held) renew() {
 
 // renewOnce renews once, bounded by the deadline, and returns how long to
 // wait before the next renewal: interval after a success, interval/4 after
-// a failure to reach the daemon, -1 when the lease has ended.
-func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time) time.Duration {
+// a failure to reach the daemon (with that failure), -1 when the lease has
+// ended.
+func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time) (time.Duration, error) {
 	ctx, cancel := context.WithDeadline(h.ctx, deadline) // never past the deadline
 	defer cancel()
 	sent := time.Now()
@@ -170,12 +176,16 @@ func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time
 		h.mu.Lock()
 		h.lease, h.deadline = renewed, sent.Add(time.Duration(renewed.TTL))
 		h.mu.Unlock()
-		return interval
+		return interval, nil
+	case errors.Is(err, ErrProtocol):
+		// An answer that cannot be trusted: nothing says the lease still holds.
+		h.end(fmt.Errorf("%w: its renewal's answer broke the protocol: %w", ErrLost, err))
+		return -1, nil
 	case errors.As(err, &ae) && ae.Status/100 == 4:
 		// The daemon's answer: the lease has ended (409 lost, stale_token,
 		// broken), or this renewal can never succeed.
 		h.end(err)
-		return -1
+		return -1, nil
 	}
-	return max(interval/4, 10*time.Millisecond)
+	return max(interval/4, 10*time.Millisecond), err
 }

@@ -102,9 +102,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	for _, o := range opts {
 		o.applyAcquire(&req)
 	}
-	var l api.Lease
-	err := c.do(ctx, http.MethodPost, path(string(api.Locks), name)+"/acquire", req, &l)
-	return l, err
+	return c.take(ctx, api.Locks, name, "/acquire", &req, &req.LeaseID, req.Wait)
 }
 
 // AcquireSemaphore asks for one of limit slots of the semaphore name. Every
@@ -115,21 +113,43 @@ func (c *Client) AcquireSemaphore(ctx context.Context, name string, limit int, o
 	for _, o := range opts {
 		o.applySemaphore(&req)
 	}
-	var l api.Lease
-	err := c.do(ctx, http.MethodPost, path(string(api.Semaphores), name)+"/acquire", req, &l)
-	return l, err
+	return c.take(ctx, api.Semaphores, name, "/acquire", &req, &req.LeaseID, req.Wait)
 }
 
-// Campaign stands for the election name with value (what the leader
-// publishes; "" publishes the owner) and returns the leadership as a lease
-// whose Term is its token.
-func (c *Client) Campaign(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
+// AcquireLeadership stands for the election name with value (what the
+// leader publishes; "" publishes the owner) and returns the leadership as a
+// lease whose Term is its token (POST /v1/elections/{name}/campaign).
+func (c *Client) AcquireLeadership(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
 	req := api.CampaignRequest{Owner: c.owner, Value: value}
 	for _, o := range opts {
 		o.applyCampaign(&req)
 	}
+	return c.take(ctx, api.Elections, name, "/campaign", &req, &req.LeaseID, req.Wait)
+}
+
+// Campaign is the old name of AcquireLeadership.
+//
+// Deprecated: every seqd client names this call AcquireLeadership
+// (docs/clients.md).
+func (c *Client) Campaign(ctx context.Context, name, value string, opts ...CampaignOption) (api.Lease, error) {
+	return c.AcquireLeadership(ctx, name, value, opts...)
+}
+
+// take sends an acquire or a campaign, under a new lease id unless the
+// request names one (so that it can be retried), and accepts only a lease
+// (req points to the request, so that the id set here is the one sent)
+// of that name and lease id.
+func (c *Client) take(ctx context.Context, f api.Family, name, action string, req any, leaseID *string, wait *api.Duration) (api.Lease, error) {
+	if *leaseID == "" {
+		*leaseID = api.NewLeaseID()
+	}
+	var w time.Duration
+	if wait != nil {
+		w = time.Duration(*wait)
+	}
 	var l api.Lease
-	err := c.do(ctx, http.MethodPost, path(string(api.Elections), name)+"/campaign", req, &l)
+	err := c.call(ctx, call{method: http.MethodPost, path: path(string(f), name) + action, in: req, out: &l, wait: w,
+		accept: func() string { return leaseProblem(l, name, *leaseID, 0) }})
 	return l, err
 }
 
@@ -144,7 +164,9 @@ func (c *Client) Renew(ctx context.Context, l api.Lease, ttl time.Duration) (api
 // token only.
 func (c *Client) RenewID(ctx context.Context, f api.Family, name, leaseID string, token uint64, ttl time.Duration) (api.Lease, error) {
 	var l api.Lease
-	err := c.do(ctx, http.MethodPost, path(string(f), name)+"/renew", api.LeaseRequest{LeaseID: leaseID, Token: token, TTL: durationPtr(ttl)}, &l)
+	err := c.call(ctx, call{method: http.MethodPost, path: path(string(f), name) + "/renew",
+		in: api.LeaseRequest{LeaseID: leaseID, Token: token, TTL: durationPtr(ttl)}, out: &l,
+		accept: func() string { return leaseProblem(l, name, leaseID, token) }})
 	return l, err
 }
 
@@ -166,7 +188,9 @@ func (c *Client) ReleaseID(ctx context.Context, f api.Family, name, leaseID stri
 // Proclaim changes the value a leader publishes, keeping its term.
 func (c *Client) Proclaim(ctx context.Context, l api.Lease, value string) (api.Lease, error) {
 	var out api.Lease
-	err := c.do(ctx, http.MethodPost, path(string(api.Elections), l.Name)+"/proclaim", api.ProclaimRequest{LeaseID: l.LeaseID, Token: l.Token, Value: value}, &out)
+	err := c.call(ctx, call{method: http.MethodPost, path: path(string(api.Elections), l.Name) + "/proclaim",
+		in: api.ProclaimRequest{LeaseID: l.LeaseID, Token: l.Token, Value: value}, out: &out,
+		accept: func() string { return leaseProblem(out, l.Name, l.LeaseID, l.Token) }})
 	return out, err
 }
 
@@ -222,7 +246,7 @@ func (c *Client) Status(ctx context.Context, name string) (api.LockStatus, error
 // default) with the same state.
 func (c *Client) WaitStatus(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
 	var st api.LockStatus
-	err := c.do(ctx, http.MethodGet, path(string(api.Locks), name)+blockingQuery(index, wait), nil, &st)
+	err := c.call(ctx, call{method: http.MethodGet, path: path(string(api.Locks), name) + blockingQuery(index, wait), out: &st, wait: blockingWait(wait)})
 	return st, err
 }
 
@@ -251,7 +275,7 @@ func (c *Client) SemaphoreStatus(ctx context.Context, name string) (api.Semaphor
 // WaitSemaphore is a blocking read of the semaphore's state, as WaitStatus.
 func (c *Client) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
 	var st api.SemaphoreStatus
-	err := c.do(ctx, http.MethodGet, path(string(api.Semaphores), name)+blockingQuery(index, wait), nil, &st)
+	err := c.call(ctx, call{method: http.MethodGet, path: path(string(api.Semaphores), name) + blockingQuery(index, wait), out: &st, wait: blockingWait(wait)})
 	return st, err
 }
 
@@ -265,7 +289,7 @@ func (c *Client) Election(ctx context.Context, name string) (api.ElectionStatus,
 // WaitElection is a blocking read of the election's state, as WaitStatus.
 func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
 	var st api.ElectionStatus
-	err := c.do(ctx, http.MethodGet, path(string(api.Elections), name)+blockingQuery(index, wait), nil, &st)
+	err := c.call(ctx, call{method: http.MethodGet, path: path(string(api.Elections), name) + blockingQuery(index, wait), out: &st, wait: blockingWait(wait)})
 	return st, err
 }
 
@@ -294,6 +318,10 @@ func (c *Client) Overview(ctx context.Context, f api.Family, index uint64, wait 
 	if index != 0 {
 		q = blockingQuery(index, wait) + "&all=1"
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/"+string(f)+q, nil, &o)
+	var w time.Duration
+	if index != 0 {
+		w = blockingWait(wait)
+	}
+	err := c.call(ctx, call{method: http.MethodGet, path: "/v1/" + string(f) + q, out: &o, wait: w})
 	return o, err
 }

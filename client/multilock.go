@@ -30,8 +30,16 @@ func (c *Client) AcquireMulti(ctx context.Context, names []string, opts ...Multi
 	for _, o := range opts {
 		o.applyMulti(&req)
 	}
+	if req.LeaseID == "" {
+		req.LeaseID = api.NewLeaseID()
+	}
+	var w time.Duration
+	if req.Wait != nil {
+		w = time.Duration(*req.Wait)
+	}
 	var l api.MultiLease
-	err := c.do(ctx, http.MethodPost, "/v1/"+string(api.MultiLocks)+"/acquire", req, &l)
+	err := c.call(ctx, call{method: http.MethodPost, path: "/v1/" + string(api.MultiLocks) + "/acquire", in: req, out: &l, wait: w,
+		accept: func() string { return multiLeaseProblem(l, names, req.LeaseID, nil) }})
 	return l, err
 }
 
@@ -40,7 +48,14 @@ func (c *Client) AcquireMulti(ctx context.Context, names []string, opts ...Multi
 // fence.ErrStaleToken once one of its locks has a higher token.
 func (c *Client) RenewMulti(ctx context.Context, l api.MultiLease, ttl time.Duration) (api.MultiLease, error) {
 	var out api.MultiLease
-	err := c.do(ctx, http.MethodPost, "/v1/"+string(api.MultiLocks)+"/renew", api.MultiLeaseRequest{LeaseID: l.LeaseID, Locks: l.Refs(), TTL: durationPtr(ttl)}, &out)
+	refs := l.Refs()
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.Name
+	}
+	err := c.call(ctx, call{method: http.MethodPost, path: "/v1/" + string(api.MultiLocks) + "/renew",
+		in: api.MultiLeaseRequest{LeaseID: l.LeaseID, Locks: refs, TTL: durationPtr(ttl)}, out: &out,
+		accept: func() string { return multiLeaseProblem(out, names, l.LeaseID, refs) }})
 	return out, err
 }
 
@@ -63,7 +78,7 @@ func (c *Client) MultiLockStatus(ctx context.Context, leaseID string) (api.Multi
 // (0: the daemon's default) with the same state.
 func (c *Client) WaitMultiLock(ctx context.Context, leaseID string, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
 	var st api.MultiLockStatus
-	err := c.do(ctx, http.MethodGet, "/v1/"+string(api.MultiLocks)+"/"+url.PathEscape(leaseID)+blockingQuery(index, wait), nil, &st)
+	err := c.call(ctx, call{method: http.MethodGet, path: "/v1/" + string(api.MultiLocks) + "/" + url.PathEscape(leaseID) + blockingQuery(index, wait), out: &st, wait: blockingWait(wait)})
 	return st, err
 }
 

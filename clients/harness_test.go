@@ -72,6 +72,9 @@ var zkLazy zktest.Lazy
 func TestMain(m *testing.M) {
 	code := m.Run()
 	zkLazy.Close()
+	pgLazy.Close()
+	mariaLazy.Close()
+	redisLazy.Close()
 	os.Exit(code)
 }
 

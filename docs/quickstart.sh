@@ -57,7 +57,7 @@ seqd store --dir "$DIR/data" --listen 127.0.0.1:0 --addr-file "$DIR/addr" 2>"$DI
 until [ -s "$DIR/addr" ]; do sleep 0.1; done
 STORE=http://$(cat "$DIR/addr")
 curl -s -X PUT -H "Fencing-Sequencer: demo@$T2" --data-binary 'from bob' "$STORE/v1/kv/reports/daily"
-# {"key":"reports/daily","token":10}
+# {"key":"reports/daily","token":16}
 curl -s -w '%{http_code}\n' -X PUT -H "Fencing-Sequencer: demo@$T1" --data-binary 'from alice' "$STORE/v1/kv/reports/daily"
 # {"error":"fence: stale token 12 for \"reports/daily\": a newer holder already used token 16","code":"stale_token","current_token":16}
 # 409

@@ -3,9 +3,10 @@
 # (git-ignored, never committed) with `seqd init`: a CA, one server certificate
 # for every service (seqd1, seqd2, store, zk1..zk3), a client certificate, the
 # API and admin tokens, the sequencer signing key pair and ZooKeeper's digest
-# identity, and client.env for the host's clients. Run it once, as root
-# (sudo), before `docker compose up`: it keeps a directory that is already
-# there.
+# identity, and client.env for the host's clients. Run it once, before
+# `docker compose up`, as root: run by another user from a terminal, it runs
+# itself again through sudo (so that the same line works on a host that is
+# root and has no sudo). It keeps a directory that is already there.
 #
 # Owners and modes, so that each container's user reads what it needs and
 # nothing else:
@@ -30,8 +31,12 @@ if [ -e "$dir/client.env" ]; then
 fi
 seqd=${SEQD_BIN:-bin/seqd}
 if [ ! -x "$seqd" ]; then
-  echo "no $seqd: run make build first (as yourself), then this script with sudo" >&2
+  echo "no $seqd: run make build first (as yourself), then this script" >&2
   exit 69
+fi
+if [ "$(id -u)" != 0 ] && [ -t 0 ] && command -v sudo >/dev/null; then
+  echo "not root: running again through sudo, so that the containers' users own their files" >&2
+  exec sudo SEQD_COMPOSE_SECRETS="$dir" SEQD_BIN="$seqd" bash "$PWD/scripts/compose-secrets.sh"
 fi
 "$seqd" init --dir "$dir" --host seqd1 --host seqd2 --host store --host zk1 --host zk2 --host zk3 \
   --listen 127.0.0.1:7070 --zk zk1:2181,zk2:2181,zk3:2181 >/dev/null
@@ -40,7 +45,7 @@ fi
 (umask 077 && cat "$dir/server-key.pem" "$dir/server.pem" >"$dir/zk-keystore.pem")
 
 if [ "$(id -u)" != 0 ]; then
-  echo "note: not root: every file belongs to you, and the containers (uid 65532, and 1000 for ZooKeeper) cannot read the secrets; run this script with sudo (after removing $dir)" >&2
+  echo "note: not root: every file belongs to you, and the containers (uid 65532, and 1000 for ZooKeeper) cannot read the secrets; run this script as root, from a terminal, or with sudo (after removing $dir)" >&2
   exit 0
 fi
 me=${SUDO_UID:-0}

@@ -3,12 +3,18 @@
 # (Debian package, runs on the machine's Java 17), promtool, kazoo, Curator
 # and docker-compose (for interop and config checks), a JDK and JUnit 5
 # (to build and test the Java client), Chromium (the status page's
-# headless browser tests), curl (the docs' curl sessions) and staticcheck.
-# Usage: scripts/deps.sh [all|zookeeper]
+# headless browser test), PostgreSQL 15, MariaDB 10.11 and Redis 7 (the
+# database fences' tests start real servers) and staticcheck.
+# Usage: scripts/deps.sh [all|zookeeper|db]
 set -euo pipefail
 want=(zookeeper)
+if [ "${1:-all}" = all ] || [ "${1:-all}" = db ]; then
+  want+=(postgresql-15 mariadb-server redis-server)
+fi
 if [ "${1:-all}" = all ]; then
-  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium curl)
+  want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium
+    python3-psycopg python3-pymysql python3-redis python3-cryptography libpostgresql-jdbc-java libmariadb-java)
+  want+=(curl openssl) # the docs' shell examples, run by TestDocExamples and the quickstart's test
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -73,10 +73,7 @@ func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding
 	for i, n := range q.Nodes {
 		c := contenderOf(n, f)
 		if i < q.Holding {
-			c.Token = n.Czxid
-			if q.Token != 0 && !n.Shared {
-				c.Token = q.Token // version mode: the node's counter
-			}
+			c.Token = n.Token
 			c.ExpiresAt = s.expiresAt(f, name, c.Token)
 			if owner, ok := s.localOwner(f, name, c.Token); ok && f == api.Elections {
 				c.Owner, c.Daemon, c.Client = owner, s.cfg.Identity, "seqd"

@@ -61,6 +61,13 @@ type Config struct {
 	// LockDelay is the lock-delay of acquires that name none: how long
 	// after a lease ends uncleanly nobody is granted its lock. Default 0.
 	LockDelay time.Duration
+	// TokenFloor is the floor a root gets when the daemon records its
+	// token mark (a root that records none yet); Floors, if set, records
+	// every token the daemon issues, and the daemon grants nothing on a
+	// root whose tokens would fall below them (a ZooKeeper restored or
+	// rebuilt) until the root's floor is raised (see zklock.Options).
+	TokenFloor uint64
+	Floors     *zklock.Floors
 	// Audit, if set, records every grant, release, expiry, loss, break,
 	// term and resignation of the daemon's leases (and every break it
 	// makes).

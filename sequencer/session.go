@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/seqd/seqd/zklock"
@@ -62,6 +63,8 @@ func (s *Service) zkOptions() zklock.Options {
 		Observer:       s.m,
 		Clock:          s.clock,
 		Guard:          s.guard,
+		TokenFloor:     s.cfg.TokenFloor,
+		Floors:         s.cfg.Floors,
 		Auth:           s.cfg.ZKAuth,
 		ACL:            s.cfg.ZKACL,
 		TLS:            s.cfg.ZKTLS,
@@ -81,13 +84,14 @@ func (s *Service) roots() []zklock.Root {
 // records one mode, and a daemon of the other mode must not run on it (its
 // tokens could go below those already issued). Semaphore tokens are always
 // czxids. Under the creator ACL it also refuses a root that others may
-// write. A refusal is a *zklock.TokenModeError or *zklock.OpenRootError.
+// write. A refusal is a *zklock.TokenModeError, *zklock.OpenRootError or
+// *zklock.FloorError (a root with no mark where the daemon issued tokens).
 func (s *Service) claimRoots(ctx context.Context, sess *zklock.Session) error {
 	modes := []zklock.TokenMode{s.cfg.TokenMode, zklock.TokenZxid, s.cfg.TokenMode}
 	for i, r := range s.roots() {
 		err := sess.ClaimTokenMode(ctx, r.Path, modes[i])
 		switch {
-		case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot):
+		case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrBelowFloor):
 			return err
 		case err != nil:
 			return unavailable("cannot check "+r.What+" "+r.Path, err)
@@ -166,4 +170,17 @@ func (s *Service) session() (*zklock.Session, error) {
 func (s *Service) Ready() bool {
 	sess, err := s.session()
 	return err == nil && sess.Connected()
+}
+
+// FloorAdvice says, in a sentence for operators, why a root is refused for
+// its floor and how to raise it.
+func FloorAdvice(fe *zklock.FloorError) string {
+	what := fmt.Sprintf("%s has no token mark, but this daemon issued tokens up to %d on it: ZooKeeper was rebuilt empty or replaced", fe.Root, fe.Issued.Token)
+	if !fe.Unmarked {
+		what = fmt.Sprintf("%s is behind the history this daemon issued tokens in (up to %d; zxid %d, seen up to %d): ZooKeeper was restored from an older copy", fe.Root, fe.Issued.Token, fe.Zxid, fe.Issued.Zxid)
+	}
+	if fe.File != "" {
+		what += " (floor file " + fe.File + ")"
+	}
+	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised: seqd floor --zk … --raise %d (or the highest floor file of every daemon: seqd floor --zk … --from-floor-file FILE…)", fe.Issued.Token)
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/fence"
 )
 
 // Shared leases on two daemons hold one lock together; an exclusive acquire
@@ -81,5 +83,44 @@ func TestSharedBadRequests(t *testing.T) {
 		if status, resp := httpDo(t, http.MethodPost, d.srv.URL+"/v1/locks/x/acquire", body); status != http.StatusOK {
 			t.Fatalf("%s: %d %s, want 200", body, status, resp)
 		}
+	}
+}
+
+// A reader's token does not pass for a writer's: asked in the exclusive
+// form ({"name","token"} or name@token), check answers that the token does
+// not hold the lock exclusively, while the shared form (shared:name@token)
+// answers valid. The control: a writer's token in the exclusive form is
+// valid.
+func TestCheckReaderTokenIsNoWriter(t *testing.T) {
+	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers()})
+	ctx := ctxT(t, 30*time.Second)
+	const name = "readers"
+	r, err := d.client.Acquire(ctx, name, "r", 10*time.Second, 0, WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.client.CheckSequencer(ctx, r.Sequencer); err != nil || !res.Valid {
+		t.Fatalf("check %s: %+v, %v; want valid", r.Sequencer, res, err)
+	}
+	exclusive := fence.Sequencer{Name: name, Token: r.Token}.String()
+	for form, check := range map[string]func() (CheckResponse, error){
+		`{"name","token"}`: func() (CheckResponse, error) { return d.client.Check(ctx, name, r.Token) },
+		exclusive:          func() (CheckResponse, error) { return d.client.CheckSequencer(ctx, exclusive) },
+	} {
+		res, err := check()
+		var ae *APIError
+		if res.Valid || !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != CodeNotHeld {
+			t.Errorf("check %s of a reader's token: %+v, %v; want 409 %s", form, res, err, CodeNotHeld)
+		}
+	}
+	if err := d.client.Release(ctx, name, r.LeaseID, r.Token); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.client.Acquire(ctx, name, "w", 10*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.client.Check(ctx, name, w.Token); err != nil || !res.Valid {
+		t.Fatalf("check of the writer's token: %+v, %v; want valid", res, err)
 	}
 }

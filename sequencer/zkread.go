@@ -150,7 +150,9 @@ func (s *Service) current(ctx context.Context, seq fence.Sequencer) (held bool, 
 	}
 	h, err := s.holder(ctx, seq.Name)
 	if err != nil || seq.Kind == fence.KindLock {
-		return h.Held && h.Token == seq.Token, h.Token, err
+		// A reader's token asked in the exclusive form does not hold: a
+		// resource asking for a writer must not admit a reader.
+		return h.Held && !h.Shared && h.Token == seq.Token, h.Token, err
 	}
 	// A reader: it holds while its node is among the readers ahead of
 	// every writer; an exclusive holder's later token makes it stale.

@@ -676,3 +676,79 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return string(t.b)
 }
+
+// DataDir is the member's ZooKeeper data directory (its myid and the
+// version-2 directory of snapshots and transaction logs).
+func (m *Member) DataDir() string { return filepath.Join(m.dir, "data") }
+
+// BackUp copies every member's data directory into dst/zk<ID>, as an
+// operator's backup of a stopped ensemble would. Stop the members first.
+func (c *Cluster) BackUp(dst string) error {
+	for _, m := range c.Members {
+		if m.Running() {
+			return fmt.Errorf("testenv: back up member %d: it is running", m.ID)
+		}
+		if err := os.CopyFS(filepath.Join(dst, fmt.Sprintf("zk%d", m.ID)), os.DirFS(m.DataDir())); err != nil {
+			return fmt.Errorf("testenv: back up member %d: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// RestoreData replaces every member's data directory by the copy BackUp
+// made in src: the ensemble goes back to that older history. Stop the
+// members first, and Restart them after.
+func (c *Cluster) RestoreData(src string) error {
+	for _, m := range c.Members {
+		if m.Running() {
+			return fmt.Errorf("testenv: restore member %d: it is running", m.ID)
+		}
+		if err := os.RemoveAll(m.DataDir()); err != nil {
+			return fmt.Errorf("testenv: restore member %d: %w", m.ID, err)
+		}
+		if err := os.CopyFS(m.DataDir(), os.DirFS(filepath.Join(src, fmt.Sprintf("zk%d", m.ID)))); err != nil {
+			return fmt.Errorf("testenv: restore member %d: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// Wipe empties every member's data directory but for its myid: restarted,
+// the ensemble is rebuilt from empty (zxids start again from the first
+// epoch). Stop the members first.
+func (c *Cluster) Wipe() error {
+	for _, m := range c.Members {
+		if m.Running() {
+			return fmt.Errorf("testenv: wipe member %d: it is running", m.ID)
+		}
+		if err := os.RemoveAll(filepath.Join(m.DataDir(), "version-2")); err != nil {
+			return fmt.Errorf("testenv: wipe member %d: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// StopAll stops every member; RestartAll starts them all again (each with
+// its data as it is now) and waits until the ensemble serves.
+func (c *Cluster) StopAll() {
+	for _, m := range c.Members {
+		m.Stop()
+	}
+}
+
+// RestartAll starts every stopped member again and waits until every one
+// serves.
+func (c *Cluster) RestartAll(ctx context.Context) error {
+	for _, m := range c.Members {
+		if m.Running() {
+			continue
+		}
+		m.mu.Lock()
+		m.cmd = nil
+		m.mu.Unlock()
+		if err := m.start(); err != nil {
+			return err
+		}
+	}
+	return c.WaitServing(ctx)
+}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Contender node names. seqd's own are Curator's protected
@@ -24,6 +26,12 @@ const (
 	readMarker      = "__READ__"
 	kazooReader     = "__rlock__"
 	seqDigits       = 10
+	// multiMark ends the GUID of a multi-lock's contenders,
+	// _c_<uuid>-multi-lock-<10 digits>. A set that must wait for one of its
+	// locks says so in its contenders' data version (see MultiMutex.mark),
+	// so that none of them shows as a holder meanwhile. Curator, kazoo and
+	// go-zookeeper see an ordinary "-lock-" contender.
+	multiMark = "-multi"
 )
 
 // contender is a parsed child of a lock node.
@@ -32,7 +40,34 @@ type contender struct {
 	seq    int64
 	guid   string // the _c_ GUID, when the name is protected
 	reader bool   // a shared holder: it excludes writers only
+	multi  bool   // a multi-lock's: it holds only once marked granted
 }
+
+// holds reports whether the contender, the lowest of its lock with stat st,
+// holds it: a multi-lock's contender marked waiting waits for another lock
+// of its set.
+func (c contender) holds(st *zk.Stat) bool {
+	return !c.multi || st.Version != multiWaiting
+}
+
+// rewritten reports whether the contender's data, as st shows it, was
+// changed since its create by someone else: every version but the ones its
+// own recipe writes.
+func (c contender) rewritten(st *zk.Stat) bool {
+	if c.multi {
+		return st.Version > multiGranted
+	}
+	return st.Version != 0
+}
+
+// The data versions of a multi-lock's contenders: 0 as created (a set that
+// is the lowest in every lock at once, or not yet known to wait), then,
+// for a set that waits, multiWaiting until it is granted and multiGranted
+// after. An uncontended set writes neither.
+const (
+	multiWaiting = 1
+	multiGranted = 2
+)
 
 // parseContender recognises a contender child name; ok is false for anything
 // that is not one (it is then ignored, neither blocking nor being blocked).
@@ -58,6 +93,7 @@ func parseContender(name string) (c contender, ok bool) {
 	if rest, ok := strings.CutPrefix(head, protectedPrefix); ok {
 		if guid, ok := strings.CutSuffix(rest, lockMarker); ok {
 			c.guid = guid
+			c.multi = strings.HasSuffix(guid, multiMark)
 		}
 	}
 	return c, true

@@ -48,6 +48,17 @@ type Options struct {
 	ACL ACLPolicy
 	// TLS, if set, connects to ZooKeeper's secure client port with it.
 	TLS *tls.Config
+	// TokenFloor is the floor a root gets when the session records its
+	// token mark (a root that records none yet): its tokens are
+	// TokenFloor + zxid (or + version). At most MaxTokenFloor.
+	TokenFloor uint64
+	// Floors, if set, records every token the session issues (durably, if
+	// it has a file) before the grant is declared, and the session refuses
+	// to grant on a root whose tokens would fall below those recorded
+	// before it was dialled (a ZooKeeper restored or rebuilt): a
+	// *FloorError until the root's floor is raised. Share one across the
+	// sessions of a process.
+	Floors *Floors
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -100,11 +111,17 @@ func newSession(opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.TokenFloor > MaxTokenFloor {
+		return nil, fmt.Errorf("zklock: token floor %d is above the highest allowed, %d", opts.TokenFloor, uint64(MaxTokenFloor))
+	}
 	s := &Session{
 		log:        opts.Logger.With("component", "zklock"),
 		obs:        opts.Observer,
 		clock:      opts.Clock,
 		guard:      opts.Guard,
+		floors:     opts.Floors,
+		freshFloor: opts.TokenFloor,
+		issued:     opts.Floors.All(),
 		acl:        acl,
 		anonymous:  opts.Auth == nil,
 		margin:     opts.LossMargin,

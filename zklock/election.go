@@ -129,7 +129,7 @@ func (e *Election) current() *Leadership {
 // Leader reads the current leader from ZooKeeper, whoever's session it is
 // on. It fails fast, like every read, while the session cannot be trusted.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	w := &nodeWatch{s: e.m.s, path: e.m.path}
+	w := &nodeWatch{s: e.m.s, path: e.m.path, root: e.m.root, mode: e.m.mode}
 	st, err := w.read(ctx)
 	if err != nil {
 		return Leader{}, err
@@ -151,7 +151,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 			last *Leader
 			term uint64
 		)
-		e.m.s.observe(ctx, e.m.path, func(st nodeState) {
+		e.m.s.observe(ctx, e.m, e.m.path, func(st nodeState) {
 			l := e.leaderOf(st)
 			if l.Elected && l.Term < term {
 				return // a read that ran behind one already reported
@@ -188,9 +188,9 @@ func (e *Election) leaderOf(st nodeState) Leader {
 		if !marked {
 			return l // the lowest candidate has not taken its term yet
 		}
-		l.Elected, l.Term, l.Since = true, uint64(st.stat.Version), time.UnixMilli(st.stat.Mtime)
+		l.Elected, l.Term, l.Since = true, st.mark.token(uint64(st.stat.Version)), time.UnixMilli(st.stat.Mtime)
 	default:
-		l.Elected, l.Term, l.Since = true, uint64(st.firstStat.Czxid), time.UnixMilli(st.firstStat.Ctime)
+		l.Elected, l.Term, l.Since = true, st.mark.token(uint64(st.firstStat.Czxid)), time.UnixMilli(st.firstStat.Ctime)
 		if marked {
 			l.Since = time.UnixMilli(st.stat.Mtime)
 		}

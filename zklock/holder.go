@@ -3,18 +3,25 @@ package zklock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
 // Holder describes a lock's current state as ZooKeeper has it.
 type Holder struct {
-	Held    bool
-	Node    string // the holder's contender (child name)
-	Token   uint64 // its token (version mode: the last issued, even if its holder has gone)
-	Data    []byte // the holder's contender data, as created (nil if rewritten since)
-	Owner   int64  // the session that owns the holder's contender
-	Waiters int    // contenders behind the holder
+	Held bool
+	// Shared: the holder is a reader, holding together with the readers
+	// queued right behind it; no writer holds the lock.
+	Shared bool
+	Node   string // the holder's contender (child name)
+	Token  uint64 // its token (version mode: the last issued, even if its holder has gone)
+	Data   []byte // the holder's contender data, as created (nil if rewritten since)
+	Owner  int64  // the session that owns the holder's contender
+	// Since is when the holder's contender was created (when it queued,
+	// not when it was granted); zero when nobody holds.
+	Since   time.Time
+	Waiters int // contenders behind the holder
 	// Index is the zxid of the latest change the state shows (a contender
 	// created or deleted, the holder's or the lock node's data set): it
 	// differs whenever the state may have changed.
@@ -33,6 +40,10 @@ type Holder struct {
 // for holders on any session or daemon (Chubby's CheckSequencer).
 func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	s := m.s
+	k, err := s.markOf(ctx, m.root, m.mode)
+	if err != nil {
+		return Holder{}, err
+	}
 	var (
 		children []string
 		cstat    *zk.Stat
@@ -48,7 +59,7 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	} else {
 		lock <- lockRead{}
 	}
-	err := s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
+	err = s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
 	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
@@ -63,7 +74,9 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	cs := sortContenders(children)
 	h := Holder{Index: uint64(cstat.Pzxid)}
 	if lockStat != nil {
-		h.Token = uint64(lockStat.Version)
+		if lockStat.Version > 0 {
+			h.Token = k.token(uint64(lockStat.Version))
+		}
 		h.Index = max(h.Index, uint64(lockStat.Mzxid))
 	}
 	for len(cs) > 0 {
@@ -88,16 +101,18 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
 			break
 		}
-		h.Node, h.Data, h.Owner = cs[0].node, data, st.EphemeralOwner
-		if st.Version != 0 {
+		h.Node, h.Data, h.Owner, h.Shared, h.Since = cs[0].node, data, st.EphemeralOwner, cs[0].reader, time.UnixMilli(st.Ctime)
+		if cs[0].rewritten(st) {
 			// A contender's data is written once, at create: another
 			// version was written by someone else.
 			h.Data, h.DataRewritten = nil, true
 		}
-		switch m.mode {
-		case TokenZxid:
-			h.Held, h.Token = true, uint64(st.Czxid)
-		case TokenVersion:
+		switch {
+		case !cs[0].holds(st):
+			// A multi-lock's contender waiting for another lock of its set.
+		case m.mode == TokenZxid:
+			h.Held, h.Token = true, k.token(uint64(st.Czxid))
+		case m.mode == TokenVersion:
 			h.Held = string(lockData) == cs[0].node
 		}
 		break

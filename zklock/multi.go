@@ -137,7 +137,7 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 			defer m.observer().Waiting(m.name, -1)
 		}
 	}
-	guid := newGUID()
+	guid := newGUID() + multiMark
 	var cs []created
 	defer func() {
 		if err != nil {
@@ -154,6 +154,12 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	if err != nil {
 		return nil, err
 	}
+	waits := wait && !mm.lowestEverywhere(cs)
+	if waits {
+		if err := mm.mark(ctx, cs, multiWaiting); err != nil {
+			return nil, err
+		}
+	}
 	kids, err := mm.awaitAll(ctx, cs, stats, guid, wait)
 	if err != nil {
 		return nil, err
@@ -161,6 +167,11 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	tokens, err := mm.takeTokens(ctx, cs, stats)
 	if err != nil {
 		return nil, err
+	}
+	if waits {
+		if err := mm.mark(ctx, cs, multiGranted); err != nil {
+			return nil, err
+		}
 	}
 	return mm.newGrant(cs, guid, tokens, s.clock.Now().Sub(start), kids)
 }
@@ -199,10 +210,8 @@ func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, er
 		case err == nil:
 			return mm.readBehind(paths, proofs), nil
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
-			for _, m := range missing {
-				if err := m.ensureLockNode(ctx); err != nil {
-					return nil, err
-				}
+			if err := mm.ensureLockNodes(ctx, missing); err != nil {
+				return nil, err
 			}
 			continue
 		case errors.Is(err, ErrUnavailable) && attempt < 10:
@@ -220,7 +229,9 @@ func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, er
 }
 
 // createOnce sends the multi of creates; on ErrNoNode, missing are the
-// locks whose node is missing (all of them when the answer does not say).
+// locks whose node may be missing: ZooKeeper stops a multi at its first
+// failed op, so every lock from the first one it names as missing on (all
+// of them when the answer does not say).
 func (mm *MultiMutex) createOnce(guid string) (paths []string, missing []*Mutex, err error) {
 	s := mm.s
 	ops := make([]any, len(mm.locks))
@@ -240,16 +251,45 @@ func (mm *MultiMutex) createOnce(guid string) (paths []string, missing []*Mutex,
 		}
 		return paths, nil, nil
 	case errors.Is(err, zk.ErrNoNode):
+		missing = mm.locks
 		for i, r := range res {
 			if i < len(mm.locks) && errors.Is(r.Error, zk.ErrNoNode) {
-				missing = append(missing, mm.locks[i])
+				missing = mm.locks[i:]
+				break
 			}
-		}
-		if len(missing) == 0 {
-			missing = mm.locks
 		}
 	}
 	return nil, missing, err
+}
+
+// ensureLockNodes creates the lock nodes of locks that do not exist: it
+// asks ZooKeeper about them all at once (one round trip), then creates
+// those that are missing. A multi reports only its first missing node, so
+// creating one per failed multi would need as many attempts as new locks.
+func (mm *MultiMutex) ensureLockNodes(ctx context.Context, locks []*Mutex) error {
+	exists := make([]bool, len(locks))
+	errs := make([]error, len(locks))
+	var wg sync.WaitGroup
+	for i, m := range locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = mm.s.callCtx(ctx, func() (err error) { exists[i], _, err = mm.s.conn.Exists(m.path); return err })
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("zklock: look for the lock nodes: %w", err)
+	}
+	for i, m := range locks {
+		if exists[i] {
+			continue
+		}
+		if err := m.ensureLockNode(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // made is the contenders at paths, as found (nothing read behind them).
@@ -417,6 +457,39 @@ func (mm *MultiMutex) takeTokens(ctx context.Context, cs []created, stats []*zk.
 		tokens[i] = t
 	}
 	return tokens, nil
+}
+
+// lowestEverywhere reports whether the children read behind the create
+// show our contender the lowest in every lock.
+func (mm *MultiMutex) lowestEverywhere(cs []created) bool {
+	for i, m := range mm.locks {
+		if cs[i].children == nil || !m.wasLowest(cs[i].path, cs[i].children) {
+			return false
+		}
+	}
+	return true
+}
+
+// mark moves every contender of the set to data version v (multiWaiting or
+// multiGranted) by setting its data again, unchanged, in one multi: while
+// the set waits for one of its locks, a reader of another lock where the
+// set's contender is the lowest sees no holder there.
+func (mm *MultiMutex) mark(ctx context.Context, cs []created, v int32) error {
+	s := mm.s
+	ops := make([]any, len(cs))
+	for i, m := range mm.locks {
+		ops[i] = &zk.SetDataRequest{Path: cs[i].path, Data: m.data, Version: v - 1}
+	}
+	err := s.callCtx(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("%w: a contender of the set vanished before its grant", ErrLockLost)
+	case errors.Is(err, zk.ErrBadVersion):
+		return fmt.Errorf("%w: a contender of the set was rewritten before its grant", ErrLockLost)
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // newGrant declares a grant of every lock, each with its loss monitor, and

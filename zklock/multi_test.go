@@ -379,3 +379,109 @@ func TestMultiMutexUncontendedRequests(t *testing.T) {
 		}
 	}
 }
+
+// A set of more locks than the create's retries, none of whose nodes exist
+// yet, is granted at the first attempt: a failed multi names only its
+// first missing node, so every missing lock node is created before the
+// multi is sent again. The set's own lock nodes exist afterwards.
+func TestMultiMutexCreatesEveryMissingLockNode(t *testing.T) {
+	c := shared.Get(t)
+	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/missing", 16)
+			mm := multiMutex(t, s, names, WithRoot(modeRoot(mode)), WithTokenMode(mode))
+			g, err := mm.TryAcquire(ctxT(t, 20*time.Second))
+			if err != nil {
+				t.Fatalf("a set of %d new locks: %v", len(names), err)
+			}
+			if len(g.Locks) != len(names) {
+				t.Fatalf("granted %d locks, want %d", len(g.Locks), len(names))
+			}
+			if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A set waiting for one of its locks holds none of them: readers of a lock
+// where its contender is already the lowest (Holder, Queue, Observe) see no
+// holder until the whole set is granted, and then see the set's grant as
+// the holder, with its data as created. Both token modes.
+func TestMultiMutexWaitingHoldsNothing(t *testing.T) {
+	c := shared.Get(t)
+	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
+		t.Run(mode.String(), func(t *testing.T) {
+			opts := []MutexOption{WithRoot(modeRoot(mode)), WithTokenMode(mode)}
+			s := dial(t, c.Servers(), Options{})
+			names := uniqueNames("multi/waiting", 2)
+			free := mutex(t, s, names[0], opts...)
+			other := mutex(t, dial(t, c.Servers(), Options{}), names[1], opts...)
+			held, err := other.Acquire(ctxT(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mm := multiMutex(t, s, names, WithRoot(modeRoot(mode)), WithTokenMode(mode), WithData([]byte("set")))
+			type result struct {
+				g   *MultiGrant
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				g, err := mm.Acquire(ctxT(t, 30*time.Second))
+				done <- result{g, err}
+			}()
+			// The set's contender is the lowest of the free lock as soon as
+			// it is created, and says within one more request that it waits.
+			ctx := ctxT(t, 20*time.Second)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				h, err := free.Holder(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Node != "" && !h.Held {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("holder of the free lock while the set waits: %+v; want none", h)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if q, err := free.Queue(ctx); err != nil || len(q.Nodes) != 1 || q.Holding != 0 || !q.Nodes[0].SetWaiting {
+				t.Errorf("queue of the free lock while the set waits: %+v, %v; want its one node waiting, holding 0", q, err)
+			}
+			obs := free.Observe(ctx)
+			if h := <-obs; h.Held || h.Node == "" {
+				t.Errorf("observed holder of the free lock while the set waits: %+v; want the set's node, not held", h)
+			}
+			if err := held.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			h, err := free.Holder(ctx)
+			if err != nil || !h.Held || h.Token != r.g.Locks[0].Token || string(h.Data) != "set" || h.DataRewritten {
+				t.Errorf("holder of the free lock once the set holds: %+v, %v; want the set's grant (token %d, data as created)", h, err, r.g.Locks[0].Token)
+			}
+			if q, err := free.Queue(ctx); err != nil || q.Holding != 1 || string(q.Nodes[0].Data) != "set" {
+				t.Errorf("queue of the free lock once the set holds: %+v, %v; want the set holding", q, err)
+			}
+			sawHeld := false
+			for h := range obs {
+				if sawHeld = h.Held; sawHeld {
+					break
+				}
+			}
+			if !sawHeld {
+				t.Error("Observe never showed the set's grant as the free lock's holder")
+			}
+			if err := r.g.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ type nodeState struct {
 	data       []byte   // the lock or election node's own data
 	stat       *zk.Stat // its stat; nil when it does not exist
 	childStamp int64    // pzxid: the last change to its children
+	mark       rootMark // the root's, for the tokens the state shows
 }
 
 // index is the zxid of the latest change the state shows: a child created
@@ -45,6 +46,9 @@ type nodeWatch struct {
 	s     *Session
 	path  string
 	watch bool
+	// root and mode name the mark whose floor the state's tokens take.
+	root string
+	mode TokenMode
 
 	children  <-chan zk.Event // children (or, while the node is missing, its creation)
 	data      <-chan zk.Event // the node's data
@@ -76,8 +80,14 @@ func (w *nodeWatch) readOnce(ctx context.Context) (nodeState, error) {
 		cstat    *zk.Stat
 		ch       <-chan zk.Event
 	)
+	mark, err := s.markOf(ctx, w.root, w.mode)
+	if err != nil {
+		w.disarm()
+		return nodeState{}, err
+	}
+	st.mark = mark
 	arm := w.watch && w.children == nil
-	err := s.read(ctx, func() (err error) {
+	err = s.read(ctx, func() (err error) {
 		if arm {
 			children, cstat, ch, err = s.conn.ChildrenW(w.path)
 			return err
@@ -198,8 +208,8 @@ func (w *nodeWatch) wait(ctx context.Context) error {
 // observe reads the node's state whenever it changes and hands it to emit,
 // until ctx ends or the session ends. While ZooKeeper cannot be read it
 // retries, backing off up to a second.
-func (s *Session) observe(ctx context.Context, nodePath string, emit func(nodeState)) {
-	w := &nodeWatch{s: s, path: nodePath, watch: true}
+func (s *Session) observe(ctx context.Context, m *Mutex, nodePath string, emit func(nodeState)) {
+	w := &nodeWatch{s: s, path: nodePath, watch: true, root: m.root, mode: m.mode}
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil && s.Err() == nil {
 		st, err := w.read(ctx)
@@ -242,17 +252,22 @@ func (l latest[T]) put(v T) {
 func holderOf(st nodeState, mode TokenMode) Holder {
 	var h Holder
 	h.Index = st.index()
-	if st.stat != nil && mode == TokenVersion {
-		h.Token = uint64(st.stat.Version)
+	if st.stat != nil && mode == TokenVersion && st.stat.Version > 0 {
+		h.Token = st.mark.token(uint64(st.stat.Version))
 	}
 	if st.first == "" {
 		return h
 	}
 	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
-	switch mode {
-	case TokenZxid:
-		h.Held, h.Token = true, uint64(st.firstStat.Czxid)
-	case TokenVersion:
+	if st.firstStat != nil {
+		h.Since = time.UnixMilli(st.firstStat.Ctime)
+	}
+	switch {
+	case st.firstStat != nil && !st.cs[0].holds(st.firstStat):
+		// A multi-lock's contender waiting for another lock of its set.
+	case mode == TokenZxid:
+		h.Held, h.Token = true, st.mark.token(uint64(st.firstStat.Czxid))
+	case mode == TokenVersion:
 		h.Held = string(st.data) == st.first
 	}
 	return h
@@ -268,7 +283,7 @@ func (m *Mutex) Observe(ctx context.Context) <-chan Holder {
 	if !m.s.spawn(func() {
 		defer close(out.ch)
 		var last *Holder
-		m.s.observe(ctx, m.path, func(st nodeState) {
+		m.s.observe(ctx, m, m.path, func(st nodeState) {
 			h := holderOf(st, m.mode)
 			if last != nil && sameHolder(*last, h) {
 				return

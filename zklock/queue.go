@@ -39,9 +39,15 @@ type QueuedNode struct {
 	Data          []byte
 	DataRewritten bool
 	Created       time.Time // its ctime: when it queued
-	Czxid         uint64    // its create zxid (its token in TokenZxid mode)
-	Session       int64     // the session that owns it; 0: not ephemeral (planted by hand)
-	Gone          bool      // deleted between the children read and its own
+	Czxid         uint64    // its create zxid
+	// Token is its token while it holds (0 for a waiter): the root's floor
+	// plus its czxid, or in TokenVersion mode the lock's counter.
+	Token   uint64
+	Session int64 // the session that owns it; 0: not ephemeral (planted by hand)
+	Gone    bool  // deleted between the children read and its own
+	// SetWaiting: a multi-lock's contender whose set is not granted yet
+	// (it waits for another lock of the set): it holds nothing here.
+	SetWaiting bool
 }
 
 // Queue is a lock's, a semaphore's or an election's contenders in order:
@@ -54,8 +60,8 @@ type Queue struct {
 	// in TokenVersion mode the head has not taken its token yet).
 	Holding int
 	// Token is the current token of a lock or an election in TokenVersion
-	// mode (the node's data version), 0 otherwise: in TokenZxid mode each
-	// holder's token is its Czxid.
+	// mode (from the node's data version), 0 otherwise: in TokenZxid mode
+	// each holder has its own (QueuedNode.Token).
 	Token uint64
 	// Limit is a semaphore's recorded limit (0 if none).
 	Limit int
@@ -82,6 +88,10 @@ const leaseMarker = "-lease-"
 // Queue reads the lock's contenders in order: one children read, then each
 // contender's node, pipelined, at most MaxQueueRead of them.
 func (m *Mutex) Queue(ctx context.Context) (Queue, error) {
+	k, err := m.s.markOf(ctx, m.root, m.mode)
+	if err != nil {
+		return Queue{}, err
+	}
 	var (
 		lock = make(chan lockRead, 1)
 		q    Queue
@@ -102,8 +112,8 @@ func (m *Mutex) Queue(ctx context.Context) (Queue, error) {
 	q.Index = pzxid
 	if lr.stat != nil {
 		q.Index = max(q.Index, uint64(lr.stat.Mzxid))
-		if m.mode == TokenVersion {
-			q.Token = uint64(lr.stat.Version)
+		if m.mode == TokenVersion && lr.stat.Version > 0 {
+			q.Token = k.token(uint64(lr.stat.Version))
 		}
 	}
 	cs := sortContenders(children)
@@ -119,6 +129,13 @@ func (m *Mutex) Queue(ctx context.Context) (Queue, error) {
 	}
 	q.Nodes = present(q.Nodes)
 	q.Holding = lockHolding(q.Nodes, m.mode, lr.data)
+	for i := range q.Nodes[:q.Holding] {
+		n := &q.Nodes[i]
+		n.Token = k.token(n.Czxid)
+		if m.mode == TokenVersion && !n.Shared {
+			n.Token = q.Token
+		}
+	}
 	return q, nil
 }
 
@@ -134,10 +151,10 @@ func present(nodes []QueuedNode) []QueuedNode {
 }
 
 // lockHolding is how many of nodes hold the lock: the head, if it is
-// ephemeral (and, in TokenVersion mode, has taken its token, as the lock
+// ephemeral (and not a multi-lock's contender still waiting for its set) (and, in TokenVersion mode, has taken its token, as the lock
 // node's data says), with the readers right behind a reader at the head.
 func lockHolding(nodes []QueuedNode, mode TokenMode, lockData []byte) int {
-	if len(nodes) == 0 || nodes[0].Session == 0 {
+	if len(nodes) == 0 || nodes[0].Session == 0 || nodes[0].SetWaiting {
 		return 0
 	}
 	if mode == TokenVersion && string(lockData) != nodes[0].Node && !nodes[0].Shared {
@@ -165,6 +182,10 @@ func (e *Election) Queue(ctx context.Context) (Queue, error) { return e.m.Queue(
 // when a lease node waits: it is that acquirer.
 func (sem *Semaphore) Queue(ctx context.Context) (Queue, error) {
 	s := sem.s
+	k, err := s.markOf(ctx, sem.leases.root, sem.leases.mode)
+	if err != nil {
+		return Queue{}, err
+	}
 	leases, pz, err := s.readChildren(ctx, sem.leases.path)
 	if err != nil {
 		return Queue{}, err
@@ -187,6 +208,9 @@ func (sem *Semaphore) Queue(ctx context.Context) (Queue, error) {
 	q.Holding = len(held)
 	if limit > 0 {
 		q.Holding = min(len(held), limit)
+	}
+	for i := range held[:q.Holding] {
+		held[i].Token = k.token(held[i].Czxid)
 	}
 	cs := sortContenders(locks)
 	names = names[:0]
@@ -298,7 +322,9 @@ func (s *Session) readNode(ctx context.Context, parent, name string) (QueuedNode
 		return n, err
 	}
 	n.Data, n.Created, n.Czxid, n.Session = data, time.UnixMilli(st.Ctime), uint64(st.Czxid), st.EphemeralOwner
-	if st.Version != 0 {
+	c, _ := parseContender(name)
+	n.SetWaiting = !c.holds(st)
+	if c.rewritten(st) {
 		n.Data, n.DataRewritten = nil, true
 	}
 	return n, nil

@@ -410,7 +410,7 @@ func (sem *Semaphore) Observe(ctx context.Context) <-chan SemaphoreState {
 	if !s.spawn(func() {
 		defer close(out.ch)
 		var last *SemaphoreState
-		s.observe(ctx, sem.leases.path, func(st nodeState) {
+		s.observe(ctx, sem.leases, sem.leases.path, func(st nodeState) {
 			limit, idx, err := sem.readLimit(ctx)
 			if err != nil {
 				return // the next change, or the session's end, reads again
@@ -434,8 +434,12 @@ func (sem *Semaphore) Observe(ctx context.Context) <-chan SemaphoreState {
 // nodes' stats one by one, so it costs a request per holder.
 func (sem *Semaphore) HoldsToken(ctx context.Context, token uint64) (bool, error) {
 	s := sem.s
+	k, err := s.markOf(ctx, sem.leases.root, sem.leases.mode)
+	if err != nil {
+		return false, err
+	}
 	var children []string
-	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(sem.leases.path); return err })
+	err = s.read(ctx, func() (err error) { children, _, err = s.conn.Children(sem.leases.path); return err })
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
 	}
@@ -458,7 +462,7 @@ func (sem *Semaphore) HoldsToken(ctx context.Context, token uint64) (bool, error
 		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(sem.leases.path + "/" + ch); return err }); err != nil {
 			return false, err
 		}
-		if ok && uint64(st.Czxid) == token {
+		if ok && k.token(uint64(st.Czxid)) == token {
 			return true, nil
 		}
 	}

@@ -33,7 +33,13 @@ type Session struct {
 	obs   Observer
 	clock Clock
 	guard *Guard
-	acl   []zk.ACL
+	// floors records what the session issues; issued is what it held when
+	// the session was dialled: the tokens of an earlier history, that
+	// this session's must stay above.
+	floors     *Floors
+	freshFloor uint64
+	issued     map[string]Issued
+	acl        []zk.ACL
 	// anonymous: no identity, so only world (and ip) ACL entries let the
 	// session do anything.
 	anonymous bool

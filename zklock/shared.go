@@ -72,7 +72,14 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 			}
 			children = nil
 		}
-		token := uint64(stat.Czxid)
+		k, err := s.claim(ctx, m.root, m.mode)
+		if err != nil {
+			return 0, nil, err
+		}
+		token := k.token(uint64(stat.Czxid))
+		if err := s.aboveFloor(m.root, k, token, uint64(stat.Czxid)); err != nil {
+			return 0, nil, err
+		}
 		// Readers are granted in any order among themselves: the guard
 		// checks the token against the writers' only (a writer issues, a
 		// reader does not).
@@ -85,6 +92,9 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 				return 0, nil, err
 			}
 			return 0, nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
+		}
+		if err := s.floors.Record(m.root, Issued{Token: token, Zxid: uint64(stat.Czxid), Floor: k.floor}); err != nil {
+			return 0, nil, err
 		}
 		// The watch set by the read after the create goes to the grant: if the
 		// children changed while a writer was waited for, the grant's
@@ -133,6 +143,10 @@ func (r *ReadLock) create(ctx context.Context, guid string) (created, error) {
 func (r *ReadLock) HoldsToken(ctx context.Context, token uint64) (bool, error) {
 	m := r.m
 	s := m.s
+	k, err := s.markOf(ctx, m.root, m.mode)
+	if err != nil {
+		return false, err
+	}
 	children, _, err := m.readChildren(ctx, false)
 	if errors.Is(err, ErrLockLost) { // no lock node
 		return false, nil
@@ -151,7 +165,7 @@ func (r *ReadLock) HoldsToken(ctx context.Context, token uint64) (bool, error) {
 		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(m.path + "/" + c.node); return err }); err != nil {
 			return false, err
 		}
-		if ok && uint64(st.Czxid) == token {
+		if ok && k.token(uint64(st.Czxid)) == token {
 			return true, nil
 		}
 	}

@@ -87,11 +87,19 @@ func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64
 
 // takeToken computes the token of a grant to own and declares it only if
 // the session can still vouch for the grant and the token is above every
-// one issued before for this lock.
+// one issued before for this lock and above the root's floor record.
 func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
-	token, err := m.tokenOf(ctx, m, own, stat)
+	k, err := s.claim(ctx, m.root, m.mode)
 	if err != nil {
+		return 0, err
+	}
+	raw, err := m.tokenOf(ctx, m, own, stat)
+	if err != nil {
+		return 0, err
+	}
+	token := k.token(raw)
+	if err := s.aboveFloor(m.root, k, token, uint64(stat.Czxid)); err != nil {
 		return 0, err
 	}
 	// Past its deadline ZooKeeper may already have expired the session and
@@ -107,5 +115,31 @@ func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint6
 		s.log.Error("token regression: grant refused", "lock", m.name, "token", token, "last", s.guard.Last(m.path), "mode", m.mode)
 		return 0, err
 	}
+	if err := s.floors.Record(m.root, Issued{Token: token, Zxid: uint64(stat.Czxid), Floor: k.floor}); err != nil {
+		return 0, err
+	}
 	return token, nil
+}
+
+// aboveFloor refuses a token of root (with mark k, to a contender created
+// at zxid) that could fall below one issued before the session was
+// dialled, as its Floors recorded them. A zxid token is above them all in
+// one history; in version mode each lock counts on its own, so a history
+// that went on (a zxid above those seen) is what says the counters did
+// too, unless the floor is above every token issued. The refused root's
+// mark is read again at its next grant (it may have been raised since).
+func (s *Session) aboveFloor(root string, k rootMark, token, zxid uint64) error {
+	is := s.issued[root]
+	ok := token > is.Token
+	if k.mode == TokenVersion {
+		ok = k.floor >= is.Token || (zxid > is.Zxid && k.floor >= is.Floor)
+	}
+	if ok || is.Token == 0 {
+		return nil
+	}
+	s.modes.forget(root)
+	s.obs.TokenRegression(root)
+	err := &FloorError{Root: root, Floor: k.floor, Zxid: zxid, Issued: is, File: s.floors.Path()}
+	s.log.Error("token floor: grant refused", "root", root, "token", token, "err", err)
+	return err
 }

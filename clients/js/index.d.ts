@@ -26,7 +26,7 @@ export interface ClientOptions {
   key?: string | Buffer | null;
   /** The owner named by requests that name none; default `<hostname>:<pid>`. */
   owner?: string;
-  /** Milliseconds a request may take on top of the wait it asks for; default 30000. */
+  /** Milliseconds a request may take (connect, send, first byte, whole answer) on top of the wait it asks for; default 4000. */
   timeout?: number;
   /** The environment to read instead of process.env. */
   env?: Record<string, string | undefined>;
@@ -174,6 +174,18 @@ export interface CheckResult {
   error?: string;
 }
 
+/** A multi-lock lease: several locks held under one lease id. */
+export interface MultiLease {
+  kind: 'multilock';
+  locks: { name: string; token: bigint; sequencer: string }[];
+  leaseId: string;
+  owner: string;
+  ttl: string;
+  expiresAt: Date;
+  /** Every lock's sequencer, space-separated. */
+  sequencers: string;
+}
+
 export class Client {
   constructor(opts?: ClientOptions);
   /** The daemon's base URL. */
@@ -196,7 +208,19 @@ export class Client {
   acquireLeadership(name: string, opts?: CampaignOptions): Promise<Lease>;
   resign(lease: LeaseRef, opts?: RequestOptions): Promise<void>;
   proclaim(lease: LeaseRef, value: string, opts?: RequestOptions): Promise<Lease>;
+  election(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
+  observe(name: string, opts?: { signal?: AbortSignal; wait?: Duration }): AsyncGenerator<ElectionStatus, void, void>;
+  /** Every lock of names at once, all or none, under one lease. */
+  acquireMulti(names: string[], opts?: AcquireOptions): Promise<MultiLease>;
+  /** Renews every lock of a multi-lock lease at once, keeping each token. */
+  renewMulti(lease: MultiLease, opts?: RequestOptions & { ttl?: Duration }): Promise<MultiLease>;
+  /** Ends a multi-lock lease: every lock at once. */
+  releaseMulti(lease: MultiLease, opts?: RequestOptions): Promise<void>;
+  /** The live multi-lock lease and how long it is safe, as the daemon answers it. */
+  multiLockStatus(leaseId: string, opts?: RequestOptions): Promise<Record<string, unknown>>;
+  /** @deprecated the old name of election(). */
   leader(name: string, opts?: BlockingOptions): Promise<ElectionStatus>;
+  /** @deprecated the old name of observe(). */
   watchLeader(name: string, opts?: { signal?: AbortSignal; wait?: Duration }): AsyncGenerator<ElectionStatus, void, void>;
 
   lock(name: string, opts?: HoldOptions): Promise<HeldLease>;
@@ -269,6 +293,8 @@ export class HeldError extends SeqdError {}
 export class StaleTokenError extends SeqdError {}
 export class LostError extends SeqdError {}
 export class UnavailableError extends SeqdError {}
+/** The daemon's answer broke the protocol (code "protocol"); a held lease that gets one is lost. */
+export class ProtocolError extends SeqdError {}
 export class UnauthorizedError extends SeqdError {}
 export class BadRequestError extends SeqdError {}
 

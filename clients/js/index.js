@@ -7,6 +7,7 @@ export {
   BadRequestError,
   HeldError,
   LostError,
+  ProtocolError,
   SeqdError,
   StaleTokenError,
   UnauthorizedError,

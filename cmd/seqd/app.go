@@ -39,6 +39,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			fenceCheckCommand(),
 			keygenCommand(),
 			initCommand(),
+			floorCommand(),
 			benchCommand(),
 			versionCommand(info),
 		},

@@ -64,6 +64,7 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("dev") {
+				stopOnClosedStderr(c)
 				stop, err := benchDevZK(c, &cfg)
 				if err != nil {
 					return err

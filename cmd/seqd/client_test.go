@@ -105,6 +105,7 @@ func TestClientUnauthorized(t *testing.T) {
 			w.Write([]byte(`{"error":"missing or wrong bearer token: send Authorization: Bearer <token>","code":"unauthorized"}`))
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"name":"jobs/a","held":false}`))
 	}))
 	defer srv.Close()

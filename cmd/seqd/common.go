@@ -180,3 +180,32 @@ func isLoopback(addr string) (bool, error) {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback(), nil
 }
+
+// The token floor flags: where tokens start on a root that records no mark
+// yet, and the file that remembers what was issued (see seqd floor).
+func tokenFloorFlag() *cli.Uint64Flag {
+	return &cli.Uint64Flag{Name: "token-floor", EnvVars: []string{"SEQD_TOKEN_FLOOR"},
+		Usage: "`N` a root that records no token mark yet starts from: its tokens are N + zxid (or N + version); after rebuilding ZooKeeper, give at least the highest token issued"}
+}
+
+func floorFileFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "floor-file", EnvVars: []string{"SEQD_FLOOR_FILE"},
+		Usage: "`FILE` recording the highest token issued on each root (fsynced before a grant is answered); with it, a root whose tokens would go back (ZooKeeper restored or rebuilt) is refused until its floor is raised with seqd floor"}
+}
+
+// tokenFloors reads --token-floor and opens --floor-file (nil without it).
+func tokenFloors(c *cli.Context) (uint64, *zklock.Floors, error) {
+	floor := c.Uint64("token-floor")
+	if floor > zklock.MaxTokenFloor {
+		return 0, nil, usageErrorf("--token-floor %d is above the highest floor, %d", floor, uint64(zklock.MaxTokenFloor))
+	}
+	path := c.String("floor-file")
+	if path == "" {
+		return floor, nil, nil
+	}
+	f, err := zklock.OpenFloors(path)
+	if err != nil {
+		return 0, nil, usageErrorf("--floor-file: %v", userMessage(err))
+	}
+	return floor, f, nil
+}

@@ -171,7 +171,7 @@ func (d *devLockdown) ready(w io.Writer, addr string) {
 	if d.temp {
 		where += ", removed when dev stops"
 	}
-	vars := append(append(l.zkVars(), d.zkTLSVars...), l.clientVars()...)
+	vars := append(append(l.runnerVars(), d.zkTLSVars...), l.clientVars()...)
 	zk := "ZooKeeper nodes under a digest identity"
 	if d.zkTLS {
 		zk += ", reached over mutual TLS"

@@ -77,7 +77,7 @@ func interrupted(ctx context.Context, command string) error {
 
 func codeOf(err error) int {
 	switch {
-	case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrNestedRoots):
+	case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrNestedRoots), errors.Is(err, zklock.ErrBelowFloor):
 		return ExitUsage // the command line names roots that must not be used so
 	case errors.Is(err, store.ErrDamaged):
 		return ExitDataErr

@@ -29,8 +29,9 @@ func fenceCheckCommand() *cli.Command {
 		Name:      "fence-check",
 		Usage:     "check that your HTTP resource honours fencing tokens, with real grants from the daemon (exit 0: every case holds; 1: one fails)",
 		ArgsUsage: " ",
-		Description: "Writes (and reads) keys of the resource with the tokens of real grants and checks that it admits the\n" +
-			"holder's writes, refuses older holders' writes and reads, and keeps its max across a restart. See docs/fencing.md.",
+		Description: "Writes (and reads, and deletes) keys of the resource with the tokens of real grants and checks that it admits the\n" +
+			"holder's writes, refuses older holders' writes, reads and deletes, keeps its max across a restart, and compares\n" +
+			"tokens as 64-bit integers (across a power of ten, above 2^53 and 2^63). See docs/fencing.md.",
 		Flags:  fenceCheckFlags(),
 		Action: fenceCheckAction,
 	}
@@ -45,6 +46,9 @@ func fenceCheckFlags() []cli.Flag {
 		&cli.StringFlag{Name: "read-url", Usage: "`URL` template of a fenced read, with {key}; without it the read cases are not run", EnvVars: []string{"SEQD_READ_URL"}},
 		&cli.StringFlag{Name: "read-method", Value: http.MethodGet, Usage: "HTTP method of a read", EnvVars: []string{"SEQD_READ_METHOD"}},
 		&cli.StringFlag{Name: "read-body", Usage: "body template of a read (default: none)", EnvVars: []string{"SEQD_READ_BODY"}},
+		&cli.StringFlag{Name: "delete-url", Usage: "`URL` template of a fenced delete, with {key}; without it the delete case is not run", EnvVars: []string{"SEQD_DELETE_URL"}},
+		&cli.StringFlag{Name: "delete-method", Value: http.MethodDelete, Usage: "HTTP method of a delete", EnvVars: []string{"SEQD_DELETE_METHOD"}},
+		&cli.StringFlag{Name: "delete-body", Usage: "body template of a delete (default: none)", EnvVars: []string{"SEQD_DELETE_BODY"}},
 		&cli.StringFlag{Name: "token-header", Usage: "send the token in this header (e.g. Fencing-Token)", EnvVars: []string{"SEQD_TOKEN_HEADER"}},
 		&cli.StringFlag{Name: "sequencer-header", Usage: "send the sequencer, [kind:]name@token (signed if the daemon signs), in this header (e.g. Fencing-Sequencer)", EnvVars: []string{"SEQD_SEQUENCER_HEADER"}},
 		&cli.StringSliceFlag{Name: "header", Usage: "a `HEADER` sent with every request to the resource, written NAME: VALUE (repeatable), e.g. its Authorization", EnvVars: []string{"SEQD_HEADER"}},
@@ -159,6 +163,7 @@ func newResource(c *cli.Context) (*resource, error) {
 	r := &resource{
 		write:           request{method: c.String("write-method"), url: c.String("write-url"), body: c.String("write-body")},
 		read:            request{method: c.String("read-method"), url: c.String("read-url"), body: c.String("read-body")},
+		del:             request{method: c.String("delete-method"), url: c.String("delete-url"), body: c.String("delete-body")},
 		tokenHeader:     c.String("token-header"),
 		sequencerHeader: c.String("sequencer-header"),
 		refuse:          c.Int("refuse-status"),
@@ -210,17 +215,22 @@ func checkRequests(c *cli.Context, r *resource) error {
 	if !inHeader && !r.write.carriesToken() {
 		return usageErrorf("fence-check needs to know where the token goes: --token-header NAME, --sequencer-header NAME, or {token} or {sequencer} in --write-body or --write-url")
 	}
-	if r.read.url == "" {
-		if c.IsSet("read-body") || c.IsSet("read-method") {
-			return usageErrorf("--read-body and --read-method describe the read of --read-url, which is not given")
+	for _, o := range []struct {
+		kind string
+		req  request
+	}{{"read", r.read}, {"delete", r.del}} {
+		if o.req.url == "" {
+			if c.IsSet(o.kind+"-body") || c.IsSet(o.kind+"-method") {
+				return usageErrorf("--%s-body and --%s-method describe the %s of --%s-url, which is not given", o.kind, o.kind, o.kind, o.kind)
+			}
+			continue
 		}
-		return nil
-	}
-	if err := checkRequest("read", r.read); err != nil {
-		return err
-	}
-	if !inHeader && !r.read.carriesToken() {
-		return usageErrorf("a read must carry the token to be fenced: give --token-header or --sequencer-header, or {token} or {sequencer} in --read-body or --read-url")
+		if err := checkRequest(o.kind, o.req); err != nil {
+			return err
+		}
+		if !inHeader && !o.req.carriesToken() {
+			return usageErrorf("a %s must carry the token to be fenced: give --token-header or --sequencer-header, or {token} or {sequencer} in --%s-body or --%s-url", o.kind, o.kind, o.kind)
+		}
 	}
 	return nil
 }

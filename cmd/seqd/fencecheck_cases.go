@@ -133,7 +133,7 @@ func (k *checker) runCases(ctx context.Context) ([]caseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, run := range []func(context.Context) (caseResult, error){k.newHolder, k.fencedReads, k.racingWriters, k.restartCase} {
+	for _, run := range []func(context.Context) (caseResult, error){k.newHolder, k.fencedReads, k.racingWriters, k.restartCase, k.tokenBoundaries, k.deletes} {
 		r, err := run(ctx)
 		if err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ type fenceReport struct {
 	Locks    string       `json:"locks"`
 	Write    string       `json:"write"`
 	Read     string       `json:"read,omitempty"`
+	Delete   string       `json:"delete,omitempty"`
 	Cases    []caseResult `json:"cases"`
 	Holds    bool         `json:"holds"`
 	Duration string       `json:"duration"`
@@ -34,6 +35,9 @@ func (k *checker) report(cases []caseResult, took time.Duration) *fenceReport {
 	}
 	if k.res.read.url != "" {
 		r.Read = k.res.read.method + " " + k.res.read.url
+	}
+	if k.res.del.url != "" {
+		r.Delete = k.res.del.method + " " + k.res.del.url
 	}
 	for _, c := range cases {
 		if c.Verdict == verdictFails {
@@ -54,7 +58,10 @@ func (r *fenceReport) writeTable(w io.Writer) error {
 	if r.Read != "" {
 		fmt.Fprintf(w, "read:  %s\n", r.Read)
 	}
-	fmt.Fprintf(w, "locks: %s/c1..c6\n\n", r.Locks)
+	if r.Delete != "" {
+		fmt.Fprintf(w, "delete: %s\n", r.Delete)
+	}
+	fmt.Fprintf(w, "locks: %s/c1..c8\n\n", r.Locks)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tcheck\texpected\tobserved\tverdict")
 	for _, c := range r.Cases {

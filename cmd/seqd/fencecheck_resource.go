@@ -24,6 +24,7 @@ type request struct {
 // resource is the user's HTTP resource as fence-check's flags describe it.
 type resource struct {
 	write, read     request // read.url "": the resource has no read to check
+	del             request // del.url "": no delete to check
 	tokenHeader     string  // header that carries the bare token, or ""
 	sequencerHeader string  // header that carries the sequencer, or ""
 	headers         http.Header
@@ -99,6 +100,11 @@ func (o outcome) detail() string {
 // doWrite sends a write of value to key with g's token.
 func (r *resource) doWrite(ctx context.Context, key string, g *grant, value string) outcome {
 	return r.do(ctx, r.write, key, g, value)
+}
+
+// doDelete sends a delete of key with g's token.
+func (r *resource) doDelete(ctx context.Context, key string, g *grant) outcome {
+	return r.do(ctx, r.del, key, g, "")
 }
 
 // doRead sends a read of key with g's token.

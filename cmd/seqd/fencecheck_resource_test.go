@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,11 +25,14 @@ type fencedKV struct {
 	strictLess   bool   // admits only tokens above the max: refuses the holder's own second write
 	readsKeepMax bool   // checks reads but does not raise the max with them
 	maxInMemory  bool   // saves the values to stateFile but not the max
+	textTokens   bool   // compares tokens as the text they are sent as
+	openDeletes  bool   // serves deletes without checking their token
 	stateFile    string // "": nothing survives the process
 
-	mu   sync.Mutex
-	vals map[string]string
-	max  map[string]uint64
+	mu      sync.Mutex
+	vals    map[string]string
+	max     map[string]uint64
+	maxText map[string]string // with textTokens
 }
 
 // kvState is what fencedKV saves.
@@ -39,7 +43,7 @@ type kvState struct {
 
 // load reads the state file, if there is one.
 func (kv *fencedKV) load() error {
-	kv.vals, kv.max = map[string]string{}, map[string]uint64{}
+	kv.vals, kv.max, kv.maxText = map[string]string{}, map[string]uint64{}, map[string]string{}
 	b, err := os.ReadFile(kv.stateFile)
 	if kv.stateFile == "" || os.IsNotExist(err) {
 		return nil
@@ -79,7 +83,16 @@ func (kv *fencedKV) save() error {
 }
 
 // admit checks token against key's max and raises it if raise.
-func (kv *fencedKV) admit(key string, token uint64, raise bool) bool {
+func (kv *fencedKV) admit(key string, text string, token uint64, raise bool) bool {
+	if kv.textTokens {
+		if m, ok := kv.maxText[key]; ok && text < m {
+			return false
+		}
+		if raise {
+			kv.maxText[key] = text
+		}
+		return true
+	}
 	m := kv.max[key]
 	if token < m || (kv.strictLess && token == m) {
 		return false
@@ -90,26 +103,36 @@ func (kv *fencedKV) admit(key string, token uint64, raise bool) bool {
 	return true
 }
 
-// ServeHTTP serves POST /items/{key} {"fence":N,"value":"…"} (a write)
-// and POST /items/{key}/read {"fence":N} (a fenced read): 200, 409 for a
-// stale token, 404 for a read of a key never written.
+// ServeHTTP serves POST /items/{key} {"fence":N,"value":"…"} (a write),
+// POST /items/{key}/read {"fence":N} (a fenced read) and DELETE
+// /items/{key} {"fence":N}: 200, 409 for a stale token, 404 for a read of
+// a key never written. A delete keeps the key's max.
 func (kv *fencedKV) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Fence uint64 `json:"fence"`
-		Value string `json:"value"`
+		Fence json.Number `json:"fence"`
+		Value string      `json:"value"`
 	}
 	key, read := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/items/"), "/read")
-	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil || req.Fence == 0 {
+	del := r.Method == http.MethodDelete && !read
+	if r.Method != http.MethodPost && !del || json.NewDecoder(r.Body).Decode(&req) != nil {
 		http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+		return
+	}
+	token, err := strconv.ParseUint(string(req.Fence), 10, 64)
+	if err != nil || token == 0 {
+		http.Error(w, `{"error":"bad token"}`, http.StatusBadRequest)
 		return
 	}
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
-	if !kv.admit(key, req.Fence, !read || !kv.readsKeepMax) {
-		http.Error(w, fmt.Sprintf(`{"error":"stale token %d, max %d"}`, req.Fence, kv.max[key]), http.StatusConflict)
+	if !(del && kv.openDeletes) && !kv.admit(key, string(req.Fence), token, !read || !kv.readsKeepMax) {
+		http.Error(w, fmt.Sprintf(`{"error":"stale token %d, max %d"}`, token, kv.max[key]), http.StatusConflict)
 		return
 	}
-	if !read {
+	switch {
+	case del:
+		delete(kv.vals, key)
+	case !read:
 		kv.vals[key] = req.Value
 	}
 	if err := kv.save(); err != nil {
@@ -117,6 +140,10 @@ func (kv *fencedKV) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, ok := kv.vals[key]
+	if del {
+		json.NewEncoder(w).Encode(map[string]any{"key": key, "deleted": true})
+		return
+	}
 	if read && !ok {
 		http.Error(w, `{"error":"not found"}`, http.StatusNotFound)
 		return
@@ -132,6 +159,11 @@ func fencedKVArgs(addr string) []string {
 		"--read-method", "POST", "--read-url", "http://" + addr + "/items/{key}/read", "--read-body", `{"fence":{token}}`,
 		"--refuse-status", "409",
 	}
+}
+
+// withDeletes adds the fencedKV's delete to args.
+func withDeletes(addr string, args []string) []string {
+	return append(args, "--delete-url", "http://"+addr+"/items/{key}", "--delete-body", `{"fence":{token}}`)
 }
 
 // startFencedKV serves kv in process and returns its address.

@@ -95,7 +95,7 @@ func firstFailure(rep fenceReport) string {
 
 func storeArgs(addr string) []string {
 	u := "http://" + addr + "/v1/kv/{key}"
-	return []string{"--write-url", u, "--read-url", u, "--token-header", "Fencing-Token"}
+	return []string{"--write-url", u, "--read-url", u, "--delete-url", u, "--token-header", "Fencing-Token"}
 }
 
 // TestFenceCheck runs fence-check with a real daemon against seqd store
@@ -106,7 +106,7 @@ func storeArgs(addr string) []string {
 func TestFenceCheck(t *testing.T) {
 	zkc := zktest.StartT(t, testenv.Options{})
 	daemon, _ := startServe(t, "--zk", zkc.ConnectString(), "--root", "/seqd-fence-check")
-	const all = "holds holds holds holds holds holds"
+	const all = "holds holds holds holds holds holds holds holds"
 
 	t.Run("seqd store, restarted", func(t *testing.T) {
 		addr := closedPort(t)
@@ -117,18 +117,21 @@ func TestFenceCheck(t *testing.T) {
 	t.Run("seqd store --fence off", func(t *testing.T) { fenceOff(t, daemon) })
 	t.Run("a JSON resource that holds, restarted", func(t *testing.T) {
 		r := startFencedKVProcess(t, "disk")
-		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(r.addr), "--restart-cmd", r.restartCmd)...)
+		code, rep, errs := runFenceCheck(t, daemon, append(withDeletes(r.addr, fencedKVArgs(r.addr)), "--restart-cmd", r.restartCmd)...)
 		wantVerdicts(t, code, rep, errs, all)
 	})
 	for _, tc := range []struct {
 		name, want, detail string
 		kv                 *fencedKV
 	}{
-		{"< in place of <=", "holds fails holds holds fails skipped", "again with the same token", &fencedKV{strictLess: true}},
-		{"reads do not advance the max", "holds holds holds fails holds skipped", "only read", &fencedKV{readsKeepMax: true}},
+		{"< in place of <=", "holds fails holds holds fails skipped holds fails", "again with the same token", &fencedKV{strictLess: true}},
+		{"reads do not advance the max", "holds holds holds fails holds skipped holds holds", "only read", &fencedKV{readsKeepMax: true}},
+		{"tokens compared as text", "holds holds holds holds holds skipped fails holds", "token 9999 writes after 10000", &fencedKV{textTokens: true}},
+		{"deletes not fenced", "holds holds holds holds holds skipped holds fails", "deletes after the new one", &fencedKV{openDeletes: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, rep, errs := runFenceCheck(t, daemon, fencedKVArgs(startFencedKV(t, tc.kv))...)
+			addr := startFencedKV(t, tc.kv)
+			code, rep, errs := runFenceCheck(t, daemon, withDeletes(addr, fencedKVArgs(addr))...)
 			wantVerdicts(t, code, rep, errs, tc.want)
 			if d := firstFailure(rep); !strings.Contains(d, tc.detail) {
 				t.Errorf("the first failure is %q, want the step %q", d, tc.detail)
@@ -138,12 +141,12 @@ func TestFenceCheck(t *testing.T) {
 	t.Run("the max kept in memory, restarted", func(t *testing.T) {
 		r := startFencedKVProcess(t, "memory")
 		code, rep, errs := runFenceCheck(t, daemon, append(fencedKVArgs(r.addr), "--restart-cmd", r.restartCmd)...)
-		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails")
+		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails holds skipped")
 	})
 	t.Run("restart command fails", func(t *testing.T) {
 		addr := startInProcessStore(t)
 		code, rep, errs := runFenceCheck(t, daemon, append(storeArgs(addr), "--restart-cmd", "exit 3")...)
-		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails")
+		wantVerdicts(t, code, rep, errs, "holds holds holds holds holds fails holds holds")
 		if d := rep.Cases[5].Detail; !strings.Contains(d, "exit status 3") {
 			t.Errorf("case 6 detail %q, want the command's exit status", d)
 		}
@@ -158,11 +161,11 @@ func TestFenceCheck(t *testing.T) {
 func fenceOff(t *testing.T, daemon string) {
 	addr := startInProcessStore(t, "--fence", "off")
 	code, rep, errs := runFenceCheck(t, daemon, storeArgs(addr)...)
-	wantVerdicts(t, code, rep, errs, "holds holds fails fails fails skipped")
+	wantVerdicts(t, code, rep, errs, "holds holds fails fails fails skipped fails fails")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	code, out, _ := runCLI(ctx, append([]string{"fence-check", "--addr", daemon}, storeArgs(addr)...)...)
-	if code != ExitConflict || !strings.Contains(out, "FAILS: case 3, 4, 5; 2 of 6 cases hold; not run: 6") ||
+	if code != ExitConflict || !strings.Contains(out, "FAILS: case 3, 4, 5, 7, 8; 2 of 8 cases hold; not run: 6") ||
 		!strings.Contains(out, "case 3 fails: the old holder") {
 		t.Fatalf("the table run = exit %d:\n%s", code, out)
 	}
@@ -283,8 +286,11 @@ func TestFenceCheckSigned(t *testing.T) {
 	addr := startInProcessStore(t, "--verify-keys-file", filepath.Join(keys, "verify.keys"))
 	u := "http://" + addr + "/v1/kv/{key}"
 
-	code, rep, errs := runFenceCheck(t, daemon, "--write-url", u, "--read-url", u, "--sequencer-header", "Fencing-Sequencer")
-	wantVerdicts(t, code, rep, errs, "holds holds holds holds holds skipped")
+	code, rep, errs := runFenceCheck(t, daemon, "--write-url", u, "--read-url", u, "--delete-url", u, "--sequencer-header", "Fencing-Sequencer")
+	wantVerdicts(t, code, rep, errs, "holds holds holds holds holds skipped skipped holds")
+	if d := rep.Cases[6].Detail; !strings.Contains(d, "made up") {
+		t.Errorf("case 7 skipped with %q, want the reason: the store takes only signed sequencers", d)
+	}
 	if s := rep.Cases[0].Steps; len(s) != 1 || s[0].Observed != "200" {
 		t.Fatalf("case 1 steps %+v", s)
 	}

@@ -206,8 +206,9 @@ func (l lockdown) clientEnv() string {
 	for _, kv := range l.clientVars() {
 		fmt.Fprintf(&b, "export %s\n", kv)
 	}
-	b.WriteString("# seqd lock and seqd campaign talk to ZooKeeper themselves:\n")
-	for _, kv := range l.zkVars() {
+	b.WriteString("# seqd lock and seqd campaign talk to ZooKeeper themselves, and sign the\n")
+	b.WriteString("# sequencers they hand their command with the daemons' key:\n")
+	for _, kv := range l.runnerVars() {
 		fmt.Fprintf(&b, "export %s\n", kv)
 	}
 	return b.String()
@@ -224,10 +225,14 @@ func (l lockdown) clientVars() []string {
 	}
 }
 
-func (l lockdown) zkVars() []string {
+// runnerVars are the settings of seqd lock and seqd campaign: ZooKeeper,
+// its identity, and the signing key, without which they would hand their
+// command an unsigned sequencer that the locked-down store refuses.
+func (l lockdown) runnerVars() []string {
 	return []string{
 		"SEQD_ZK=" + shellWord(l.zk),
 		"SEQD_ZK_AUTH_FILE=" + shellWord(l.path(zkAuthFile)),
+		"SEQD_SIGNING_KEY_FILE=" + shellWord(l.path(signingKeyFile)),
 	}
 }
 

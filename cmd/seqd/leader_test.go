@@ -61,7 +61,7 @@ func TestLeaderCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := cl.Campaign(ctx, "solo", "a", client.Owner("me"), client.TTL(time.Minute))
+	l, err := cl.AcquireLeadership(ctx, "solo", "a", client.Owner("me"), client.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,6 +120,8 @@ func runnerFlags(extra ...cli.Flag) []cli.Flag {
 		zkFlag(true),
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
+		tokenFloorFlag(),
+		floorFileFlag(),
 		&cli.DurationFlag{Name: "wait", EnvVars: []string{"SEQD_WAIT"},
 			DefaultText: "wait as long as it takes",
 			Usage:       "give up waiting after this `DURATION` and exit 75; 0 tries once"},
@@ -163,6 +165,8 @@ type lockConfig struct {
 	root           string
 	sessionTimeout time.Duration
 	mode           zklock.TokenMode
+	tokenFloor     uint64
+	floors         *zklock.Floors // nil without --floor-file
 	wait           time.Duration
 	tryOnce        bool // --wait 0
 
@@ -204,6 +208,9 @@ func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (lockConf
 		return cfg, err
 	}
 	if cfg.zk, err = parseZKSecurity(c); err != nil {
+		return cfg, err
+	}
+	if cfg.tokenFloor, cfg.floors, err = tokenFloors(c); err != nil {
 		return cfg, err
 	}
 	if cfg.mode, err = tokenMode(c); err != nil {

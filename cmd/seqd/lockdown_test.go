@@ -99,6 +99,7 @@ func TestInitThenLockedDown(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("seqd init = %d\n%s%s", code, out, errs)
 	}
+	initOut := out
 	serveArgs := printedCommand(t, out, "serve")
 	if took := slices.Contains(serveArgs, "--admin-token-file"); took != serveTakes("admin-token-file") {
 		t.Errorf("the printed serve command has --admin-token-file: %v; serve takes it: %v", took, !took)
@@ -120,8 +121,40 @@ func TestInitThenLockedDown(t *testing.T) {
 		t.Fatalf("release with client.env = %d %s", code, errs)
 	}
 	code, out, errs = shellRun(t, nil, env+`seqd lock locked/b -- sh -c 'echo "ran under $SEQD_SEQUENCER"'`)
-	if code != 0 || !strings.Contains(out, "ran under locked/b@") {
-		t.Fatalf("seqd lock with client.env = %d %q %s", code, out, errs)
+	if code != 0 || !regexp.MustCompile(`^ran under locked/b@[0-9]+\.`+initKeyID+`\.\S+\n$`).MatchString(out) {
+		t.Fatalf("seqd lock with client.env = %d %q %s; want a signed sequencer", code, out, errs)
+	}
+
+	// The store seqd init printed admits what seqd lock hands its command,
+	// with client.env and nothing else; without the signing key (the
+	// negative control) the sequencer is unsigned, and refused.
+	var storeArgs []string
+	for i := 0; i < len(printedCommand(t, initOut, "store")); i++ {
+		a := printedCommand(t, initOut, "store")[i]
+		switch a {
+		case "--listen":
+			i++ // startStore picks a free port
+			continue
+		case "--dir":
+			storeArgs = append(storeArgs, a, filepath.Join(t.TempDir(), "seqd-store"))
+			i++
+			continue
+		}
+		if i > 0 {
+			storeArgs = append(storeArgs, a)
+		}
+	}
+	st := startStore(t, lockTestBinary(t), storeArgs...)
+	put := `seqd lock locked/s -- sh -c 'curl -sS -w " %{http_code}" --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" \
+	  -H "Authorization: Bearer $(cat "$SEQD_API_TOKEN_FILE")" -H "Fencing-Sequencer: $SEQD_SEQUENCER" \
+	  -X PUT --data-binary nightly https://` + st.addr + `/v1/kv/reports/nightly'`
+	code, out, errs = shellRun(t, nil, env+put)
+	if code != 0 || !strings.HasSuffix(out, " 200") {
+		t.Errorf("seqd lock writing to the printed store, with client.env = %d %q %s; want 200", code, out, errs)
+	}
+	code, out, errs = shellRun(t, nil, env+"unset SEQD_SIGNING_KEY_FILE && "+put)
+	if code != 0 || !strings.Contains(out, `"unsigned"`) || !strings.HasSuffix(out, " 403") {
+		t.Errorf("seqd lock without the signing key, writing to the printed store = %d %q %s; want 403 unsigned", code, out, errs)
 	}
 
 	// A client certificate of another CA, and a token that is not the
@@ -223,9 +256,9 @@ func devSecureExportLine(t *testing.T, extra []string) {
 	if zkTLS := strings.Contains(line, "SEQD_ZK_TLS_CERT_FILE="); zkTLS != (len(extra) > 0) {
 		t.Errorf("export line %q: ZooKeeper TLS settings %v, want %v", line, zkTLS, len(extra) > 0)
 	}
-	code, out, errs := shellRun(t, nil, line+"\nseqd acquire --ttl 10s --token-only demo && seqd lock demo-lock -- true")
-	if _, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64); code != 0 || err != nil {
-		t.Fatalf("acquire and lock after pasting the export line = %d %q %s", code, out, errs)
+	code, out, errs := shellRun(t, nil, line+"\nseqd acquire --ttl 10s --token-only demo && seqd lock demo-lock -- sh -c 'echo \"$SEQD_SEQUENCER\"'")
+	if !regexp.MustCompile(`^[0-9]+\ndemo-lock@[0-9]+\.`+initKeyID+`\.\S+\n$`).MatchString(out) || code != 0 {
+		t.Fatalf("acquire and lock after pasting the export line = %d %q %s; want a token, then a signed sequencer", code, out, errs)
 	}
 	if code, _, errs := shellRun(t, []string{"SEQD_ADDR=" + addr[1]}, "seqd acquire --ttl 10s demo2"); code != ExitAuth {
 		t.Errorf("acquire with the address alone = %d %s, want %d", code, errs, ExitAuth)

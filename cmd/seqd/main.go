@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	app := newApp(stdin, stdout, stderr)
 	var unknown string
 	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if unknown != "" {
 		return usageErrorf("unknown command %q; see seqd --help", unknown)
 	}

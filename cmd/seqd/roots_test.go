@@ -43,7 +43,7 @@ func TestCampaignIgnoresTheLockRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Campaign(ctx, "e3", "second"); !isCode(err, api.CodeHeld) {
+	if _, err := cl.AcquireLeadership(ctx, "e3", "second"); !isCode(err, api.CodeHeld) {
 		t.Fatalf("an HTTP campaign for e3 while seqd campaign leads: %v, want 409 held", err)
 	}
 }

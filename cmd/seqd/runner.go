@@ -154,6 +154,8 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 		Auth:           cfg.zk.auth,
 		ACL:            cfg.zk.acl,
 		TLS:            cfg.zk.tls,
+		TokenFloor:     cfg.tokenFloor,
+		Floors:         cfg.floors,
 	})
 }
 
@@ -238,7 +240,9 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
 	}
 	waitStart := time.Now()
+	notice := r.noticeWaiting(sess, r.clk.Now())
 	h, err := take(acqCtx)
+	notice.stop()
 	cancelAcq()
 	w.end()
 	if sig, ok := w.signal(); ok {
@@ -248,7 +252,7 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 		return nil, r.interrupted(sig)
 	}
 	if err != nil {
-		return nil, r.notAcquired(err)
+		return nil, r.notAcquired(err, sess)
 	}
 	r.verbose("acquired: %s, contender %s, waited %v", h.tokens(), h.locks[0].Path, ms(time.Since(waitStart)))
 	select {
@@ -262,13 +266,19 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 }
 
 // notAcquired is the error of an acquire that failed with err.
-func (r *lockRun) notAcquired(err error) error {
+func (r *lockRun) notAcquired(err error, sess *zklock.Session) error {
 	cfg := r.cfg
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return withCode(ExitTimeout, fmt.Errorf("%s was not acquired within %v: another holder kept it", r.what(), cfg.wait))
+		ctx, cancel := context.WithTimeout(r.ctx, noticeRead)
+		who := r.blockers(ctx, sess)
+		cancel()
+		if who == "" {
+			who = "another holder kept it"
+		}
+		return withCode(ExitTimeout, fmt.Errorf("%s %s not acquired within %v: it waited for %s", r.what(), wasWere(len(cfg.names)), cfg.wait, who))
 	case errors.Is(err, zklock.ErrHeld):
-		return withCode(ExitTimeout, fmt.Errorf("%s was not acquired at the one try --wait 0 asks for: %s", r.what(), userMessage(err)))
+		return withCode(ExitTimeout, fmt.Errorf("%s %s not acquired at the one try --wait 0 asks for: %s", r.what(), wasWere(len(cfg.names)), userMessage(err)))
 	case errors.Is(err, zklock.ErrLimitMismatch):
 		return withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
 	case errors.Is(err, zk.ErrNoAuth):
@@ -277,6 +287,14 @@ func (r *lockRun) notAcquired(err error) error {
 		return withCode(ExitUnavailable, fmt.Errorf("%s was not acquired: %w", r.what(), err))
 	}
 	return fmt.Errorf("%s was not acquired: %w", r.what(), err)
+}
+
+// wasWere agrees with the number of locks a run names.
+func wasWere(n int) string {
+	if n > 1 {
+		return "were"
+	}
+	return "was"
 }
 
 // supervise runs the command under the grant until it exits, killing its

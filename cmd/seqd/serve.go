@@ -26,6 +26,8 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		electionRootFlag(),
 		sessionTimeoutFlag(),
 		tokenModeFlag(),
+		tokenFloorFlag(),
+		floorFileFlag(),
 		logFormatFlag(),
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least level logged: debug (also every grant and release), info, warn or error", EnvVars: []string{"SEQD_LOG_LEVEL"}},
 		&cli.IntFlag{Name: "max-lock-labels", Value: metrics.DefaultMaxLockLabels, Usage: "lock names with metric series of their own (others count as _other; 0: none, for names that must not leave the daemon)", EnvVars: []string{"SEQD_MAX_LOCK_LABELS"}},
@@ -84,6 +86,7 @@ func devCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
 			}
+			stopOnClosedStderr(c)
 			secure, err := prepareDevSecure(c)
 			if err != nil {
 				return err
@@ -111,9 +114,9 @@ func devCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				return serve(c, servers, func(addr string) { secure.ready(w, addr) })
+				return stderrClosed(c, serve(c, servers, func(addr string) { secure.ready(w, addr) }))
 			}
-			return serve(c, zk.Servers(), func(addr string) {
+			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) {
 				url, line := plainDevExports(c, addr, zk.ConnectString())
 				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
 
@@ -126,7 +129,7 @@ then try:
   curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
 `, url, line)
-			})
+			}))
 		},
 	}
 }
@@ -230,6 +233,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	defer stopProfile()
 
+	tokenFloor, floors, err := tokenFloors(c)
+	if err != nil {
+		return err
+	}
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
 	svc := sequencer.New(sequencer.Config{
@@ -241,6 +248,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ElectionRoot:   c.String("election-root"),
 		SessionTimeout: st,
 		TokenMode:      mode,
+		TokenFloor:     tokenFloor,
+		Floors:         floors,
 		Logger:         logger,
 		Metrics:        m,
 		Signer:         sign,

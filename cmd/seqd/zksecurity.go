@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/internal/security"
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -82,6 +83,10 @@ func zkNoAuth(what, root string, auth *zklock.DigestAuth) error {
 // startError is the status of a daemon whose service did not start: 77
 // when ZooKeeper refused its identity (or its lack of one), 69 otherwise.
 func startError(err error, root string, z zkSecurity) error {
+	var fe *zklock.FloorError
+	if errors.As(err, &fe) {
+		return withCode(ExitUsage, errors.New(sequencer.FloorAdvice(fe)))
+	}
 	if errors.Is(err, zk.ErrNoAuth) {
 		var nr *zklock.NoAuthRootError
 		if errors.As(err, &nr) {

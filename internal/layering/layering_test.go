@@ -56,6 +56,68 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// TestFenceHelperImports: each database fence helper imports the
+// standard library, package fence and its own driver, nothing else (no
+// other driver, no ZooKeeper client, no Prometheus); sqlfence's driver is
+// database/sql, so it links nothing outside the standard library but
+// fence. The control: the rule run on the helpers' tests, which import
+// testenv and the drivers, finds them.
+func TestFenceHelperImports(t *testing.T) {
+	for _, r := range []struct {
+		pkg    string
+		driver string // import path prefix of its driver; "" for database/sql
+	}{
+		{"fence/sqlfence", ""},
+		{"fence/redisfence", "github.com/redis/go-redis/v9"},
+	} {
+		for _, imp := range listImports(t, mod+r.pkg, "{{join .Imports \"\\n\"}}") {
+			if bad := foreignImport(imp, r.driver); bad {
+				t.Errorf("%s imports %s: a fence helper imports only the standard library, fence and its driver", r.pkg, imp)
+			}
+		}
+		for _, dep := range listDeps(t, mod+r.pkg) {
+			for _, f := range []string{"github.com/go-zookeeper/zk", "github.com/prometheus/", mod + "zklock", mod + "sequencer", mod + "client", mod + "api"} {
+				if dep == f || strings.HasSuffix(f, "/") && strings.HasPrefix(dep, f) || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s depends on %s: a fence helper must not pull in ZooKeeper, Prometheus or the daemon's client", r.pkg, dep)
+				}
+			}
+			if r.driver == "" {
+				if first, _, _ := strings.Cut(dep, "/"); strings.Contains(first, ".") && dep != mod+"fence" && dep != mod+r.pkg {
+					t.Errorf("%s depends on %s: it must link the standard library and fence only", r.pkg, dep)
+				}
+			}
+		}
+	}
+	var found int
+	for _, imp := range listImports(t, mod+"fence/sqlfence", "{{join .TestImports \"\\n\"}}\n{{join .XTestImports \"\\n\"}}") {
+		if foreignImport(imp, "") {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Error("control: sqlfence's tests import testenv and two drivers, but the rule finds nothing foreign in them")
+	}
+}
+
+// foreignImport says whether imp is neither the standard library, fence,
+// nor under driver.
+func foreignImport(imp, driver string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	if !strings.Contains(first, ".") || imp == mod+"fence" {
+		return false
+	}
+	return driver == "" || imp != driver && !strings.HasPrefix(imp, driver+"/")
+}
+
+func listImports(t *testing.T, pkg, format string) []string {
+	t.Helper()
+	out, err := exec.Command(goCommand(t), "list", "-f", format, pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
 // TestNoReplace: go.mod has no replace directive. Go ignores the replace
 // directives of a dependency, so a module that needs one cannot be
 // imported (go get) or installed (go install …@version) by anyone else.

@@ -10,12 +10,20 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 import { parseDuration, wireDuration } from './duration.js';
-import { errorFor, SeqdError, UnavailableError } from './errors.js';
+import { errorFor, ProtocolError, SeqdError, UnavailableError } from './errors.js';
 import { encodeJSON, parseJSON, toToken } from './json.js';
 import { HeldLease, Leadership, runHeld } from './lease.js';
 
 const DEFAULT_ADDR = 'http://127.0.0.1:7070';
-const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * Milliseconds a request may take beyond the wait it asks for: connecting,
+ * sending, the first byte and the whole answer together.
+ */
+const DEFAULT_TIMEOUT_MS = 4_000;
+/** How much of a bad answer an error quotes. */
+const QUOTE_BYTES = 200;
+const MAX_TOKEN = (1n << 64n) - 1n;
+const LEASE_ID = /^[0-9a-f]{32}$/;
 /** How long a blocking read waits when given an index and no wait. */
 const DEFAULT_BLOCKING_WAIT_MS = 5 * 60_000;
 const MAX_ANSWER_BYTES = 1 << 20;
@@ -130,7 +138,8 @@ export class Client {
   async renew(lease, opts = {}) {
     const kind = kindOf(lease);
     const body = { lease_id: leaseIdOf(lease), token: toToken(lease.token), ttl: wireDuration(opts.ttl, 'ttl') };
-    const raw = await this.#call('POST', pathFor(kind, lease.name, 'renew'), body, opts);
+    const accept = (raw) => leaseProblem(raw, lease.name, body.lease_id, body.token);
+    const raw = await this.#call('POST', pathFor(kind, lease.name, 'renew'), body, opts, accept);
     return leaseFrom(kind, raw);
   }
 
@@ -254,7 +263,8 @@ export class Client {
   async proclaim(lease, value, opts = {}) {
     if (typeof value !== 'string') throw new TypeError(`a leader's value must be a string, got ${typeof value}`);
     const body = { lease_id: leaseIdOf(lease), token: toToken(lease.token), value };
-    return leaseFrom('election', await this.#call('POST', pathFor('election', lease.name, 'proclaim'), body, opts));
+    const accept = (raw) => leaseProblem(raw, lease.name, body.lease_id, body.token);
+    return leaseFrom('election', await this.#call('POST', pathFor('election', lease.name, 'proclaim'), body, opts, accept));
   }
 
   /**
@@ -263,7 +273,7 @@ export class Client {
    * @param {string} name
    * @param {import('../index.js').BlockingOptions} [opts]
    */
-  async leader(name, opts = {}) {
+  async election(name, opts = {}) {
     const raw = await this.#call('GET', pathFor('election', name) + blockingQuery(opts), undefined, blockingTimeout(this, opts));
     const l = raw.leader;
     return {
@@ -281,13 +291,13 @@ export class Client {
    * @param {string} name
    * @param {{signal?: AbortSignal, wait?: string | number}} [opts]
    */
-  async *watchLeader(name, opts = {}) {
+  async *observe(name, opts = {}) {
     const { signal } = opts;
     let index;
     while (!signal?.aborted) {
       let st;
       try {
-        st = await this.leader(name, index === undefined ? { signal } : { signal, index, wait: opts.wait ?? '5m' });
+        st = await this.election(name, index === undefined ? { signal } : { signal, index, wait: opts.wait ?? '5m' });
       } catch (err) {
         if (signal?.aborted) return;
         throw err;
@@ -297,6 +307,65 @@ export class Client {
         yield st;
       }
     }
+  }
+
+  // ---- multi-locks ----
+
+  /**
+   * Every lock of `names` at once, all or none, under one lease; no two
+   * acquirers of sets (or of single locks) can deadlock, whatever names
+   * they ask for. A HeldError once `wait` has passed.
+   * @param {string[]} names
+   * @param {import('../index.js').AcquireOptions} [opts]
+   */
+  async acquireMulti(names, opts = {}) {
+    if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string' && n !== '')) {
+      throw new TypeError('a multi-lock needs an array of one or more lock names');
+    }
+    const body = {
+      names,
+      owner: opts.owner ?? this.owner,
+      lease_id: opts.leaseId ?? newLeaseId(),
+      ttl: wireDuration(opts.ttl, 'ttl'),
+      wait: wireDuration(opts.wait, 'wait'),
+      lock_delay: wireDuration(opts.lockDelay, 'lockDelay'),
+    };
+    const raw = await this.#call('POST', '/v1/multilocks/acquire', body, {
+      signal: opts.signal,
+      timeout: this.timeout + (body.wait ? parseDuration(body.wait) : 0),
+    }, (r) => multiLeaseProblem(r, names, body.lease_id));
+    return multiLeaseFrom(raw);
+  }
+
+  /** Renews a multi-lock lease: every lock at once, each token kept. */
+  async renewMulti(lease, opts = {}) {
+    const locks = lease.locks.map((l) => ({ name: l.name, token: toToken(l.token) }));
+    const body = { lease_id: leaseIdOf(lease), locks, ttl: wireDuration(opts.ttl, 'ttl') };
+    const accept = (r) => multiLeaseProblem(r, locks.map((l) => l.name), body.lease_id, locks.map((l) => l.token));
+    return multiLeaseFrom(await this.#call('POST', '/v1/multilocks/renew', encodeLocks(body), opts, accept));
+  }
+
+  /** Ends a multi-lock lease: every lock at once. */
+  async releaseMulti(lease, opts = {}) {
+    const locks = lease.locks.map((l) => ({ name: l.name, token: toToken(l.token) }));
+    await this.#call('POST', '/v1/multilocks/release', encodeLocks({ lease_id: leaseIdOf(lease), locks }), opts);
+  }
+
+  /** The live multi-lock lease leaseId and how long it is safe (the daemon's answer, as decoded). */
+  async multiLockStatus(leaseId, opts = {}) {
+    return this.#call('GET', `/v1/multilocks/${encodeURIComponent(leaseId)}`, undefined, opts);
+  }
+
+  // ---- old names: every seqd client names these calls alike (docs/clients.md) ----
+
+  /** @deprecated the old name of election(). */
+  async leader(name, opts = {}) {
+    return this.election(name, opts);
+  }
+
+  /** @deprecated the old name of observe(). */
+  watchLeader(name, opts = {}) {
+    return this.observe(name, opts);
   }
 
   // ---- holding helpers ----
@@ -360,9 +429,13 @@ export class Client {
     let sentAt = performance.now();
     let lease = await take({ ...opts, leaseId });
     if (performance.now() - sentAt > parseDuration(lease.ttl) / 3) {
+      const acquiredAt = sentAt;
       sentAt = performance.now();
       try {
-        lease = await this.renew(lease, { signal: opts?.signal });
+        // Not much past the grant's own deadline (the lease is not handed
+        // out meanwhile), but long enough for a loaded daemon to answer.
+        const left = acquiredAt + parseDuration(lease.ttl) - performance.now();
+        lease = await this.renew(lease, { signal: opts?.signal, timeout: Math.min(this.timeout, Math.max(1000, left)) });
       } catch (err) {
         await this.release(lease).catch(() => {});
         throw err;
@@ -375,19 +448,44 @@ export class Client {
     const raw = await this.#call('POST', pathFor(kind, name, KINDS[kind].take), body, {
       signal: opts.signal,
       timeout: this.timeout + (body.wait ? parseDuration(body.wait) : 0),
-    });
+    }, (raw) => leaseProblem(raw, name, body.lease_id));
     return leaseFrom(kind, raw);
   }
 
   // ---- transport ----
 
-  async #call(method, path, body, opts) {
+  /**
+   * A request whose 2xx answer must be a JSON object sent as
+   * application/json and pass accept (which says what is wrong with it, or
+   * nothing): anything else is a ProtocolError.
+   */
+  async #call(method, path, body, opts, accept) {
     const r = await this.#send(method, path, body, opts);
-    if (r.status >= 200 && r.status < 300) {
-      if (r.body === null) throw new SeqdError(`seqd at ${this.addr} answered ${method} ${path} with no JSON: ${r.text.slice(0, 200)}`, { code: 'malformed', status: r.status });
-      return r.body;
+    if (r.status < 200 || r.status >= 300) throw errorFor(r.status, r.body, r.text, (s) => this.#redact(s));
+    const what = `${method} ${path}`;
+    const mediaType = (r.contentType ?? '').split(';')[0].trim().toLowerCase();
+    if (mediaType !== 'application/json') {
+      throw this.#protocolError(what, `the answer's Content-Type is ${r.contentType || 'missing'}, not application/json`, r);
     }
-    throw errorFor(r.status, r.body, r.text);
+    if (r.body === null) throw this.#protocolError(what, `the answer is not JSON (${r.parseError})`, r);
+    if (typeof r.body !== 'object' || Array.isArray(r.body)) throw this.#protocolError(what, 'the answer is JSON but not an object', r);
+    const problem = accept?.(r.body);
+    if (problem) throw this.#protocolError(what, problem, r);
+    return r.body;
+  }
+
+  /** The API token taken out of a text that quotes what a daemon sent. */
+  #redact(s) {
+    return this.#apiToken ? s.split(this.#apiToken).join('[redacted]') : s;
+  }
+
+  /** The error for an answer that broke the protocol: it names the daemon and quotes the answer. */
+  #protocolError(what, problem, r) {
+    const quote = JSON.stringify(this.#redact(r.text).slice(0, QUOTE_BYTES));
+    return new ProtocolError(
+      `the daemon at ${this.addr} broke the protocol answering ${what}: ${problem}; it sent ${r.status} ${r.contentType || '(no Content-Type)'}: ${quote}`,
+      { code: 'protocol', status: r.status },
+    );
   }
 
   /**
@@ -398,7 +496,7 @@ export class Client {
    * @returns {Promise<{status: number, body: any, text: string}>}
    */
   async #send(method, path, body, { signal, timeout = this.timeout } = {}) {
-    const payload = body === undefined ? undefined : encodeJSON(body);
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : encodeJSON(body);
     try {
       return await this.#attempt(method, path, payload, signal, timeout);
     } catch (err) {
@@ -467,14 +565,18 @@ export class Client {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           let parsed = null;
+          let parseError = null;
           try {
             parsed = parseJSON(text);
-          } catch {
-            // not JSON: a proxy's page, say; the status speaks
+          } catch (err) {
+            parseError = err.message; // not JSON: a proxy's page, say
           }
-          finish(null, { status: res.statusCode, body: parsed, text });
+          finish(null, { status: res.statusCode, contentType: res.headers['content-type'], body: parsed, parseError, text });
         });
-        res.on('error', (err) => finish(new UnavailableError(`seqd at ${this.addr} broke off its answer: ${err.message}`, { code: 'unavailable', cause: err })));
+        res.on('error', (err) => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          finish(this.#protocolError(`${method} ${path}`, `the answer was cut short (${err.message})`, { status: res.statusCode, contentType: res.headers['content-type'], text }));
+        });
       });
       req.end(payload);
     });
@@ -543,6 +645,72 @@ function leaseRefOf(lease) {
 
 function tokenOrNull(t) {
   return typeof t === 'bigint' && t > 0n ? t : null;
+}
+
+/**
+ * What is wrong with a lease the daemon answered for name, or null: the
+ * rules every seqd client applies to a grant or a renewal (docs/clients.md).
+ * leaseId is the one the request sent, token the lease's on a renewal (it
+ * never changes). Lease ids are never quoted: they are secrets.
+ */
+export function leaseProblem(raw, name, leaseId, token) {
+  if (typeof raw.name !== 'string') return 'the lease has no name';
+  if (raw.name !== name) return `the lease is for the name ${JSON.stringify(raw.name)}, not the requested ${JSON.stringify(name)}`;
+  const t = raw.token;
+  if (t === undefined || t === null) return 'the lease has no token';
+  if (typeof t !== 'bigint') return `the token ${JSON.stringify(typeof t === 'number' ? String(t) : t)} is not a base-10 integer`;
+  if (t < 1n || t > MAX_TOKEN) return `the token ${t} is out of the range 1..2^64-1`;
+  if (token !== undefined && t !== token) return `the token changed from ${token} to ${t}: a lease's token never changes`;
+  if (typeof raw.lease_id !== 'string' || !LEASE_ID.test(raw.lease_id)) return 'the lease id is not 32 lowercase hex digits';
+  if (leaseId !== undefined && raw.lease_id !== leaseId) return 'the lease id is not the one the request sent';
+  if (typeof raw.sequencer !== 'string') return 'the lease has no sequencer';
+  let ttl = 0;
+  try {
+    ttl = typeof raw.ttl === 'string' ? parseDuration(raw.ttl) : 0;
+  } catch {
+    // reported below
+  }
+  if (!(ttl > 0)) return `the ttl ${JSON.stringify(raw.ttl)} is not a positive duration`;
+  return null;
+}
+
+/** leaseProblem for a multi-lock lease: one lock per name, in order, tokens unchanged on a renewal. */
+function multiLeaseProblem(raw, names, leaseId, tokens) {
+  if (typeof raw.lease_id !== 'string' || !LEASE_ID.test(raw.lease_id)) return 'the lease id is not 32 lowercase hex digits';
+  if (raw.lease_id !== leaseId) return 'the lease id is not the one the request sent';
+  if (!Array.isArray(raw.locks) || raw.locks.length !== names.length) return `the lease does not list the ${names.length} locks asked for`;
+  for (let i = 0; i < names.length; i++) {
+    const lk = raw.locks[i];
+    if (!lk || lk.name !== names[i]) return `lock ${i} of the lease is ${JSON.stringify(lk?.name)}, not the requested ${JSON.stringify(names[i])}`;
+    if (typeof lk.token !== 'bigint') return `the token of ${JSON.stringify(names[i])} is not a base-10 integer`;
+    if (lk.token < 1n || lk.token > MAX_TOKEN) return `the token ${lk.token} of ${JSON.stringify(names[i])} is out of the range 1..2^64-1`;
+    if (tokens && lk.token !== tokens[i]) return `the token of ${JSON.stringify(names[i])} changed from ${tokens[i]} to ${lk.token}: a lease's token never changes`;
+    if (typeof lk.sequencer !== 'string') return `the lock ${JSON.stringify(names[i])} has no sequencer`;
+  }
+  return null;
+}
+
+/**
+ * A multi-lock lease's renew or release body, as JSON text: encodeJSON
+ * writes flat objects only, and the locks' tokens are bigints.
+ */
+function encodeLocks(body) {
+  const locks = body.locks.map((l) => `{"name":${JSON.stringify(l.name)},"token":${l.token}}`).join(',');
+  const rest = encodeJSON({ ...body, locks: undefined }); // at least the lease id
+  return `{"locks":[${locks}],${rest.slice(1)}`;
+}
+
+/** The client's form of a multi-lock lease. */
+function multiLeaseFrom(raw) {
+  return {
+    kind: 'multilock',
+    locks: raw.locks.map((l) => ({ name: l.name, token: l.token, sequencer: l.sequencer })),
+    leaseId: raw.lease_id,
+    owner: raw.owner,
+    ttl: raw.ttl,
+    expiresAt: new Date(raw.expires_at),
+    sequencers: raw.locks.map((l) => l.sequencer).join(' '),
+  };
 }
 
 /** The client's form of the daemon's lease. */

@@ -32,6 +32,16 @@ export class StaleTokenError extends SeqdError {}
 export class LostError extends SeqdError {}
 /** 503 unavailable, or no answer from the daemon (status 0). Try again. */
 export class UnavailableError extends SeqdError {}
+/**
+ * The daemon's answer broke the protocol: not JSON, not application/json,
+ * of the wrong shape, cut short, for another lock or lease, or with a token
+ * that is not an integer in 1..2^64-1 or that changed (`code` "protocol").
+ * The message names the daemon and quotes what it sent (at most 200 bytes,
+ * never the API token). Something other than seqd answered (a proxy, a
+ * wrong port), or the daemon is broken: nothing of it is trusted, and a
+ * held lease that gets such an answer is lost at once.
+ */
+export class ProtocolError extends SeqdError {}
 /** 401 unauthorized: a missing or wrong API token. */
 export class UnauthorizedError extends SeqdError {}
 /** 400 bad_request: the daemon refused the request as malformed. */
@@ -52,10 +62,11 @@ const byCode = {
  * @param {number} status
  * @param {any} body the parsed body, or null if it was not JSON
  * @param {string} text the raw body
+ * @param {(s: string) => string} [redact] takes the API token out of what the answer quotes
  */
-export function errorFor(status, body, text) {
+export function errorFor(status, body, text, redact = (s) => s) {
   const code = body && typeof body.code === 'string' ? body.code : `http_${status}`;
-  const message = body && typeof body.error === 'string' ? body.error : (text.trim().slice(0, 200) || `HTTP ${status}`);
+  const message = body && typeof body.error === 'string' ? redact(body.error) : (redact(text).trim().slice(0, 200) || `HTTP ${status}`);
   const currentToken = body && typeof body.current_token === 'bigint' && body.current_token > 0n ? body.current_token : null;
   let Cls = byCode[code];
   if (!Cls) {

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 
 import { parseDuration } from './duration.js';
-import { LostError, SeqdError } from './errors.js';
+import { LostError, ProtocolError, SeqdError } from './errors.js';
 
 const now = () => performance.now();
 
@@ -192,6 +192,11 @@ export class HeldLease {
       this.#scheduleRenew(sentAt + this.#interval() - now());
     } catch (err) {
       if (this.#state !== 'held') return;
+      if (err instanceof ProtocolError) {
+        // An answer that cannot be trusted: nothing says the lease still holds.
+        this.#lose('protocol', `the lease on ${JSON.stringify(this.name)} is lost: its renewal's answer broke the protocol: ${err.message}`, err);
+        return;
+      }
       if (err instanceof SeqdError && err.status >= 400 && err.status < 500) {
         // 409 lost, stale_token or broken; any other refusal would be
         // refused again until the deadline: lost either way.

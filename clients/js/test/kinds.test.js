@@ -48,7 +48,7 @@ describe('elections', needsDaemons, () => {
     const watching = new AbortController();
     const watched = (async () => {
       const values = [];
-      for await (const st of a.watchLeader(name, { signal: watching.signal })) {
+      for await (const st of a.observe(name, { signal: watching.signal })) {
         values.push(st.leader?.value ?? null);
         if (st.leader?.value === 'b2') break;
       }
@@ -57,7 +57,7 @@ describe('elections', needsDaemons, () => {
 
     const la = await a.campaign(name, { value: 'a', ttl: '3s' });
     assert.equal(typeof la.term, 'bigint');
-    let st = await a.leader(name);
+    let st = await a.leader(name); // the old name still works
     assert.equal(st.leader.value, 'a');
     assert.equal(st.leader.term, la.term);
     assert.equal(st.self, true);
@@ -66,12 +66,12 @@ describe('elections', needsDaemons, () => {
     const bRan = b.withLeadership(name, { value: 'b', ttl: '3s', wait: '30s' }, async (lb) => {
       bTerm = lb.term;
       await lb.proclaim('b2');
-      const now = await b.leader(name);
+      const now = await b.election(name);
       assert.equal(now.leader.value, 'b2');
       assert.equal(now.leader.term, lb.term, 'proclaim keeps the term');
     });
     // A blocking read sees b join as a candidate, with a still leading.
-    while (st.candidates < 2) st = await a.leader(name, { index: st.index, wait: '10s' });
+    while (st.candidates < 2) st = await a.election(name, { index: st.index, wait: '10s' });
     assert.equal(st.leader.value, 'a');
 
     await la.resign();
@@ -83,7 +83,7 @@ describe('elections', needsDaemons, () => {
     // proclaim) may be passed over by the next read.
     const seen = values.filter((v) => v !== null).filter((v, i, all) => v !== all[i - 1]);
     assert.ok(['a,b,b2', 'a,b2'].includes(seen.join(',')), `leaders seen by the watch: ${seen}`);
-    const after = await a.leader(name);
+    const after = await a.election(name);
     assert.equal(after.leader, null, 'nobody leads once b resigned');
     watching.abort();
     a.close();

@@ -22,13 +22,14 @@ from .errors import (
     BadRequestError,
     HeldError,
     LostError,
+    ProtocolError,
     SeqdError,
     StaleTokenError,
     UnauthorizedError,
     UnavailableError,
 )
 from .lease import Leadership, Lease, LostSignal
-from .types import CheckResult, ElectionStatus, Leader, LeaseInfo, LockStatus, SemaphoreStatus
+from .types import CheckResult, ElectionStatus, Leader, LeaseInfo, LockStatus, LockToken, MultiLeaseInfo, SemaphoreStatus
 
 __version__ = "0.1.0"
 
@@ -50,8 +51,11 @@ __all__ = [
     "Lease",
     "LeaseInfo",
     "LockStatus",
+    "LockToken",
     "LostError",
     "LostSignal",
+    "MultiLeaseInfo",
+    "ProtocolError",
     "SemaphoreStatus",
     "SeqdError",
     "StaleTokenError",

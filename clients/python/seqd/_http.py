@@ -13,10 +13,11 @@ import json
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import SeqdError, UnauthorizedError, UnavailableError, error_from_answer
+from .errors import ProtocolError, SeqdError, UnauthorizedError, UnavailableError, error_from_answer
 
 # Idle connections kept per client: a holder uses one for renewals and one
 # per blocking read.
@@ -24,6 +25,23 @@ _MAX_IDLE = 8
 
 # An answer larger than this is not one of the daemon's.
 _MAX_BODY = 1 << 20
+
+# How much of a bad answer an error quotes.
+_QUOTE = 200
+
+_mono = time.monotonic
+
+# What an accept check gets (a decoded answer) and returns (what is wrong
+# with it, or None).
+Accept = Callable[[Dict[str, Any]], Optional[str]]
+
+
+class _CutShort(Exception):
+    """An answer whose body ended before its end."""
+
+    def __init__(self, status: int, ctype: str, raw: bytes) -> None:
+        super().__init__()
+        self.status, self.ctype, self.raw = status, ctype, raw
 
 
 class Canceller:
@@ -66,6 +84,7 @@ class Transport:
         self._base = u.path.rstrip("/")
         self._token = token
         self._context = context
+        self.redact: Callable[[str], str] = (lambda t: t.replace(token, "[redacted]")) if token else (lambda t: t)
         self.timeout = timeout
         self._idle: List[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -103,9 +122,15 @@ class Transport:
         timeout: Optional[float] = None,
         canceller: Optional[Canceller] = None,
         ok_statuses: Tuple[int, ...] = (),
+        accept: Optional[Accept] = None,
     ) -> Tuple[int, Dict[str, Any]]:
         """Send a request; return (status, decoded JSON) for a 2xx answer or a
         status in ``ok_statuses``, raise a :class:`SeqdError` otherwise.
+
+        The whole request (connect, send, first byte, whole body) takes at
+        most ``timeout`` seconds. A 2xx answer must be a JSON object sent as
+        ``application/json`` and pass ``accept``: anything else is a
+        :class:`ProtocolError` that quotes it.
 
         A request on a kept-alive connection that the daemon closed while it
         was idle is sent once more on a new connection (the daemon never read
@@ -118,13 +143,23 @@ class Transport:
         if self._token:
             headers["Authorization"] = "Bearer " + self._token
         t = self.timeout if timeout is None else timeout
+        deadline = _mono() + t
+        what = f"{method} {path}"
         for attempt in (0, 1):
             conn, reused = self._get()
             if canceller is not None and not canceller._attach(conn):
                 self._put(conn)
                 raise UnavailableError("request cancelled", code="cancelled")
             try:
-                status, raw, keep = self._roundtrip(conn, method, self._base + path, data, headers, t)
+                status, ctype, raw, keep = self._roundtrip(conn, method, self._base + path, data, headers, deadline)
+            except _CutShort as e:
+                conn.close()
+                raise self.protocol_error(what, "the answer was cut short", e.status, e.ctype, e.raw) from None
+            except socket.timeout as e:
+                conn.close()
+                if canceller is not None and canceller.cancelled:
+                    raise UnavailableError("request cancelled", code="cancelled") from e
+                raise UnavailableError(f"the daemon at {self.addr} did not answer {what} within {t:g}s", code="unavailable") from e
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
                 alert = self._tls_alert(conn)
                 conn.close()
@@ -148,22 +183,52 @@ class Transport:
                 self._put(conn)
             else:
                 conn.close()
-            return self._decode(status, raw, ok_statuses)
+            return self._decode(what, status, ctype, raw, ok_statuses, accept)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
     def _roundtrip(
-        conn: http.client.HTTPConnection, method: str, path: str, data: Optional[bytes], headers: Dict[str, str], timeout: float
-    ) -> Tuple[int, bytes, bool]:
-        conn.timeout = timeout
+        conn: http.client.HTTPConnection, method: str, path: str, data: Optional[bytes], headers: Dict[str, str], deadline: float
+    ) -> Tuple[int, str, bytes, bool]:
+        """One exchange, every step bounded by ``deadline``: a socket timeout
+        alone bounds each read, and a daemon that drips a byte at a time
+        would never reach it."""
+
+        def left() -> float:
+            r = deadline - _mono()
+            if r <= 0:
+                raise socket.timeout("deadline passed")
+            return r
+
+        conn.timeout = left()
         if conn.sock is not None:
-            conn.sock.settimeout(timeout)
+            conn.sock.settimeout(conn.timeout)
         conn.request(method, path, body=data, headers=headers)
+        sock = conn.sock
+        if sock is not None:
+            sock.settimeout(left())
         resp = conn.getresponse()
-        raw = resp.read(_MAX_BODY + 1)
-        if len(raw) > _MAX_BODY:
-            raise http.client.HTTPException("answer over 1 MiB")
-        return resp.status, raw, not resp.will_close
+        ctype = resp.getheader("Content-Type") or ""
+        chunks: List[bytes] = []
+        size = 0
+        try:
+            while True:
+                if sock is not None:
+                    sock.settimeout(left())
+                b = resp.read1(65536)
+                if not b:
+                    break
+                size += len(b)
+                if size > _MAX_BODY:
+                    raise http.client.HTTPException("answer over 1 MiB")
+                chunks.append(b)
+                left()
+        except http.client.IncompleteRead as e:
+            raise _CutShort(resp.status, ctype, b"".join(chunks) + e.partial) from None
+        # read1 leaves a response whose length it has read open, and the
+        # connection refuses the next request until it is closed.
+        resp.close()
+        return resp.status, ctype, b"".join(chunks), not resp.will_close
 
     def _tls_alert(self, conn: http.client.HTTPConnection) -> Optional[ssl.SSLError]:
         """The TLS alert behind a connection the daemon closed, if any. With
@@ -181,16 +246,39 @@ class Transport:
             pass
         return None
 
-    def _decode(self, status: int, raw: bytes, ok_statuses: Tuple[int, ...]) -> Tuple[int, Dict[str, Any]]:
+    def _decode(
+        self, what: str, status: int, ctype: str, raw: bytes, ok_statuses: Tuple[int, ...], accept: Optional[Accept]
+    ) -> Tuple[int, Dict[str, Any]]:
+        if not (200 <= status < 300 or status in ok_statuses):
+            try:
+                doc = _loads(raw) if raw else None
+            except ValueError:
+                doc = None
+            raise error_from_answer(status, doc, raw, self.redact)
+        if ctype.split(";")[0].strip().lower() != "application/json":
+            raise self.protocol_error(what, f"the answer's Content-Type is {ctype or 'missing'}, not application/json", status, ctype, raw)
         try:
-            doc = json.loads(raw) if raw else None
-        except ValueError:
-            doc = None
-        if 200 <= status < 300 or status in ok_statuses:
-            if not isinstance(doc, dict):
-                raise SeqdError(f"the daemon at {self.addr} answered {status} with a body that is not a JSON object", code="bad_answer", status=status)
-            return status, doc
-        raise error_from_answer(status, doc, raw)
+            doc = _loads(raw)
+        except ValueError as e:
+            raise self.protocol_error(what, f"the answer is not JSON ({e})", status, ctype, raw) from None
+        if not isinstance(doc, dict):
+            raise self.protocol_error(what, "the answer is JSON but not an object", status, ctype, raw)
+        problem = accept(doc) if accept is not None else None
+        if problem is not None:
+            raise self.protocol_error(what, problem, status, ctype, raw)
+        return status, doc
+
+    def protocol_error(self, what: str, problem: str, status: Optional[int], ctype: str, raw: bytes) -> ProtocolError:
+        """The error for an answer that broke the protocol: it names the
+        daemon and quotes the answer's first 200 bytes, without the API
+        token."""
+        quote = self.redact(raw.decode("utf-8", "replace"))[:_QUOTE]
+        return ProtocolError(
+            f"the daemon at {self.addr} broke the protocol answering {what}: {problem}; "
+            f"it sent {status} {ctype or '(no Content-Type)'}: {quote!r}",
+            code="protocol",
+            status=status,
+        )
 
     def _unreachable(self, e: BaseException, canceller: Optional[Canceller]) -> SeqdError:
         if canceller is not None and canceller.cancelled:
@@ -210,3 +298,12 @@ class Transport:
         if isinstance(e, socket.timeout):
             return UnavailableError(f"the daemon at {self.addr} did not answer in time", code="unavailable")
         return UnavailableError(f"cannot reach the daemon at {self.addr}: {e}", code="unavailable")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(raw: bytes) -> Any:
+    """JSON as the daemon writes it: no NaN or Infinity."""
+    return json.loads(raw, parse_constant=_refuse_constant)

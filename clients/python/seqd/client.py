@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import ssl
 import urllib.parse
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from ._accept import lease_problem, multi_lease_problem
 from ._durations import Duration, to_seconds, wire_duration
-from ._http import Canceller, Transport
+from ._http import Accept, Canceller, Transport
 from .errors import BadRequestError, SeqdError
 from .lease import Lease, Leadership
-from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, SemaphoreStatus
+from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, MultiLeaseInfo, SemaphoreStatus
 
 DEFAULT_ADDR = "http://127.0.0.1:7070"
 """The daemon's address when neither ``addr=`` nor ``SEQD_ADDR`` names one."""
 
-DEFAULT_TIMEOUT = 10.0
-"""Seconds a request may take, on top of any wait it asks the daemon for."""
+DEFAULT_TIMEOUT = 4.0
+"""Seconds a request may take, on top of any wait it asks the daemon for:
+connecting, sending, the first byte and the whole answer together."""
 
 # Default blocking-read wait of the daemon (a GET with an index and no wait).
 _DEFAULT_BLOCKING_WAIT = 300.0
@@ -147,10 +151,24 @@ class Client:
     # -- transport -------------------------------------------------------
 
     def _post(
-        self, path: str, body: Dict[str, Any], wait: float = 0.0, timeout: Optional[float] = None, canceller: Optional[Canceller] = None
+        self,
+        path: str,
+        body: Dict[str, Any],
+        wait: float = 0.0,
+        timeout: Optional[float] = None,
+        canceller: Optional[Canceller] = None,
+        accept: Optional[Accept] = None,
     ) -> Dict[str, Any]:
         t = (self.timeout if timeout is None else timeout) + wait
-        return self._transport.request("POST", path, body, timeout=t, canceller=canceller)[1]
+        return self._transport.request("POST", path, body, timeout=t, canceller=canceller, accept=accept)[1]
+
+    def _take(self, kind: str, name: str, action: str, body: Dict[str, Any], wait: Optional[Duration], timeout: Optional[Duration]) -> LeaseInfo:
+        """An acquire or a campaign: a lease for ``name`` under the lease id
+        the body sends, or a :class:`ProtocolError`."""
+        lease_id = body["lease_id"]
+        return LeaseInfo.from_json(
+            self._post(_path(kind, name, action), body, self._secs(wait), self._secs_opt(timeout), accept=lambda d: lease_problem(d, name, lease_id))
+        )
 
     def _get(self, path: str, query: Dict[str, str], wait: float = 0.0, canceller: Optional[Canceller] = None) -> Dict[str, Any]:
         if query:
@@ -188,16 +206,18 @@ class Client:
         """``POST /v1/locks/{name}/acquire``: one acquire, nothing renews it.
 
         ``ttl`` defaults to the daemon's 15s; ``wait`` to 0 (try once).
-        ``lease_id`` (32 lowercase hex digits) makes it retryable; ``mode``
-        is ``"exclusive"`` or ``"shared"``. Raises :class:`HeldError` when
-        not granted within ``wait``. Use :meth:`lock` to hold a lock.
+        ``lease_id`` (32 lowercase hex digits; a random one by default)
+        makes it retryable; ``mode`` is ``"exclusive"`` or ``"shared"``.
+        Raises :class:`HeldError` when not granted within ``wait``, and
+        :class:`ProtocolError` for an answer that is not a well-formed
+        lease of this name and lease id. Use :meth:`lock` to hold a lock.
         """
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if mode is not None:
             body["mode"] = mode
         if lock_delay is not None:
             body["lock_delay"] = wire_duration(lock_delay, "lock_delay")
-        return LeaseInfo.from_json(self._post(_path("lock", name, "acquire"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("lock", name, "acquire", body, wait, timeout)
 
     def renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/locks/{name}/renew``: extend a lease by its TTL (or a new
@@ -229,7 +249,7 @@ class Client:
             q["lease_id"] = lease_id
         return LockStatus.from_json(self._get(_path("lock", name), q, secs))
 
-    def locks(self) -> List[LeaseInfo]:
+    def leases(self) -> List[LeaseInfo]:
         """``GET /v1/locks``: the live leases held through this daemon
         (without their lease ids)."""
         doc = self._get("/v1/locks", {})
@@ -266,7 +286,7 @@ class Client:
 
     # -- semaphores ------------------------------------------------------
 
-    def semaphore_acquire(
+    def acquire_semaphore(
         self,
         name: str,
         limit: int,
@@ -281,13 +301,13 @@ class Client:
         Every holder must name the same limit."""
         body = self._acquire_body(owner, lease_id, ttl, wait)
         body["limit"] = _limit(limit)
-        return LeaseInfo.from_json(self._post(_path("semaphore", name, "acquire"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("semaphore", name, "acquire", body, wait, timeout)
 
-    def semaphore_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
+    def renew_semaphore(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/semaphores/{name}/renew``."""
         return self._renew("semaphore", name, lease_id, token, ttl, self._secs_opt(timeout))
 
-    def semaphore_release(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
+    def release_semaphore(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
         """``POST /v1/semaphores/{name}/release``."""
         self._release("semaphore", name, lease_id, token, self._secs_opt(timeout))
 
@@ -297,7 +317,7 @@ class Client:
 
     # -- elections -------------------------------------------------------
 
-    def election_campaign(
+    def acquire_leadership(
         self,
         name: str,
         value: Optional[str] = None,
@@ -315,22 +335,22 @@ class Client:
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if value is not None:
             body["value"] = value
-        return LeaseInfo.from_json(self._post(_path("election", name, "campaign"), body, self._secs(wait), self._secs_opt(timeout)))
+        return self._take("election", name, "campaign", body, wait, timeout)
 
-    def election_renew(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
+    def renew_leadership(self, name: str, lease_id: str, token: int, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> LeaseInfo:
         """``POST /v1/elections/{name}/renew``."""
         return self._renew("election", name, lease_id, token, ttl, self._secs_opt(timeout))
 
-    def election_resign(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
+    def resign(self, name: str, lease_id: str, token: int, *, timeout: Optional[Duration] = None) -> None:
         """``POST /v1/elections/{name}/resign``: step down; the next candidate leads."""
         self._release("election", name, lease_id, token, self._secs_opt(timeout))
 
-    def election_proclaim(self, name: str, lease_id: str, token: int, value: str) -> LeaseInfo:
+    def proclaim(self, name: str, lease_id: str, token: int, value: str) -> LeaseInfo:
         """``POST /v1/elections/{name}/proclaim``: publish a new value, same term."""
         body = {"lease_id": lease_id, "token": _token(token), "value": value}
-        return LeaseInfo.from_json(self._post(_path("election", name, "proclaim"), body))
+        return LeaseInfo.from_json(self._post(_path("election", name, "proclaim"), body, accept=lambda d: lease_problem(d, name, lease_id, token)))
 
-    def leader(self, name: str, index: Optional[int] = None, wait: Optional[Duration] = None) -> ElectionStatus:
+    def election(self, name: str, index: Optional[int] = None, wait: Optional[Duration] = None) -> ElectionStatus:
         """``GET /v1/elections/{name}``: who leads. With ``index`` it is a
         blocking read, answered once the state differs from that index or
         when ``wait`` (default 5m) has passed."""
@@ -341,13 +361,62 @@ class Client:
         """Yield the election's state now, then each new state, by blocking
         reads (no polling). Runs until the caller stops iterating; raises
         what :meth:`leader` raises."""
-        st = self.leader(name)
+        st = self.election(name)
         yield st
         while True:
-            nxt = self.leader(name, index=st.index, wait=wait)
+            nxt = self.election(name, index=st.index, wait=wait)
             if nxt.index != st.index:
                 yield nxt
             st = nxt
+
+    # -- multi-locks -----------------------------------------------------
+
+    def acquire_multi(
+        self,
+        names: List[str],
+        *,
+        ttl: Optional[Duration] = None,
+        wait: Optional[Duration] = None,
+        owner: Optional[str] = None,
+        lease_id: Optional[str] = None,
+        lock_delay: Optional[Duration] = None,
+        timeout: Optional[Duration] = None,
+    ) -> MultiLeaseInfo:
+        """``POST /v1/multilocks/acquire``: every lock of ``names`` at once,
+        all or none, under one lease. No two acquirers of sets (or of single
+        locks) can deadlock, whatever names they ask for. Raises
+        :class:`HeldError` when not granted within ``wait``."""
+        names = list(names)
+        body = self._acquire_body(owner, lease_id, ttl, wait)
+        body["names"] = names
+        if lock_delay is not None:
+            body["lock_delay"] = wire_duration(lock_delay, "lock_delay")
+        sent_id = body["lease_id"]
+        doc = self._post("/v1/multilocks/acquire", body, self._secs(wait), self._secs_opt(timeout), accept=lambda d: multi_lease_problem(d, names, sent_id))
+        return MultiLeaseInfo.from_json(doc)
+
+    def renew_multi(self, lease: MultiLeaseInfo, *, ttl: Optional[Duration] = None, timeout: Optional[Duration] = None) -> MultiLeaseInfo:
+        """``POST /v1/multilocks/renew``: extend every lock of the lease at
+        once, keeping each token. Raises :class:`LostError` or
+        :class:`StaleTokenError` when the lease has ended."""
+        body: Dict[str, Any] = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": _token(lk.token)} for lk in lease.locks]}
+        if ttl is not None:
+            body["ttl"] = wire_duration(ttl, "ttl")
+        names = [lk.name for lk in lease.locks]
+        tokens = [lk.token for lk in lease.locks]
+        doc = self._post("/v1/multilocks/renew", body, timeout=self._secs_opt(timeout), accept=lambda d: multi_lease_problem(d, names, lease.lease_id, tokens))
+        return MultiLeaseInfo.from_json(doc)
+
+    def release_multi(self, lease: MultiLeaseInfo, *, timeout: Optional[Duration] = None) -> None:
+        """``POST /v1/multilocks/release``: end the lease, every lock at once."""
+        body = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": _token(lk.token)} for lk in lease.locks]}
+        self._post("/v1/multilocks/release", body, timeout=self._secs_opt(timeout))
+
+    def multi_lock_status(self, lease_id: str) -> Dict[str, Any]:
+        """``GET /v1/multilocks/{lease_id}``: the live lease and how long it
+        is safe (the decoded JSON). A lease that has ended raises
+        :class:`LostError`."""
+        return self._get("/v1/multilocks/" + urllib.parse.quote(lease_id, safe=""), {})
 
     # -- holding helpers -------------------------------------------------
 
@@ -405,7 +474,7 @@ class Client:
         limit = _limit(limit)
 
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
-            return self.semaphore_acquire(name, limit, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
+            return self.acquire_semaphore(name, limit, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
         return Lease(self, "semaphore", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, False, on_lost)
 
@@ -430,16 +499,64 @@ class Client:
         resigns, so that the next candidate leads at once."""
 
         def acquire(wait: float, lease_id: str, timeout: float) -> LeaseInfo:
-            return self.election_campaign(name, value, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
+            return self.acquire_leadership(name, value, ttl=ttl, wait=wait, owner=owner, lease_id=lease_id, timeout=timeout)
 
         return Leadership(self, "election", name, acquire, to_seconds(ttl, "ttl"), _wait_secs(wait), renew, watch, on_lost)
+
+    # -- old names -------------------------------------------------------
+    # One name per operation in every seqd client (docs/clients.md); these
+    # are the names of earlier versions, kept so that code using them
+    # still runs.
+
+    def semaphore_acquire(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`acquire_semaphore`."""
+        _deprecated("semaphore_acquire", "acquire_semaphore")
+        return self.acquire_semaphore(*args, **kwargs)
+
+    def semaphore_renew(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`renew_semaphore`."""
+        _deprecated("semaphore_renew", "renew_semaphore")
+        return self.renew_semaphore(*args, **kwargs)
+
+    def semaphore_release(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`release_semaphore`."""
+        _deprecated("semaphore_release", "release_semaphore")
+        return self.release_semaphore(*args, **kwargs)
+
+    def election_campaign(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`acquire_leadership`."""
+        _deprecated("election_campaign", "acquire_leadership")
+        return self.acquire_leadership(*args, **kwargs)
+
+    def election_renew(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`renew_leadership`."""
+        _deprecated("election_renew", "renew_leadership")
+        return self.renew_leadership(*args, **kwargs)
+
+    def election_resign(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`resign`."""
+        _deprecated("election_resign", "resign")
+        return self.resign(*args, **kwargs)
+
+    def election_proclaim(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`proclaim`."""
+        _deprecated("election_proclaim", "proclaim")
+        return self.proclaim(*args, **kwargs)
+
+    def leader(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`election`."""
+        _deprecated("leader", "election")
+        return self.election(*args, **kwargs)
+
+    def locks(self, *args: Any, **kwargs: Any) -> Any:
+        """Deprecated: the old name of :meth:`leases`."""
+        _deprecated("locks", "leases")
+        return self.leases(*args, **kwargs)
 
     # -- shared pieces ---------------------------------------------------
 
     def _acquire_body(self, owner: Optional[str], lease_id: Optional[str], ttl: Optional[Duration], wait: Optional[Duration]) -> Dict[str, Any]:
-        body: Dict[str, Any] = {"owner": owner or self.owner}
-        if lease_id is not None:
-            body["lease_id"] = lease_id
+        body: Dict[str, Any] = {"owner": owner or self.owner, "lease_id": lease_id if lease_id is not None else secrets.token_hex(16)}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
         if wait is not None:
@@ -459,7 +576,9 @@ class Client:
         body: Dict[str, Any] = {"lease_id": lease_id, "token": _token(token)}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
-        return LeaseInfo.from_json(self._post(_path(kind, name, "renew"), body, timeout=timeout, canceller=canceller))
+        return LeaseInfo.from_json(
+            self._post(_path(kind, name, "renew"), body, timeout=timeout, canceller=canceller, accept=lambda d: lease_problem(d, name, lease_id, token))
+        )
 
     def _release(self, kind: str, name: str, lease_id: str, token: int, timeout: Optional[float]) -> None:
         action = "resign" if kind == "election" else "release"
@@ -480,6 +599,10 @@ class Client:
     @staticmethod
     def _secs_opt(timeout: Optional[Duration]) -> Optional[float]:
         return None if timeout is None else to_seconds(timeout, "timeout")
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"seqd.Client.{old} is deprecated: it is now Client.{new}, the name every seqd client uses", DeprecationWarning, stacklevel=3)
 
 
 def _limit(limit: Any) -> int:

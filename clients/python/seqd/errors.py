@@ -8,7 +8,7 @@ failures to reach the daemon have ``status`` ``None`` and the code
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import Any, Callable, Dict, Optional, Type
 
 
 class SeqdError(Exception):
@@ -85,6 +85,17 @@ class BadRequestError(SeqdError):
     tell are wrong."""
 
 
+class ProtocolError(SeqdError):
+    """The daemon's answer broke the protocol: not JSON, not
+    ``application/json``, of the wrong shape, cut short, for another lock or
+    lease, or with a token that is not an integer in 1..2^64-1 or that
+    changed. It names the daemon and quotes what it sent (at most 200
+    bytes, never the API token). Something other than seqd answered (a
+    proxy, a wrong port) or the daemon is broken: the client trusts none of
+    it, and a held lease that gets such an answer is lost at once (code
+    ``protocol``)."""
+
+
 _BY_CODE: Dict[str, Type[SeqdError]] = {
     "held": HeldError,
     "stale_token": StaleTokenError,
@@ -96,19 +107,20 @@ _BY_CODE: Dict[str, Type[SeqdError]] = {
 }
 
 
-def error_from_answer(status: int, body: Any, raw: bytes) -> SeqdError:
-    """The typed error for a non-2xx answer of the daemon."""
+def error_from_answer(status: int, body: Any, raw: bytes, redact: Callable[[str], str] = lambda s: s) -> SeqdError:
+    """The typed error for a non-2xx answer of the daemon; ``redact`` takes
+    the API token out of what the answer quotes."""
     code = ""
     message = ""
     current: Optional[int] = None
     if isinstance(body, dict):
-        code = body.get("code") or ""
-        message = body.get("error") or ""
+        code = body.get("code") if isinstance(body.get("code"), str) else ""
+        message = redact(body.get("error")) if isinstance(body.get("error"), str) else ""
         tok = body.get("current_token")
         if isinstance(tok, int) and not isinstance(tok, bool) and tok > 0:
             current = tok
     if not message:
-        message = raw.decode("utf-8", "replace").strip()[:200] or f"HTTP {status}"
+        message = redact(raw.decode("utf-8", "replace")).strip()[:200] or f"HTTP {status}"
     if not code:
         code = "http"
     cls = _BY_CODE.get(code)

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, TypeVar
 
 from ._http import Canceller
-from .errors import HeldError, LostError, SeqdError, StaleTokenError, UnavailableError
+from .errors import HeldError, LostError, ProtocolError, SeqdError, StaleTokenError, UnavailableError
 from .types import ElectionStatus, LeaseInfo, LockStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,9 +53,21 @@ class LostSignal(threading.Event):
     isSet = is_set
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        if self.is_set():
-            return True
-        return super().wait(timeout)
+        """Wait until the lease is lost or ``timeout`` seconds have passed;
+        return whether it is lost. A held lease's wait returns by its
+        deadline at the latest, whatever its renewal is doing."""
+        end = None if timeout is None else _mono() + timeout
+        while True:
+            if self.is_set():
+                return True
+            now = _mono()
+            step = None if end is None else end - now
+            left = self._lease._deadline_left(now)
+            if left is not None:
+                step = left if step is None else min(step, left)
+            if step is not None and step <= 0:
+                return self.is_set()
+            super().wait(step)
 
 
 class Lease:
@@ -178,6 +190,13 @@ class Lease:
         """Acquired, not released, not lost."""
         return self._state == "held" and not self.lost.is_set()
 
+    def _deadline_left(self, now: float) -> Optional[float]:
+        """Seconds until the deadline of a held lease (a little past it, so
+        that a wait wakes once it has passed), else ``None``."""
+        if self._state != "held":
+            return None
+        return max(0.0, self._deadline - now) + 0.001
+
     def _past_deadline(self) -> bool:
         return self._state == "held" and _mono() >= self._deadline
 
@@ -262,7 +281,7 @@ class Lease:
                 # A long wait: the grant came some time after the request was
                 # sent, so sent+ttl is too short a deadline. Renew now to
                 # measure from a fresh send.
-                info, sent = self._confirm(info)
+                info, sent = self._confirm(info, sent)
         except BaseException:
             with self._cv:
                 self._state = "ended"
@@ -302,11 +321,14 @@ class Lease:
                 log.warning("seqd: acquire %s %r: %s; trying again", self.kind, self.name, e)
                 time.sleep(delay)
 
-    def _confirm(self, info: LeaseInfo) -> Tuple[LeaseInfo, float]:
+    def _confirm(self, info: LeaseInfo, acquired: float) -> Tuple[LeaseInfo, float]:
         sent = _mono()
+        # Not much past the grant's own deadline (the lease is not handed out
+        # meanwhile), but long enough for a loaded daemon to answer.
+        timeout = min(self._client.timeout, max(1.0, acquired + (info.ttl or self.ttl) - sent))
         try:
-            return self._client._renew(self.kind, self.name, info.lease_id, info.token, None, None, None), sent
-        except (LostError, StaleTokenError):
+            return self._client._renew(self.kind, self.name, info.lease_id, info.token, None, timeout, None), sent
+        except (LostError, StaleTokenError, ProtocolError):
             raise
         except SeqdError:
             try:
@@ -359,6 +381,9 @@ class Lease:
                 )
             except (LostError, StaleTokenError) as e:
                 self._lose(e)
+                return
+            except ProtocolError as e:
+                self._lose(_protocol_loss(self.kind, self.name, e))
                 return
             except SeqdError as e:
                 if self._stopping:
@@ -497,11 +522,16 @@ class Leadership(Lease):
     def proclaim(self, value: str) -> LeaseInfo:
         """Publish a new value as the leader, keeping the term."""
         info = self._need()
-        return self._client.election_proclaim(self.name, info.lease_id, info.token, value)
+        return self._client.proclaim(self.name, info.lease_id, info.token, value)
 
     def resign(self) -> bool:
         """Step down (the same as :meth:`release`)."""
         return self.release()
+
+
+def _protocol_loss(kind: str, name: str, e: ProtocolError) -> LostError:
+    """The loss of a lease whose renewal got an answer it cannot trust."""
+    return LostError(f"the lease on {kind} {name!r} is lost: its renewal's answer broke the protocol: {e.message}", code="protocol")
 
 
 def _retry_delay(interval: float) -> float:

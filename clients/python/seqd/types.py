@@ -67,6 +67,51 @@ class LeaseInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class LockToken:
+    """One lock of a multi-lock lease: its name, token and sequencer."""
+
+    name: str
+    token: int
+    sequencer: str
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiLeaseInfo:
+    """A multi-lock lease, as acquire_multi and renew_multi answer it: every
+    lock of ``locks`` is held under the one ``lease_id``, renewed, released
+    or lost together."""
+
+    locks: tuple
+    lease_id: str
+    owner: str
+    ttl: float
+    expires_at: Optional[datetime.datetime]
+    raw: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def sequencers(self) -> str:
+        """Every lock's sequencer, space-separated (as ``SEQD_SEQUENCERS``)."""
+        return " ".join(lk.sequencer for lk in self.locks)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "MultiLeaseInfo":
+        ttl = d.get("ttl")
+        locks = tuple(
+            LockToken(name=x.get("name", ""), token=_int(x.get("token")) or 0, sequencer=x.get("sequencer", ""))
+            for x in d.get("locks") or []
+            if isinstance(x, dict)
+        )
+        return cls(
+            locks=locks,
+            lease_id=d.get("lease_id", ""),
+            owner=d.get("owner", ""),
+            ttl=parse_go_duration(ttl) / 1e9 if isinstance(ttl, str) else 0.0,
+            expires_at=parse_time(d.get("expires_at")),
+            raw=d,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckResult:
     """The answer of a check: is this token the current holder's?
 

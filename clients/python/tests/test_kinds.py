@@ -69,15 +69,18 @@ class SemaphoreTest(unittest.TestCase):
 
     def test_full_semaphore_is_held_and_status_counts(self) -> None:
         name = unique("semfull")
-        a = self.client.semaphore_acquire(name, 1, ttl="5s")
-        self.addCleanup(self.client.semaphore_release, name, a.lease_id, a.token)
+        with self.assertWarns(DeprecationWarning):  # the old name still works
+            a = self.client.semaphore_acquire(name, 1, ttl="5s")
+        self.addCleanup(self.client.release_semaphore, name, a.lease_id, a.token)
         self.assertTrue(a.sequencer)
         self.assertEqual(self.client.semaphore_status(name).holders, 1)
         with self.assertRaises(seqd.HeldError):
             with self.client.semaphore(name, 1, wait="200ms"):
                 self.fail("a full semaphore granted a slot")
-        renewed = self.client.semaphore_renew(name, a.lease_id, a.token)
+        renewed = self.client.renew_semaphore(name, a.lease_id, a.token)
         self.assertEqual(renewed.token, a.token)
+        with self.assertRaises(seqd.HeldError):
+            self.client.acquire_semaphore(name, 1, wait="100ms")
 
 
 @needs_daemon
@@ -91,7 +94,7 @@ class ElectionTest(unittest.TestCase):
         a = self.client.campaign(name, "a", ttl="2s", wait="5s", owner="cand-a").acquire()
         self.addCleanup(a.release)
         self.assertEqual(a.term, a.token)
-        st = self.client.leader(name)
+        st = self.client.election(name)
         self.assertIsNotNone(st.leader)
         self.assertEqual((st.leader.value, st.leader.term, st.leader.owner), ("a", a.term, "cand-a"))
         self.assertTrue(st.self)
@@ -113,8 +116,8 @@ class ElectionTest(unittest.TestCase):
         t.start()
         self.addCleanup(t.join, 25)
         self.addCleanup(b_may_go.set)
-        eventually(lambda: self.client.leader(name).candidates == 2, 10, "candidate b to queue")
-        st = self.client.leader(name)
+        eventually(lambda: self.client.election(name).candidates == 2, 10, "candidate b to queue")
+        st = self.client.election(name)
         self.assertEqual(st.leader.value, "a", "b leads while a still does")
         self.assertNotIn("term", b_lead)
 
@@ -138,15 +141,15 @@ class ElectionTest(unittest.TestCase):
         b_may_go.set()
         t.join(10)
         self.assertFalse(failed, failed)
-        eventually(lambda: self.client.leader(name).leader is None, 10, "b to resign")
+        eventually(lambda: self.client.election(name).leader is None, 10, "b to resign")
         report(f"election hand-over on resign: the next leader's value seen {hand_over * 1000:.0f}ms after resign")
 
     def test_campaign_with_a_leader_is_held(self) -> None:
         name = unique("election-held")
         with self.client.campaign(name, "a", ttl="2s", wait="5s"):
             with self.assertRaises(seqd.HeldError):
-                self.client.election_campaign(name, "b", ttl="2s", wait="200ms")
-            self.assertEqual(self.client.leader(name).leader.value, "a")
+                self.client.acquire_leadership(name, "b", ttl="2s", wait="200ms")
+            self.assertEqual(self.client.election(name).leader.value, "a")
 
 
 if __name__ == "__main__":

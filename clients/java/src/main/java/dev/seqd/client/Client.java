@@ -21,7 +21,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.SSLContext;
 
 /**
@@ -61,6 +64,8 @@ public final class Client implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(Client.class.getName());
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** How many characters of a bad answer an error quotes. */
+    private static final int QUOTE = 200;
 
     private final String base;
     private final String authorization;
@@ -143,8 +148,8 @@ public final class Client implements AutoCloseable {
         private Path key;
         private SSLContext sslContext;
         private String owner;
-        private Duration requestTimeout = Duration.ofSeconds(30);
-        private Duration connectTimeout = Duration.ofSeconds(5);
+        private Duration requestTimeout = Duration.ofSeconds(4);
+        private Duration connectTimeout = Duration.ofSeconds(4);
 
         private Builder(Map<String, String> env) {
             addr = env.get("SEQD_ADDR");
@@ -204,15 +209,16 @@ public final class Client implements AutoCloseable {
         }
 
         /**
-         * How long a call waits for an answer (default 30s), on top of the wait it asks the
-         * daemon for (an acquire's, a blocking read's).
+         * How long a call may take (default 4s): connecting, sending, the first byte and the whole
+         * answer together, on top of the wait it asks the daemon for (an acquire's, a blocking
+         * read's).
          */
         public Builder requestTimeout(Duration d) {
             this.requestTimeout = d;
             return this;
         }
 
-        /** How long to wait for a connection (default 5s). */
+        /** How long to wait for a connection (default 4s; the request's own bound still holds). */
         public Builder connectTimeout(Duration d) {
             this.connectTimeout = d;
             return this;
@@ -283,7 +289,7 @@ public final class Client implements AutoCloseable {
      */
     public Leadership campaign(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
         long sent = System.nanoTime();
-        LeaseInfo info = acquireElection(name, value, ttl, wait, o);
+        LeaseInfo info = acquireLeadership(name, value, ttl, wait, o);
         return start(new Leadership(this, info, value, o.autoRenew), sent);
     }
 
@@ -313,7 +319,7 @@ public final class Client implements AutoCloseable {
                 .duration("wait", wait)
                 .duration("lock_delay", o.lockDelay)
                 .str("mode", o.shared ? "shared" : null);
-        return LeaseInfo.from(post(Kind.LOCK, name, "acquire", body, plus(wait)));
+        return take(Kind.LOCK, name, "acquire", body, plus(wait));
     }
 
     /** {@code POST /v1/locks/{name}/renew}, keeping the lease's TTL. */
@@ -404,7 +410,7 @@ public final class Client implements AutoCloseable {
                 .duration("ttl", ttl)
                 .duration("wait", wait)
                 .integer("limit", limit);
-        return LeaseInfo.from(post(Kind.SEMAPHORE, name, "acquire", body, plus(wait)));
+        return take(Kind.SEMAPHORE, name, "acquire", body, plus(wait));
     }
 
     /** {@code POST /v1/semaphores/{name}/renew}. */
@@ -428,18 +434,18 @@ public final class Client implements AutoCloseable {
      * {@code POST /v1/elections/{name}/campaign}: waits up to wait to be elected and answers the
      * leadership's lease (its {@code term}), not renewed by anyone.
      */
-    public LeaseInfo acquireElection(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
+    public LeaseInfo acquireLeadership(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
         Json.Obj body = new Json.Obj()
                 .str("owner", o.owner != null ? o.owner : owner)
                 .str("value", value)
                 .str("lease_id", o.leaseId != null ? o.leaseId : newLeaseId())
                 .duration("ttl", ttl)
                 .duration("wait", wait);
-        return LeaseInfo.from(post(Kind.ELECTION, name, "campaign", body, plus(wait)));
+        return take(Kind.ELECTION, name, "campaign", body, plus(wait));
     }
 
     /** {@code POST /v1/elections/{name}/renew}. */
-    public LeaseInfo renewElection(String name, String leaseId, long token) {
+    public LeaseInfo renewLeadership(String name, String leaseId, long token) {
         return renew(Kind.ELECTION, name, leaseId, token, requestTimeout);
     }
 
@@ -451,7 +457,12 @@ public final class Client implements AutoCloseable {
     /** {@code POST /v1/elections/{name}/proclaim}: the leader publishes a new value, same term. */
     public LeaseInfo proclaim(String name, String leaseId, long token, String value) {
         Json.Obj body = new Json.Obj().str("lease_id", leaseId).unsigned("token", token).str("value", value);
-        return LeaseInfo.from(post(Kind.ELECTION, name, "proclaim", body, requestTimeout));
+        String p = path(Kind.ELECTION, name) + "/proclaim";
+        Answer a = await(sendAsync("POST", p, body.toString(), requestTimeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        return accept(a, "POST " + p, name, leaseId, token);
     }
 
     /** {@code GET /v1/elections/{name}}: the leader, on any daemon. */
@@ -465,6 +476,98 @@ public final class Client implements AutoCloseable {
      */
     public ElectionStatus waitElection(String name, long index, Duration wait) {
         return ElectionStatus.from(get(path(Kind.ELECTION, name) + blocking(index, wait), plus(wait)));
+    }
+
+    // ---- Multi-locks.
+
+    /**
+     * {@code POST /v1/multilocks/acquire}: every lock of names at once, all or none, under one
+     * lease; no two acquirers of sets (or of single locks) can deadlock, whatever names they ask
+     * for. A {@link HeldException} once wait has passed.
+     */
+    public MultiLease acquireMulti(List<String> names, Duration ttl, Duration wait) {
+        StringBuilder list = new StringBuilder("[");
+        for (String n : names) {
+            if (list.length() > 1) {
+                list.append(',');
+            }
+            Json.quote(list, n);
+        }
+        String leaseId = newLeaseId();
+        String body = new Json.Obj().str("owner", owner).str("lease_id", leaseId).duration("ttl", ttl).duration("wait", wait)
+                .toString().replaceFirst("^\\{", "{\"names\":" + java.util.regex.Matcher.quoteReplacement(list.toString()) + "],");
+        String p = "/v1/multilocks/acquire";
+        Answer a = await(sendAsync("POST", p, body, plus(wait)));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        String problem = MultiLease.problem(a.body(), List.copyOf(names), leaseId, null);
+        if (problem != null) {
+            throw protocol("POST " + p, problem, a.status(), a.contentType(), a.text(), null);
+        }
+        return MultiLease.from(a.body());
+    }
+
+    /** {@code POST /v1/multilocks/renew}: every lock of the lease at once, each token kept. */
+    public MultiLease renewMulti(MultiLease lease) {
+        String p = "/v1/multilocks/renew";
+        Answer a = await(sendAsync("POST", p, multiBody(lease), requestTimeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        List<String> names = lease.locks().stream().map(MultiLease.Lock::name).toList();
+        List<Long> tokens = lease.locks().stream().map(MultiLease.Lock::token).toList();
+        String problem = MultiLease.problem(a.body(), names, lease.leaseId(), tokens);
+        if (problem != null) {
+            throw protocol("POST " + p, problem, a.status(), a.contentType(), a.text(), null);
+        }
+        return MultiLease.from(a.body());
+    }
+
+    /** {@code POST /v1/multilocks/release}: ends the lease, every lock at once. */
+    public void releaseMulti(MultiLease lease) {
+        Answer a = await(sendAsync("POST", "/v1/multilocks/release", multiBody(lease), requestTimeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+    }
+
+    /** {@code GET /v1/multilocks/{leaseId}}: the live lease and how long it is safe, as decoded JSON. */
+    public Map<String, Object> multiLockStatus(String leaseId) {
+        return get("/v1/multilocks/" + escape(leaseId), requestTimeout);
+    }
+
+    private static String multiBody(MultiLease lease) {
+        StringBuilder b = new StringBuilder("{\"lease_id\":");
+        Json.quote(b, lease.leaseId());
+        b.append(",\"locks\":[");
+        for (int i = 0; i < lease.locks().size(); i++) {
+            MultiLease.Lock l = lease.locks().get(i);
+            b.append(i == 0 ? "" : ",").append("{\"name\":");
+            Json.quote(b, l.name());
+            b.append(",\"token\":").append(Long.toUnsignedString(l.token())).append('}');
+        }
+        return b.append("]}").toString();
+    }
+
+    /**
+     * The old name of {@link #acquireLeadership}.
+     *
+     * @deprecated every seqd client names this call acquireLeadership (docs/clients.md)
+     */
+    @Deprecated
+    public LeaseInfo acquireElection(String name, String value, Duration ttl, Duration wait, CampaignOptions o) {
+        return acquireLeadership(name, value, ttl, wait, o);
+    }
+
+    /**
+     * The old name of {@link #renewLeadership}.
+     *
+     * @deprecated every seqd client names this call renewLeadership (docs/clients.md)
+     */
+    @Deprecated
+    public LeaseInfo renewElection(String name, String leaseId, long token) {
+        return renewLeadership(name, leaseId, token);
     }
 
     /** Releases the leases still open and stops their renewals. */
@@ -482,9 +585,51 @@ public final class Client implements AutoCloseable {
         return await(renewAsync(k, name, leaseId, token, timeout)).lease();
     }
 
+    /**
+     * A renewal; a 2xx answer that is not this lease (its name, lease id and token) fails the
+     * future with a ProtocolException.
+     */
     CompletableFuture<Answer> renewAsync(Kind k, String name, String leaseId, long token, Duration timeout) {
         String body = new Json.Obj().str("lease_id", leaseId).unsigned("token", token).toString();
-        return sendAsync("POST", path(k, name) + "/renew", body, timeout);
+        String p = path(k, name) + "/renew";
+        return sendAsync("POST", p, body, timeout).thenApply(a -> {
+            if (a.ok()) {
+                try {
+                    accept(a, "POST " + p, name, leaseId, token);
+                } catch (ProtocolException e) {
+                    throw new CompletionException(e);
+                }
+            }
+            return a;
+        });
+    }
+
+    /** An acquire or a campaign: the lease for name under the lease id the body sends. */
+    private LeaseInfo take(Kind k, String name, String action, Json.Obj body, Duration timeout) {
+        String p = path(k, name) + "/" + action;
+        Answer a = await(sendAsync("POST", p, body.toString(), timeout));
+        if (!a.ok()) {
+            throw a.error();
+        }
+        return accept(a, "POST " + p, name, Json.str(Json.parseObject(body.toString()), "lease_id"), null);
+    }
+
+    /** The lease of a 2xx answer, or a ProtocolException saying what is wrong with it. */
+    private LeaseInfo accept(Answer a, String what, String name, String leaseId, Long token) {
+        String problem = LeaseInfo.problem(a.body(), name, leaseId, token);
+        if (problem != null) {
+            throw protocol(what, problem, a.status(), a.contentType(), a.text(), null);
+        }
+        return LeaseInfo.from(a.body());
+    }
+
+    /** The error for an answer that broke the protocol: it names the daemon and quotes the answer. */
+    private ProtocolException protocol(String what, String problem, int status, String contentType, String text, Throwable cause) {
+        String quote = text.length() > QUOTE ? text.substring(0, QUOTE) : text;
+        StringBuilder q = new StringBuilder();
+        Json.quote(q, quote);
+        return new ProtocolException("the daemon at " + base + " broke the protocol answering " + what + ": " + problem
+                + "; it sent " + status + " " + (contentType.isEmpty() ? "(no Content-Type)" : contentType) + ": " + q, status, cause);
     }
 
     void release(Kind k, String name, String leaseId, long token, Duration timeout) {
@@ -497,8 +642,15 @@ public final class Client implements AutoCloseable {
 
     // ---- HTTP.
 
-    /** An answer of the daemon: its status and its body as an object. */
-    record Answer(int status, Map<String, Object> body) {
+    /**
+     * An answer of the daemon: its status, its body as an object (empty if it is none), its
+     * Content-Type and its text, the API token taken out.
+     */
+    record Answer(int status, Map<String, Object> body, String contentType, String text) {
+        Answer(int status, Map<String, Object> body) {
+            this(status, body, "application/json", "");
+        }
+
         boolean ok() {
             return status >= 200 && status < 300;
         }
@@ -540,7 +692,13 @@ public final class Client implements AutoCloseable {
         return a.body;
     }
 
-    /** Sends one request; the future fails only with a SeqdException (unreachable daemon). */
+    /**
+     * Sends one request, bounded as a whole by timeout (connect, send, first byte, whole answer:
+     * the JDK's own request timeout ends at the headers, and a daemon that drips its body would
+     * hold the call for ever). The future fails only with a SeqdException: an unreachable
+     * daemon, or a 2xx answer that is not a JSON object sent as application/json, or one cut
+     * short (a ProtocolException).
+     */
     CompletableFuture<Answer> sendAsync(String method, String path, String body, Duration timeout) {
         HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout);
         if (authorization != null) {
@@ -552,19 +710,66 @@ public final class Client implements AutoCloseable {
         } else {
             rb.method(method, HttpRequest.BodyPublishers.noBody());
         }
-        return http.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8))
-                .handle((resp, err) -> {
-                    if (err != null) {
-                        throw new CompletionException(unreachable(method, path, timeout, err));
-                    }
-                    Map<String, Object> m;
-                    try {
-                        m = Json.parseObject(resp.body());
-                    } catch (IllegalArgumentException e) {
-                        m = Map.of();
-                    }
-                    return new Answer(resp.statusCode(), m);
-                });
+        String what = method + " " + path;
+        AtomicReference<HttpResponse.ResponseInfo> head = new AtomicReference<>();
+        HttpResponse.BodyHandler<byte[]> handler = info -> {
+            head.set(info);
+            return HttpResponse.BodySubscribers.ofByteArray();
+        };
+        CompletableFuture<HttpResponse<byte[]>> exchange = http.sendAsync(rb.build(), handler);
+        CompletableFuture<Answer> out = new CompletableFuture<>();
+        ScheduledFuture<?> bound = timers.schedule(() -> {
+            if (out.completeExceptionally(new UnavailableException("cannot reach the daemon at " + base + " (" + what
+                    + "): no whole answer within " + Json.formatDuration(timeout), 0, "unavailable", null, null))) {
+                exchange.cancel(true);
+            }
+        }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+        exchange.whenComplete((resp, err) -> {
+            bound.cancel(false);
+            try {
+                out.complete(answer(what, resp, err, head.get(), timeout));
+            } catch (SeqdException e) {
+                out.completeExceptionally(e);
+            }
+        });
+        return out;
+    }
+
+    private Answer answer(String what, HttpResponse<byte[]> resp, Throwable err, HttpResponse.ResponseInfo head, Duration timeout) {
+        if (err != null) {
+            Throwable cause = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+            if (head != null && !(cause instanceof HttpTimeoutException)) {
+                String ctype = head.headers().firstValue("Content-Type").orElse("");
+                throw protocol(what, "the answer was cut short (" + cause.getMessage() + ")", head.statusCode(), ctype, "", cause);
+            }
+            int sp = what.indexOf(' ');
+            throw unreachable(what.substring(0, sp), what.substring(sp + 1), timeout, err);
+        }
+        String text = new String(resp.body(), StandardCharsets.UTF_8);
+        if (authorization != null) {
+            text = text.replace(authorization.substring("Bearer ".length()), "[redacted]");
+        }
+        String ctype = resp.headers().firstValue("Content-Type").orElse("");
+        Map<String, Object> m = Map.of();
+        String notJson = null;
+        try {
+            m = Json.parseObject(text);
+        } catch (IllegalArgumentException e) {
+            notJson = e.getMessage();
+        }
+        Answer a = new Answer(resp.statusCode(), m, ctype, text);
+        if (!a.ok()) {
+            return a;
+        }
+        String media = ctype.split(";", 2)[0].strip().toLowerCase(java.util.Locale.ROOT);
+        if (!media.equals("application/json")) {
+            throw protocol(what, "the answer's Content-Type is " + (ctype.isEmpty() ? "missing" : ctype)
+                    + ", not application/json", a.status(), ctype, text, null);
+        }
+        if (notJson != null) {
+            throw protocol(what, "the answer is not a JSON object (" + notJson + ")", a.status(), ctype, text, null);
+        }
+        return a;
     }
 
     private UnavailableException unreachable(String method, String path, Duration timeout, Throwable err) {

@@ -276,7 +276,14 @@ public class Lease implements AutoCloseable {
         long sent = System.nanoTime();
         SeqdException failure;
         try {
-            Client.Answer a = Client.await(client.renewAsync(kind, name, leaseId, token, client.requestTimeout()));
+            // Not much past the grant's own deadline (the lease is not handed out meanwhile), but
+            // long enough for a loaded daemon to answer.
+            long left;
+            synchronized (mu) {
+                left = deadline - sent;
+            }
+            Duration timeout = Duration.ofNanos(Math.min(client.requestTimeout().toNanos(), Math.max(Duration.ofSeconds(1).toNanos(), left)));
+            Client.Answer a = Client.await(client.renewAsync(kind, name, leaseId, token, timeout));
             if (a.ok()) {
                 synchronized (mu) {
                     renewed(sent, LeaseInfo.from(a.body()));
@@ -372,7 +379,12 @@ public class Lease implements AutoCloseable {
         synchronized (mu) {
             lastFailure = e;
             int s = e.status();
-            if (state == State.HELD && (s == 409 || (renewal && (s == 400 || s == 404)))) {
+            if (state == State.HELD && e instanceof ProtocolException) {
+                // An answer that cannot be trusted: nothing says the lease still holds.
+                end = new LostException("the lease on " + name + " is lost: its renewal's answer broke the protocol: "
+                        + e.getMessage(), s, "protocol", null, e);
+                endLocked(end);
+            } else if (state == State.HELD && (s == 409 || (renewal && (s == 400 || s == 404)))) {
                 end = e instanceof LostException le ? le
                         : new LostException(e.getMessage(), s, e.code(),
                                 e.currentToken().isPresent() ? e.currentToken().getAsLong() : null, e);

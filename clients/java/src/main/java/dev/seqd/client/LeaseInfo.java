@@ -36,6 +36,64 @@ public record LeaseInfo(
         int limit,
         String mode) {
 
+    private static final java.util.regex.Pattern LEASE_ID = java.util.regex.Pattern.compile("[0-9a-f]{32}");
+    private static final java.util.regex.Pattern DIGITS = java.util.regex.Pattern.compile("[0-9]+");
+
+    /**
+     * What is wrong with a lease the daemon answered for name, or null: the rules every seqd
+     * client applies to a grant or a renewal (docs/clients.md). leaseId is the one the request
+     * sent; token, on a renewal, the lease's (it never changes), else null. Lease ids are never
+     * quoted: they are secrets.
+     */
+    static String problem(Map<String, Object> m, String name, String leaseId, Long token) {
+        if (!(m.get("name") instanceof String n)) {
+            return "the lease has no name";
+        }
+        if (!n.equals(name)) {
+            return "the lease is for the name \"" + n + "\", not the requested \"" + name + "\"";
+        }
+        Object t = m.get("token");
+        if (t == null) {
+            return "the lease has no token";
+        }
+        if (!(t instanceof Json.Num num) || !DIGITS.matcher(num.text()).matches()) {
+            return "the token " + (t instanceof String s ? "\"" + s + "\"" : t instanceof Json.Num x ? x.text() : String.valueOf(t))
+                    + " is not a base-10 integer";
+        }
+        long v;
+        try {
+            v = Long.parseUnsignedLong(num.text());
+        } catch (NumberFormatException e) {
+            return "the token " + num.text() + " is out of the range 1..2^64-1";
+        }
+        if (v == 0) {
+            return "the token 0 is out of the range 1..2^64-1";
+        }
+        if (token != null && v != token) {
+            return "the token changed from " + Long.toUnsignedString(token) + " to " + Long.toUnsignedString(v)
+                    + ": a lease's token never changes";
+        }
+        if (!(m.get("lease_id") instanceof String id) || !LEASE_ID.matcher(id).matches()) {
+            return "the lease id is not 32 lowercase hex digits";
+        }
+        if (leaseId != null && !id.equals(leaseId)) {
+            return "the lease id is not the one the request sent";
+        }
+        if (!(m.get("sequencer") instanceof String)) {
+            return "the lease has no sequencer";
+        }
+        Duration ttl = null;
+        try {
+            ttl = m.get("ttl") instanceof String s ? Json.parseDuration(s) : null;
+        } catch (IllegalArgumentException e) {
+            // reported below
+        }
+        if (ttl == null || ttl.isNegative() || ttl.isZero()) {
+            return "the ttl " + m.get("ttl") + " is not a positive duration";
+        }
+        return null;
+    }
+
     static LeaseInfo from(Map<String, Object> m) {
         return new LeaseInfo(
                 Json.str(m, "name"),

@@ -1,0 +1,449 @@
+package clients_test
+
+// The harness of the database fences of the Python, Java and JavaScript
+// clients: a PostgreSQL, a MariaDB and a Redis (append-only file,
+// appendfsync always) started by testenv, the shared cases
+// (fence/testdata/dbcases.json), sequencers signed by the fence package,
+// and a control server through which a suite kills a database with SIGKILL
+// and starts it again. A suite's process gets, besides the caller's
+// environment minus every SEQD_* variable:
+//
+//	SEQD_TEST_PG_{HOST,PORT,USER,PASSWORD,DATABASE,URL}       PostgreSQL 15
+//	SEQD_TEST_MARIADB_{HOST,PORT,USER,PASSWORD,DATABASE,URL}  MariaDB 10.11
+//	SEQD_TEST_REDIS_{HOST,PORT,USER,PASSWORD,DATABASE,URL}    Redis 7
+//	SEQD_TEST_FENCE_CASES    the shared cases' file
+//	SEQD_TEST_FENCE_SIGNED   sequencer vectors (signed.json, below)
+//	SEQD_TEST_FENCE_CONTROL  the control server: POST /restart?db=postgres|mariadb|redis
+//	                         answers 200 once the server serves again
+//
+// Each suite prints one line per case, database and mode:
+//
+//	FENCECASE <language> <database> <case> <mode> <pass|fail> [what failed]
+//
+// where the mode is a recipe (fence: the fence table; column: the token in
+// the data's own row, on SQL) or a control (none: no fence; double: tokens
+// compared as doubles). The test holds every case × database × recipe to
+// "pass", and every case whose fails_under names a control to "fail" under
+// it: the control seen failing. The table of all of them goes to the
+// test's log.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/testenv"
+	"github.com/seqd/seqd/testenv/dbtest"
+)
+
+var (
+	pgLazy    = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.Postgres}}
+	mariaLazy = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.MariaDB}}
+	redisLazy = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.Redis, AppendOnly: true, AppendFsync: "always"}}
+)
+
+// fenceDatabases are the databases every suite runs its cases on, with the
+// prefix of their variables.
+var fenceDatabases = []struct{ name, prefix string }{
+	{"postgres", "SEQD_TEST_PG"},
+	{"mariadb", "SEQD_TEST_MARIADB"},
+	{"redis", "SEQD_TEST_REDIS"},
+}
+
+const casesFile = "../fence/testdata/dbcases.json"
+
+// fenceRecipes are the recipes every suite runs the cases with, per
+// database: the fence table, and on SQL the token column in the data's own
+// row as well.
+var fenceRecipes = map[string][]string{
+	"postgres": {"fence", "column"},
+	"mariadb":  {"fence", "column"},
+	"redis":    {"fence"},
+}
+
+// fenceEnv starts (or reuses) the databases and a control server, writes
+// the signed vectors, and returns the suite's variables.
+func fenceEnv(t *testing.T) []string {
+	t.Helper()
+	dbs := map[string]*testenv.DB{
+		"postgres": pgLazy.Get(t),
+		"mariadb":  mariaLazy.Get(t),
+		"redis":    redisLazy.Get(t),
+	}
+	cases, err := filepath.Abs(casesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := []string{
+		"SEQD_TEST_FENCE_CASES=" + cases,
+		"SEQD_TEST_FENCE_SIGNED=" + writeSignedVectors(t, t.TempDir()),
+		"SEQD_TEST_FENCE_CONTROL=" + serveDBControl(t, dbs),
+	}
+	for _, d := range fenceDatabases {
+		vars = append(vars, dbs[d.name].Env(d.prefix)...)
+	}
+	return vars
+}
+
+// serveDBControl serves /restart for the suites and returns its URL.
+func serveDBControl(t *testing.T, dbs map[string]*testenv.DB) string {
+	t.Helper()
+	var mu sync.Mutex
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /restart", func(w http.ResponseWriter, r *http.Request) {
+		d, ok := dbs[r.URL.Query().Get("db")]
+		if !ok {
+			http.Error(w, "want ?db=postgres|mariadb|redis", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// Restart kills the server with SIGKILL first, as a crash would:
+		// nothing gets to flush or shut down.
+		if err := d.Restart(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"restarted":true}`)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// signedVector is one sequencer a suite hands to a guard: the lock (kind
+// and name) the guard is for, whether it verifies signatures with the
+// verify keys file, and what it must answer: ok (with token),
+// invalid, unsigned, bad_signature or wrong_lock.
+type signedVector struct {
+	About     string `json:"about"`
+	Sequencer string `json:"sequencer"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Verify    bool   `json:"verify"`
+	Expect    string `json:"expect"`
+	Token     string `json:"token,omitempty"`
+}
+
+// writeSignedVectors signs sequencers with the fence package's Signer (what
+// `seqd serve --signing-key-file` does) and writes them, with a verify keys
+// file holding two keys (a rotation), to dir/signed.json. Every expectation
+// is first checked against the fence package's own Verifier.
+func writeSignedVectors(t *testing.T, dir string) string {
+	t.Helper()
+	newSigner := func(kid string) (*fence.Signer, []byte) {
+		sk, vk, err := fence.GenerateKey(kid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := fence.ParseSigningKey(sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, vk
+	}
+	k1, vk1 := newSigner("k1")
+	k2, vk2 := newSigner("k2-rotated")
+	impostor, _ := newSigner("k1") // the same key id, another key
+	stranger, _ := newSigner("k9") // a key id the resource does not know
+	keysFile := filepath.Join(dir, "verify.keys")
+	if err := os.WriteFile(keysFile, append(append([]byte("# two keys: the old and the new\n"), vk1...), vk2...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(name string, token uint64) fence.Sequencer { return fence.Sequencer{Name: name, Token: token} }
+	signed := k1.Sign(lock("jobs/orders", 4711))
+	tampered := strings.Replace(signed, "@4711.", "@4712.", 1)
+	// The last character of an 86-character signature carries 4 unused
+	// bits: setting one spells the same bytes another way.
+	last := signed[len(signed)-1]
+	alphabet := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	respelled := signed[:len(signed)-1] + string(alphabet[strings.IndexByte(alphabet, last)|1])
+	if respelled == signed {
+		respelled = signed[:len(signed)-1] + string(alphabet[strings.IndexByte(alphabet, last)|2])
+	}
+	vs := []signedVector{
+		{About: "signed by the first key", Sequencer: signed, Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "ok", Token: "4711"},
+		{About: "signed by the rotated key, the largest token", Sequencer: k2.Sign(lock("jobs/orders", ^uint64(0))), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "ok", Token: "18446744073709551615"},
+		{About: "an election's term for an election guard", Sequencer: k1.Sign(fence.Sequencer{Kind: fence.KindElection, Name: "scheduler", Token: 52}), Kind: "election", Name: "scheduler", Verify: true, Expect: "ok", Token: "52"},
+		{About: "a plain sequencer where signatures are required", Sequencer: "jobs/orders@4711", Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "unsigned"},
+		{About: "the token changed after signing", Sequencer: tampered, Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "bad_signature"},
+		{About: "a known key id, another key", Sequencer: impostor.Sign(lock("jobs/orders", 4711)), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "bad_signature"},
+		{About: "an unknown key id", Sequencer: stranger.Sign(lock("jobs/orders", 4711)), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "bad_signature"},
+		{About: "the same signature spelled another way", Sequencer: respelled, Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "bad_signature"},
+		{About: "an election's term of the same name, signed, for a lock guard", Sequencer: k1.Sign(fence.Sequencer{Kind: fence.KindElection, Name: "jobs/orders", Token: 9999}), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "wrong_lock"},
+		{About: "a semaphore's token, signed, for a lock guard", Sequencer: k1.Sign(fence.Sequencer{Kind: fence.KindSemaphore, Name: "jobs/orders", Token: 9999}), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "wrong_lock"},
+		{About: "another lock's sequencer, signed", Sequencer: k1.Sign(lock("jobs/invoices", 9999)), Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "wrong_lock"},
+		{About: "a signed sequencer without its signature", Sequencer: signed[:strings.LastIndexByte(signed, '.')], Kind: "lock", Name: "jobs/orders", Verify: true, Expect: "invalid"},
+		{About: "a plain sequencer, no verification", Sequencer: "jobs/orders@4711", Kind: "lock", Name: "jobs/orders", Expect: "ok", Token: "4711"},
+		{About: "a shared hold, no verification", Sequencer: "shared:jobs/orders@12", Kind: "shared", Name: "jobs/orders", Expect: "ok", Token: "12"},
+		{About: "an election's term for a lock guard, no verification", Sequencer: "election:jobs/orders@12", Kind: "lock", Name: "jobs/orders", Expect: "wrong_lock"},
+		{About: "a leading zero", Sequencer: "jobs/orders@04711", Kind: "lock", Name: "jobs/orders", Expect: "invalid"},
+		{About: "the lock kind spelled out", Sequencer: "lock:jobs/orders@4711", Kind: "lock", Name: "jobs/orders", Expect: "invalid"},
+		{About: "a token above 2^64-1", Sequencer: "jobs/orders@18446744073709551616", Kind: "lock", Name: "jobs/orders", Expect: "invalid"},
+		{About: "an absolute name", Sequencer: "/jobs/orders@1", Kind: "lock", Name: "jobs/orders", Expect: "invalid"},
+	}
+	keys, err := fence.LoadVerifyKeys(keysFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if got := goGuard(keys, v); got != v.Expect {
+			t.Fatalf("signed vector %q (%s): the fence package says %s, the vector %s", v.Sequencer, v.About, got, v.Expect)
+		}
+	}
+	b, err := json.MarshalIndent(map[string]any{"verify_keys_file": keysFile, "vectors": vs}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "signed.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// goGuard is what the fence package answers for a vector.
+func goGuard(keys *fence.Verifier, v signedVector) string {
+	var seq fence.Sequencer
+	var err error
+	if v.Verify {
+		seq, err = keys.Verify(v.Sequencer)
+	} else {
+		seq, err = fence.ParseSequencer(v.Sequencer)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, fence.ErrUnsigned):
+		return "unsigned"
+	case errors.Is(err, fence.ErrBadSignature):
+		return "bad_signature"
+	default:
+		return "invalid"
+	}
+	if seq.Kind.String() != v.Kind || seq.Name != v.Name {
+		return "wrong_lock"
+	}
+	if fmt.Sprint(seq.Token) != v.Token {
+		return "token " + fmt.Sprint(seq.Token)
+	}
+	return "ok"
+}
+
+// fenceCaseLine is a suite's report of one case.
+type fenceCaseLine struct{ lang, db, name, mode, verdict, detail string }
+
+func parseFenceCases(out string) []fenceCaseLine {
+	var lines []fenceCaseLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.SplitN(strings.TrimSpace(sc.Text()), " ", 7)
+		if len(f) < 6 || f[0] != "FENCECASE" {
+			continue
+		}
+		l := fenceCaseLine{lang: f[1], db: f[2], name: f[3], mode: f[4], verdict: f[5]}
+		if len(f) == 7 {
+			l.detail = f[6]
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// runFenceSuite runs a suite's command in dir with the fence variables,
+// fails the test if it fails, and holds its report to the shared cases:
+// every case passes with the fence on every database, and every case that
+// names the "none" control fails under it.
+func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name string, args ...string) {
+	t.Helper()
+	vars := fenceEnv(t)
+	interop, after := interopEnv(t, lang)
+	vars = append(vars, interop...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(withoutSeqdVars(os.Environ()), vars...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s %s:\n%s", name, strings.Join(args, " "), out)
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not finish within %v", name, timeout)
+	}
+	if err != nil {
+		t.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	checkFenceReport(t, lang, parseFenceCases(string(out)))
+	after()
+}
+
+type dbCasesFile struct {
+	Cases []struct {
+		Name       string   `json:"name"`
+		FailsUnder []string `json:"fails_under"`
+	} `json:"cases"`
+}
+
+func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
+	t.Helper()
+	b, err := os.ReadFile(casesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs dbCasesFile
+	if err := json.Unmarshal(b, &cs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]fenceCaseLine{}
+	for _, l := range lines {
+		if l.lang == lang {
+			got[l.db+"/"+l.name+"/"+l.mode] = l
+		}
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-40s", "case ("+lang+")")
+	for _, d := range fenceDatabases {
+		fmt.Fprintf(&table, " %-28s", d.name+" "+strings.Join(fenceRecipes[d.name], "/")+"/none")
+	}
+	table.WriteString("\n")
+	cell := func(l fenceCaseLine, ok bool) string {
+		if !ok {
+			return "missing"
+		}
+		return l.verdict
+	}
+	for _, c := range cs.Cases {
+		fmt.Fprintf(&table, "%-40s", c.Name)
+		mustFail := slices.Contains(c.FailsUnder, "none")
+		for _, d := range fenceDatabases {
+			var cells []string
+			for _, recipe := range fenceRecipes[d.name] {
+				f, ok := got[d.name+"/"+c.Name+"/"+recipe]
+				cells = append(cells, cell(f, ok))
+				switch {
+				case !ok:
+					t.Errorf("%s %s: case %s not run with the %s recipe", lang, d.name, c.Name, recipe)
+				case f.verdict != "pass":
+					t.Errorf("%s %s: case %s fails with the %s recipe: %s", lang, d.name, c.Name, recipe, f.detail)
+				}
+			}
+			n, nok := got[d.name+"/"+c.Name+"/none"]
+			mark := cell(n, nok)
+			if mustFail && mark == "fail" {
+				mark = "fails*"
+			}
+			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, mark), " / "))
+			if mustFail && (!nok || n.verdict != "fail") {
+				t.Errorf("%s %s: the no-fence control was not seen failing case %s (%s)", lang, d.name, c.Name, cell(n, nok))
+			}
+		}
+		table.WriteString("\n")
+	}
+	table.WriteString("* the control fails the case, as it must\n")
+	// Controls beyond "none" that a suite runs on some database: each case
+	// that names one must fail under it.
+	for _, l := range lines {
+		if l.lang != lang || l.mode == "fence" || l.mode == "column" || l.mode == "none" {
+			continue
+		}
+		for _, c := range cs.Cases {
+			if c.Name != l.name {
+				continue
+			}
+			must := slices.Contains(c.FailsUnder, l.mode)
+			if must && l.verdict != "fail" {
+				t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
+			}
+			if must {
+				fmt.Fprintf(&table, "control %s on %s fails %s, as it must: %s\n", l.mode, l.db, c.Name, l.detail)
+			}
+		}
+	}
+	t.Logf("shared fence cases, %s:\n%s", lang, table.String())
+}
+
+// TestPythonFences runs the Python fences' suite (clients/python/fence_tests:
+// psycopg 3, PyMySQL, redis-py, cryptography, all Debian's) with Debian's
+// python3, which is where those packages are.
+func TestPythonFences(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import psycopg, pymysql, redis, cryptography").CombinedOutput(); err != nil {
+		t.Fatalf("the Python fences' tests need %s with python3-psycopg, python3-pymysql, python3-redis and python3-cryptography (scripts/deps.sh installs them): %v\n%s", py, err, out)
+	}
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	runFenceSuite(t, "python", "python", 4*time.Minute, py, "-m", "unittest", "discover", "-v", "-s", "fence_tests", "-t", ".")
+}
+
+// TestJavaFences runs the Java fences' JUnit suite (build.sh fence-test,
+// with Debian's PostgreSQL and MariaDB JDBC drivers).
+func TestJavaFences(t *testing.T) {
+	runFenceSuite(t, "java", "java", 5*time.Minute, "bash", "build.sh", "fence-test")
+}
+
+// TestJSFences runs the JavaScript fences' suite (clients/js/fence-test)
+// with node --test, after `npm ci` there installs the drivers its lock
+// file pins (pg, mysql2, ioredis) when they are missing or stale.
+func TestJSFences(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: the JavaScript fences' tests need Node.js 20 or later")
+	}
+	dir := filepath.Join("js", "fence-test")
+	if !npmInstalled(dir) {
+		npmCI(t, dir)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.test.js"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files in %s (%v)", dir, err)
+	}
+	args := []string{"--test", "--test-concurrency=1", "--test-reporter=spec"}
+	for _, f := range files {
+		args = append(args, filepath.Base(f))
+	}
+	runFenceSuite(t, "js", dir, 4*time.Minute, node, args...)
+}
+
+// npmCI installs what dir's lock file pins.
+func npmCI(t *testing.T, dir string) {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("npm is not installed: the JavaScript fences' tests install pg, mysql2 and ioredis with npm ci")
+	}
+	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
+}
+
+// npmInstalled says whether dir's node_modules is what its lock file
+// pins: npm writes node_modules/.package-lock.json on install, and a lock
+// file newer than it means a change since.
+func npmInstalled(dir string) bool {
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		return false
+	}
+	inst, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	return err == nil && !inst.ModTime().Before(lock.ModTime())
+}

@@ -1,0 +1,297 @@
+package clients_test
+
+// The hostile daemon of the conformance suite: it answers the lock routes
+// from clients/conformance/vectors.json. A lock's name is
+// "conformance/<vector id>"; the vector's "acquire" and "renew" fields say
+// how the daemon answers those calls (a well-formed grant unless said),
+// and a release is always answered {"released":true}. Any other route is
+// 404. GET /conformance/stats?name=NAME counts what a client sent for a
+// name: its POSTs, their connections and its renewals.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// vector is one entry of vectors.json, as far as the daemon and the Go
+// test read it; each client's runner reads the rest.
+type vector struct {
+	ID      string `json:"id"`
+	Op      string `json:"op"`
+	Acquire string `json:"acquire"`
+	Renew   string `json:"renew"`
+	About   string `json:"about"`
+}
+
+type vectorFile struct {
+	Token   string   `json:"token"`
+	Vectors []vector `json:"vectors"`
+}
+
+func loadVectors(t *testing.T) vectorFile {
+	t.Helper()
+	b, err := os.ReadFile("conformance/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f vectorFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("conformance/vectors.json: %v", err)
+	}
+	return f
+}
+
+// hostile is the scripted daemon.
+type hostile struct {
+	vectors map[string]vector
+	token   string // the token of a well-formed grant
+
+	mu     sync.Mutex
+	stats  map[string]*nameStats
+	grants map[string]grantTime // by lease id
+	stop   chan struct{}
+}
+
+type nameStats struct {
+	Posts       int `json:"posts"`
+	Renews      int `json:"renews"`
+	Connections int `json:"connections"`
+	conns       map[string]bool
+}
+
+type grantTime struct {
+	at  time.Time
+	ttl time.Duration
+}
+
+var leaseIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// startHostile starts the daemon on plain HTTP and on HTTPS (a certificate
+// of httptest's own CA, which no client trusts); both stop at cleanup.
+func startHostile(t *testing.T, f vectorFile) (plainURL, tlsURL string) {
+	t.Helper()
+	h := &hostile{vectors: map[string]vector{}, token: f.Token, stats: map[string]*nameStats{},
+		grants: map[string]grantTime{}, stop: make(chan struct{})}
+	for _, v := range f.Vectors {
+		h.vectors[v.ID] = v
+	}
+	plain := httptest.NewServer(h)
+	secure := httptest.NewTLSServer(h)
+	t.Cleanup(func() {
+		close(h.stop) // ends the stalls and drips first: Close waits for them
+		plain.Close()
+		secure.Close()
+	})
+	return plain.URL, secure.URL
+}
+
+func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/conformance/stats" {
+		h.mu.Lock()
+		s := h.stats[r.URL.Query().Get("name")]
+		if s == nil {
+			s = &nameStats{}
+		}
+		b, _ := json.Marshal(s)
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/locks/conformance/")
+	i := strings.LastIndex(rest, "/")
+	if !ok || r.Method != http.MethodPost || i < 0 {
+		http.Error(w, "the conformance daemon answers POST /v1/locks/conformance/<vector>/<action> only", http.StatusNotFound)
+		return
+	}
+	id, action := rest[:i], rest[i+1:]
+	v, ok := h.vectors[id]
+	if !ok {
+		http.Error(w, "no vector "+id, http.StatusNotFound)
+		return
+	}
+	name := "conformance/" + id
+	var req struct {
+		LeaseID string          `json:"lease_id"`
+		TTL     string          `json:"ttl"`
+		Token   json.RawMessage `json:"token"`
+	}
+	json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req)
+	h.count(name, r.RemoteAddr, action == "renew")
+	leaseID := req.LeaseID
+	if !leaseIDRE.MatchString(leaseID) {
+		leaseID = randomLeaseID()
+	}
+	ttl, err := time.ParseDuration(req.TTL)
+	if err != nil || ttl <= 0 {
+		ttl = 15 * time.Second
+	}
+	switch action {
+	case "acquire":
+		h.mu.Lock()
+		h.grants[leaseID] = grantTime{at: time.Now(), ttl: ttl}
+		h.mu.Unlock()
+		h.answer(w, r, v.Acquire, name, leaseID, ttl)
+	case "renew":
+		h.mu.Lock()
+		g, ok := h.grants[leaseID]
+		h.mu.Unlock()
+		if ok {
+			ttl = g.ttl
+		}
+		h.answer(w, r, v.Renew, name, leaseID, ttl)
+	case "release":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"released":true}`)
+	default:
+		http.Error(w, "no action "+action, http.StatusNotFound)
+	}
+}
+
+func (h *hostile) count(name, remote string, renew bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.stats[name]
+	if s == nil {
+		s = &nameStats{conns: map[string]bool{}}
+		h.stats[name] = s
+	}
+	s.Posts++
+	if renew {
+		s.Renews++
+	}
+	if !s.conns[remote] {
+		s.conns[remote] = true
+		s.Connections++
+	}
+}
+
+func randomLeaseID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// leaseJSON is a lease as the daemon writes one, with the token's JSON
+// text as given.
+func leaseJSON(name, leaseID, token string, ttl time.Duration) string {
+	return fmt.Sprintf(`{"name":%q,"token":%s,"sequencer":%q,"lease_id":%q,"owner":"conformance","ttl":%q,"expires_at":%q}`,
+		name, token, name+"@"+strings.Trim(token, `"`), leaseID, ttl.String(), time.Now().Add(ttl).UTC().Format(time.RFC3339Nano))
+}
+
+// answer plays one of the script's answers.
+func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leaseID string, ttl time.Duration) {
+	if how == "" {
+		how = "grant"
+	}
+	json200 := func(body string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(body))
+	}
+	switch {
+	case how == "grant":
+		json200(leaseJSON(name, leaseID, h.token, ttl))
+	case strings.HasPrefix(how, "token="):
+		json200(leaseJSON(name, leaseID, strings.TrimPrefix(how, "token="), ttl))
+	case how == "html":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<html><body><h1>Service Unavailable</h1><p>The proxy has no upstream.</p></body></html>\n"))
+	case how == "garbage":
+		json200("\x00\x01 not json at all \xff")
+	case how == "empty":
+		json200("")
+	case how == "array":
+		json200(`[{"name":` + fmt.Sprintf("%q", name) + `}]`)
+	case how == "shape":
+		json200(`{"granted":true}`)
+	case how == "no-content-type":
+		w.Header()["Content-Type"] = nil // no sniffing either
+		w.Write([]byte(leaseJSON(name, leaseID, h.token, ttl)))
+	case how == "text-plain":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(leaseJSON(name, leaseID, h.token, ttl)))
+	case how == "no-token":
+		json200(fmt.Sprintf(`{"name":%q,"sequencer":%q,"lease_id":%q,"owner":"conformance","ttl":%q,"expires_at":%q}`,
+			name, name+"@12", leaseID, ttl.String(), time.Now().Add(ttl).UTC().Format(time.RFC3339Nano)))
+	case how == "foreign-name":
+		json200(leaseJSON("conformance/someone-else", leaseID, h.token, ttl))
+	case how == "foreign-lease-id":
+		json200(leaseJSON(name, randomLeaseID(), h.token, ttl))
+	case how == "bad-lease-id":
+		json200(leaseJSON(name, "not-a-lease-id", h.token, ttl))
+	case how == "echo-auth":
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html>proxy debug: Authorization: %s</html>", r.Header.Get("Authorization"))
+	case how == "401-echo":
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "refused credentials %q", r.Header.Get("Authorization"))
+	case how == "409-lost":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(`{"error":"the lease was lost","code":"lost"}`))
+	case how == "truncated":
+		h.truncated(w, leaseJSON(name, leaseID, h.token, ttl))
+	case how == "stall":
+		select {
+		case <-r.Context().Done():
+		case <-h.stop:
+		}
+	case how == "drip":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			w.Write([]byte(" "))
+			w.(http.Flusher).Flush()
+			select {
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			case <-h.stop:
+				return
+			}
+		}
+	case how == "late":
+		h.mu.Lock()
+		g := h.grants[leaseID]
+		h.mu.Unlock()
+		select {
+		case <-time.After(time.Until(g.at.Add(g.ttl + 300*time.Millisecond))):
+		case <-r.Context().Done():
+			return
+		case <-h.stop:
+			return
+		}
+		json200(leaseJSON(name, leaseID, h.token, ttl))
+	default:
+		http.Error(w, "the script names no answer "+how, http.StatusInternalServerError)
+	}
+}
+
+// truncated promises 400 bytes of body, sends the first 60 of a lease and
+// closes the connection.
+func (h *hostile) truncated(w http.ResponseWriter, body string) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n%s", body[:60])
+	buf.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+}

@@ -238,7 +238,7 @@ func (c *tclient) Campaign(ctx context.Context, name, owner, value string, ttl, 
 	for _, g := range grantOpts3(owner, ttl, wait, o.leaseID) {
 		copts = append(copts, g)
 	}
-	return c.Client.Campaign(ctx, name, value, copts...)
+	return c.Client.AcquireLeadership(ctx, name, value, copts...)
 }
 
 func (c *tclient) RenewElection(ctx context.Context, name, leaseID string, token uint64, ttl time.Duration) (Lease, error) {

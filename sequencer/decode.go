@@ -188,7 +188,7 @@ func jsonKind(goType string) string {
 		return "positive integer"
 	case "int":
 		return "whole number"
-	case "string", "client.Duration":
+	case "string", "api.Duration":
 		return "string"
 	}
 	return goType

@@ -677,26 +677,37 @@ func TestChaos(t *testing.T) {
 }
 
 // cachingProxy stands for a broken daemon: it forwards to a real one, keeps
-// the last token it granted and, when it cannot get a fresh grant (the lock
-// is held elsewhere, the session is gone), hands out that cached token as a
-// new lease instead of failing.
+// the last token it granted on each lock and, when it cannot get a fresh
+// grant (the lock is held elsewhere, the session is gone), hands out that
+// cached token as a new lease instead of failing. It answers in the shape a
+// client checks (the lock's name, the lease id the client sent, JSON), so
+// that only the resource can tell the lease is stale.
 type cachingProxy struct {
 	*httptest.Server
 	mu     sync.Mutex
-	cached api.Lease
-	n      int
+	cached map[string]api.Lease // by the acquire's path
+	fake   map[string]api.Lease // the leases it made up, by lease id
 }
 
 func newCachingProxy(target string) *cachingProxy {
-	p := &cachingProxy{}
+	p := &cachingProxy{cached: map[string]api.Lease{}, fake: map[string]api.Lease{}}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		if strings.HasSuffix(req.URL.Path, "/release") || strings.HasSuffix(req.URL.Path, "/renew") {
 			var lr api.LeaseRequest
-			if json.Unmarshal(body, &lr) == nil && strings.HasPrefix(lr.LeaseID, "cached-") {
+			json.Unmarshal(body, &lr)
+			p.mu.Lock()
+			l, made := p.fake[lr.LeaseID]
+			p.mu.Unlock()
+			if made {
 				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, `{"released":true}`)
+				if strings.HasSuffix(req.URL.Path, "/release") {
+					io.WriteString(w, `{"released":true}`)
+					return
+				}
+				l.ExpiresAt = time.Now().Add(time.Duration(l.TTL)).UTC()
+				json.NewEncoder(w).Encode(l)
 				return
 			}
 		}
@@ -717,13 +728,18 @@ func newCachingProxy(target string) *cachingProxy {
 		if strings.HasSuffix(req.URL.Path, "/acquire") {
 			p.mu.Lock()
 			if status == http.StatusOK {
-				json.Unmarshal(rb, &p.cached)
-			} else if p.cached.Token != 0 {
+				var l api.Lease
+				json.Unmarshal(rb, &l)
+				p.cached[req.URL.Path] = l
+			} else if l := p.cached[req.URL.Path]; l.Token != 0 {
 				var ar api.AcquireRequest
 				json.Unmarshal(body, &ar)
-				p.n++
-				l := p.cached
-				l.LeaseID, l.Owner = fmt.Sprintf("cached-%d", p.n), ar.Owner
+				l.LeaseID, l.Owner = ar.LeaseID, ar.Owner
+				if l.LeaseID == "" {
+					l.LeaseID = api.NewLeaseID()
+				}
+				l.ExpiresAt = time.Now().Add(time.Duration(l.TTL)).UTC()
+				p.fake[l.LeaseID] = l
 				rb, _ = json.Marshal(l)
 				status = http.StatusOK
 			}

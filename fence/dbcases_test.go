@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/fence/internal/dbcases"
 )
 
 // The database fences' shared cases (testdata/dbcases.json) are run here
@@ -20,48 +21,6 @@ import (
 // fail the cases it lists. This keeps the data honest: a case that the
 // reference fails, or that a control passes where it should not, is a
 // mistake in the data, not in a database fence.
-
-type dbCases struct {
-	Schema   int      `json:"schema"`
-	Controls []string `json:"controls"`
-	Cases    []dbCase `json:"cases"`
-}
-
-type dbCase struct {
-	Name       string   `json:"name"`
-	About      string   `json:"about"`
-	Durable    bool     `json:"durable"`
-	FailsUnder []string `json:"fails_under"`
-	MayFail    []string `json:"may_fail_under"`
-	Steps      []dbStep `json:"steps"`
-}
-
-type dbStep struct {
-	Op         string  `json:"op"`
-	Key        string  `json:"key"`
-	Token      string  `json:"token"`
-	Value      *string `json:"value"`
-	Expect     string  `json:"expect"`
-	Writers    int     `json:"writers"`
-	Rounds     int     `json:"rounds"`
-	FirstToken string  `json:"first_token"`
-}
-
-func loadDBCases(t *testing.T) dbCases {
-	t.Helper()
-	b, err := os.ReadFile("testdata/dbcases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c dbCases
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatalf("testdata/dbcases.json: %v", err)
-	}
-	if c.Schema != 1 {
-		t.Fatalf("testdata/dbcases.json: schema %d, want 1", c.Schema)
-	}
-	return c
-}
 
 // refStore is what a fenced database holds: values and, unless it is a
 // control, the fence's max per key.
@@ -149,7 +108,7 @@ func show(v *string) string {
 }
 
 // runRefCase runs a case and returns the first expectation not met.
-func runRefCase(c dbCase, control string) error {
+func runRefCase(c dbcases.Case, control string) error {
 	s := &refStore{control: control, f: fence.New(nil), values: map[string]string{}, textMax: map[string]string{}, dblMax: map[string]float64{}}
 	for i, st := range c.Steps {
 		key := st.Key
@@ -204,7 +163,7 @@ func runRefCase(c dbCase, control string) error {
 	return nil
 }
 
-func refRace(s *refStore, key string, st dbStep) error {
+func refRace(s *refStore, key string, st dbcases.Step) error {
 	first, err := strconv.ParseUint(st.FirstToken, 10, 64)
 	if err != nil || st.Writers < 2 || st.Rounds < 1 {
 		return fmt.Errorf("race: first_token %q, writers %d, rounds %d", st.FirstToken, st.Writers, st.Rounds)
@@ -240,7 +199,7 @@ func refRace(s *refStore, key string, st dbStep) error {
 // that name it nowhere (a control failing one more would mean the case
 // tests more than it says).
 func TestDBCasesReference(t *testing.T) {
-	cs := loadDBCases(t)
+	cs := dbcases.Load(t)
 	if len(cs.Cases) == 0 {
 		t.Fatal("no cases")
 	}
@@ -255,7 +214,7 @@ func TestDBCasesReference(t *testing.T) {
 				t.Errorf("%s: fails_under names %q, not a control", c.Name, ctl)
 			}
 		}
-		hasRestart := slices.ContainsFunc(c.Steps, func(s dbStep) bool { return s.Op == "restart" })
+		hasRestart := slices.ContainsFunc(c.Steps, func(s dbcases.Step) bool { return s.Op == "restart" })
 		if hasRestart != c.Durable {
 			t.Errorf("%s: durable %v but restart step %v", c.Name, c.Durable, hasRestart)
 		}
@@ -284,7 +243,7 @@ func TestDBCasesReference(t *testing.T) {
 // refuse as stale is a uint64 spelled once; the invalid ones are not.
 func TestDBCasesTokens(t *testing.T) {
 	max := new(big.Int).SetUint64(^uint64(0))
-	for _, c := range loadDBCases(t).Cases {
+	for _, c := range dbcases.Load(t).Cases {
 		for i, st := range c.Steps {
 			if st.Token == "" && st.Op != "write" {
 				continue

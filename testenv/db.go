@@ -346,6 +346,16 @@ logfile ""
 		if !strings.Contains(got, d.dir) {
 			return fmt.Errorf("%w: another Redis answers on %s", errPortTaken, d.Addr())
 		}
+		// A restarted Redis answers CONFIG (and PING) while it is still
+		// loading its AOF, and refuses reads and writes with LOADING until
+		// it is done: ready means loaded.
+		info, err := redisCommand(d.Addr(), "INFO", "persistence")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "loading:0") {
+			return errors.New("still loading its data")
+		}
 		return nil
 	}
 	return nil

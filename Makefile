@@ -24,15 +24,16 @@ lint:
 
 # The leader-failover tests run in a second pass without the race detector:
 # go-zookeeper itself races on its last zxid when a session with watches
-# reconnects (zklock/failover_norace_test.go says more). The flood tests run
-# in a pass of their own, with no other package's tests beside them: they
-# check that a flood of connections cannot starve a live lease's renewals,
-# and on two cores the clients' JVMs and databases running beside them
-# starve the daemon instead.
-FLOOD_TESTS := ^(TestBusyFloodKeepsLeasesAlive|TestConnectionFlood)$$
+# reconnects (zklock/failover_norace_test.go says more). The tests that time
+# the daemon against a flood or a frozen ZooKeeper run in a pass of their
+# own, one package at a time: they check that a flood of connections cannot
+# starve a live lease's renewals and that a freeze is answered within a
+# fraction of the session timeout, and on two cores the clients' JVMs and
+# databases running beside them starve the daemon instead.
+ALONE_TESTS := ^(TestBusyFloodKeepsLeasesAlive|TestConnectionFlood|TestBlockingReadDuringFreeze)$$
 gotest:
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '$(FLOOD_TESTS)' ./...
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(FLOOD_TESTS)' ./cmd/seqd/
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '$(ALONE_TESTS)' ./...
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./cmd/seqd/ ./sequencer/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFailoverKeepsTokensRising|TestTLSEnsembleLeaderKill' ./zklock/
 
 test: deps vet lint gotest

@@ -22,6 +22,7 @@ const (
 	maxBenchDuration = time.Hour
 	maxBenchClients  = 1000
 	maxBenchRTT      = time.Second
+	maxBenchRounds   = 1000
 	// devZKWarmup is how long --dev loads its new ZooKeeper before the
 	// first case, while its JVM compiles.
 	devZKWarmup = 3 * time.Second
@@ -40,6 +41,10 @@ func benchCommand() *cli.Command {
 			Usage: "measure each case for `DURATION` (10ms..1h), after a warm-up of a fifth of it (at most 1s)"},
 		&cli.StringFlag{Name: "cases", EnvVars: []string{"SEQD_CASES"},
 			Usage: "which to run, comma-separated: raw (create+delete), gozk (go-zookeeper's zk.Lock), zklock, http (the daemon); default all"},
+		&cli.BoolFlag{Name: "latency", EnvVars: []string{"SEQD_LATENCY"},
+			Usage: "measure the latency figures instead of throughput: hand-over on a hot lock, loss detection (session expired → holder told) and crash to successor, each holder and daemon a process of its own"},
+		&cli.IntFlag{Name: "rounds", Value: 5, EnvVars: []string{"SEQD_ROUNDS"},
+			Usage: fmt.Sprintf("with --latency: `N` rounds of each loss and crash figure (each a session timeout or a TTL long), 1..%d; hand-overs are ten times as many", maxBenchRounds)},
 		&cli.BoolFlag{Name: "json", EnvVars: []string{"SEQD_JSON"},
 			Usage: "print the report as JSON instead of a table"},
 		&cli.StringFlag{Name: "addr", EnvVars: []string{"SEQD_ADDR"},
@@ -71,6 +76,9 @@ func benchCommand() *cli.Command {
 				}
 				defer stop()
 			}
+			if c.Bool("latency") {
+				return benchLatency(c, cfg)
+			}
 			rep, err := bench.Run(c.Context, cfg)
 			if rep != nil && len(rep.Results) > 0 {
 				var perr error
@@ -83,19 +91,45 @@ func benchCommand() *cli.Command {
 					err = perr
 				}
 			}
-			switch {
-			case err == nil:
-				return nil
-			case c.Context.Err() != nil:
-				return interrupted(c.Context, "bench")
-			case errors.Is(err, bench.ErrUnavailable):
-				return withCode(ExitUnavailable, err)
-			}
-			// The daemon's refusals (401, 403, 503, unreachable) exit as
-			// they do for the client commands.
-			return clientError(c, err)
+			return benchError(c, err)
 		},
 	}
+}
+
+// benchError is how a bench run's error exits.
+func benchError(c *cli.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case c.Context.Err() != nil:
+		return interrupted(c.Context, "bench")
+	case errors.Is(err, bench.ErrUnavailable):
+		return withCode(ExitUnavailable, err)
+	}
+	// The daemon's refusals (401, 403, 503, unreachable) exit as they do
+	// for the client commands.
+	return clientError(c, err)
+}
+
+// benchLatency runs the latency figures and prints what was measured.
+func benchLatency(c *cli.Context, cfg bench.Config) error {
+	o := bench.LatencyOptions{FaultRounds: c.Int("rounds"), Handovers: 10 * c.Int("rounds")}
+	if c.IsSet("session-timeout") {
+		o.SessionTimeout = cfg.SessionTimeout
+	}
+	rep, err := bench.RunLatency(c.Context, cfg, o)
+	if rep != nil && len(rep.Figures) > 0 {
+		var perr error
+		if c.Bool("json") {
+			perr = rep.WriteJSON(c.App.Writer)
+		} else {
+			perr = rep.WriteTable(c.App.Writer)
+		}
+		if err == nil {
+			err = perr
+		}
+	}
+	return benchError(c, err)
 }
 
 // benchConfig checks the command line before anything is touched: every
@@ -116,6 +150,18 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	st, err := durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout)
 	if err != nil {
 		return cfg, err
+	}
+	if r := c.Int("rounds"); r < 1 || r > maxBenchRounds {
+		return cfg, usageErrorf("--rounds %d is out of range: give 1..%d", r, maxBenchRounds)
+	}
+	if c.Bool("latency") {
+		for _, f := range []string{"addr", "in-process", "cases", "clients", "duration", "cpu-profile"} {
+			if c.IsSet(f) {
+				return cfg, usageErrorf("--%s does not go with --latency: the latency figures start their own daemons and seqd lock processes, one holder at a time", f)
+			}
+		}
+	} else if c.IsSet("rounds") {
+		return cfg, usageErrorf("--rounds is for --latency")
 	}
 	kinds, err := bench.ParseKinds(c.String("cases"))
 	if err != nil {

@@ -479,3 +479,55 @@ func TestBenchDaemonRefusesOrIsGone(t *testing.T) {
 		t.Errorf("bench against no daemon: exit %d, stderr %q; want 69", code, errs)
 	}
 }
+
+// --latency measures the hand-over, loss-detection and crash-to-successor
+// figures, each holder and daemon a process of its own. What is checked is
+// order, not speed: each figure has its rounds, a successor is granted only
+// after its predecessor was killed, and never within the lock-delay of a
+// holder's unclean end.
+func TestBenchLatency(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--latency", "--rounds", "1", "--json")
+	if code != 0 {
+		t.Fatalf("seqd bench --dev --latency: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		LockDelayMS float64 `json:"lock_delay_ms"`
+		Figures     []struct {
+			Name    string    `json:"name"`
+			Rounds  int       `json:"rounds"`
+			P50MS   float64   `json:"p50_ms"`
+			P99MS   float64   `json:"p99_ms"`
+			Samples []float64 `json:"samples_ms"`
+		} `json:"figures"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, out)
+	}
+	var names []string
+	for _, f := range rep.Figures {
+		names = append(names, f.Name)
+		want := 1
+		if strings.HasPrefix(f.Name, "handover") {
+			want = 10
+		}
+		if f.Rounds != want || len(f.Samples) != want || f.P50MS > f.P99MS {
+			t.Errorf("%s: %d rounds, %d samples, p50 %vms p99 %vms: want %d rounds and p50 ≤ p99", f.Name, f.Rounds, len(f.Samples), f.P50MS, f.P99MS, want)
+		}
+		for _, s := range f.Samples {
+			switch {
+			case strings.HasPrefix(f.Name, "crash") && s <= 0:
+				t.Errorf("%s: a successor granted %vms after its predecessor was killed", f.Name, s)
+			case f.Name == "crash-lock-delay" && s < rep.LockDelayMS:
+				t.Errorf("%s: a successor granted %vms after the kill, within the lock-delay of %vms", f.Name, s, rep.LockDelayMS)
+			}
+		}
+	}
+	if want := []string{"handover", "handover-from-request", "loss-client", "loss-lock", "crash-lock", "crash-lock-delay", "crash-lease"}; !slices.Equal(names, want) {
+		t.Errorf("figures %q, want %q", names, want)
+	}
+	if code, _, errs := runCLI(ctx, "bench", "--latency", "--clients", "4"); code != 64 || !strings.Contains(errs, "--clients does not go with --latency") {
+		t.Errorf("--latency --clients: exit %d, %q; want 64 and a sentence", code, errs)
+	}
+}

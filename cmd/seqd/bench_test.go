@@ -484,11 +484,12 @@ func TestBenchDaemonRefusesOrIsGone(t *testing.T) {
 // figures, each holder and daemon a process of its own. What is checked is
 // order, not speed: each figure has its rounds, a successor is granted only
 // after its predecessor was killed, and never within the lock-delay of a
-// holder's unclean end.
+// holder's unclean end. Sessions of 3s, not the bench's 2s: a loaded
+// machine must not make the daemon's own session doubt itself mid-round.
 func TestBenchLatency(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	code, out, errs := runCLI(ctx, "bench", "--dev", "--latency", "--rounds", "1", "--json")
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--latency", "--rounds", "1", "--session-timeout", "3s", "--json")
 	if code != 0 {
 		t.Fatalf("seqd bench --dev --latency: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}

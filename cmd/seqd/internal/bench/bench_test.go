@@ -151,7 +151,7 @@ func TestRatiosAndTable(t *testing.T) {
 }
 
 // zkConn is the test's own connection, to look at what a run leaves.
-func zkConn(t *testing.T, servers []string) *zk.Conn {
+func zkConn(t testing.TB, servers []string) *zk.Conn {
 	t.Helper()
 	r := &runner{cfg: Config{Servers: servers}.withDefaults()}
 	conn, err := r.connect(context.Background())

@@ -49,8 +49,7 @@ import java.util.concurrent.locks.Lock;
  * set. A failure that waiting cannot fix (the daemon unreachable, a 400, a protocol error) is
  * thrown as the {@link SeqdException} it is, from every locking method.
  *
- * <p>A SeqdLock is safe for concurrent use and does no I/O until it is locked. It has no {@link
- * Condition}s.
+ * <p>A SeqdLock is safe for concurrent use; making one does no I/O. It has no {@link Condition}s.
  */
 public final class SeqdLock implements Lock {
     /** What {@code tryLockAndGetFence} answers when the lock was not acquired: tokens start at 1. */

@@ -237,6 +237,132 @@ class SeqdLockIT {
         }
     }
 
+    /**
+     * A TCP proxy to the plain daemon that holds back, for a while, the answer on a connection
+     * whose first request is an acquire: the daemon has granted the lock, the client has not heard.
+     */
+    private static final class SlowGrantProxy implements AutoCloseable {
+        private final java.net.ServerSocket server;
+        private final List<java.net.Socket> sockets = new CopyOnWriteArrayList<>();
+
+        SlowGrantProxy(String target, Duration holdBack) throws java.io.IOException {
+            java.net.URI u = java.net.URI.create(target);
+            server = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+            Thread t = new Thread(() -> {
+                while (true) {
+                    try {
+                        java.net.Socket in = server.accept();
+                        java.net.Socket out = new java.net.Socket(u.getHost(), u.getPort());
+                        sockets.add(in);
+                        sockets.add(out);
+                        byte[] first = new byte[8192];
+                        int n = in.getInputStream().read(first);
+                        if (n < 0) {
+                            continue;
+                        }
+                        out.getOutputStream().write(first, 0, n);
+                        boolean acquire = new String(first, 0, n, StandardCharsets.ISO_8859_1).contains("/acquire ");
+                        pump(in, out, Duration.ZERO);
+                        pump(out, in, acquire ? holdBack : Duration.ZERO);
+                    } catch (java.io.IOException e) {
+                        return; // closed
+                    }
+                }
+            }, "slow-grant-proxy");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        String addr() {
+            return "http://127.0.0.1:" + server.getLocalPort();
+        }
+
+        private void pump(java.net.Socket from, java.net.Socket to, Duration delay) {
+            Thread t = new Thread(() -> {
+                try {
+                    Thread.sleep(delay.toMillis());
+                    from.getInputStream().transferTo(to.getOutputStream());
+                } catch (java.io.IOException | InterruptedException e) {
+                    // closed
+                } finally {
+                    closeQuietly(from);
+                    closeQuietly(to);
+                }
+            }, "slow-grant-pump");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        private static void closeQuietly(AutoCloseable c) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                // closed already
+            }
+        }
+
+        @Override
+        public void close() {
+            closeQuietly(server);
+            sockets.forEach(SlowGrantProxy::closeQuietly);
+        }
+    }
+
+    /**
+     * Interrupts, 300 ms in, a thread whose acquire the daemon granted at once but whose answer a
+     * proxy holds back for 3 s; answers whether the lock was free right after (a third client's
+     * tryLock), and closes what the run left.
+     */
+    private static boolean freeAfterAnInterruptedGrant(String n, ThrowingRunnable acquire) throws Exception {
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                acquire.run();
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        });
+        try (Client cc = client("slow-grant-c")) {
+            t.start();
+            eventually(Duration.ofSeconds(10), "the grant", () -> cc.status(n).held());
+            Thread.sleep(300);
+            t.interrupt();
+            t.join(10_000);
+            assertFalse(t.isAlive(), "the acquire went on waiting after an interrupt");
+            assertTrue(thrown.get() != null, "the acquire returned, though its answer was held back");
+            Lock c = lock(cc, n);
+            boolean free = c.tryLock(1, TimeUnit.SECONDS);
+            if (free) {
+                c.unlock();
+            }
+            return free;
+        }
+    }
+
+    @Test
+    void aGrantThatCameJustBeforeAnInterruptIsReleased() throws Exception {
+        String n = name("interrupted-grant");
+        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(3));
+                Client cb = Client.builder(Map.of()).addr(proxy.addr()).owner("slow-grant-b").build()) {
+            Lock b = lock(cb, n);
+            assertTrue(freeAfterAnInterruptedGrant(n, () -> b.tryLock(10, TimeUnit.SECONDS)),
+                    "the lock was held after an interrupted tryLock whose grant came first: a lease was left behind");
+        }
+    }
+
+    @Test
+    void aCancelledAcquireWhoseGrantCameFirstLeavesALease() throws Exception {
+        // The negative control of the test above: the client's own lock() cancels its request on
+        // an interrupt and does no more, and the grant that came first holds the lock for nobody
+        // (until its TTL).
+        String n = name("interrupted-grant-raw");
+        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(3));
+                Client cb = Client.builder(Map.of()).addr(proxy.addr()).owner("slow-grant-raw").build()) {
+            assertFalse(freeAfterAnInterruptedGrant(n, () -> cb.lock(n, TTL, Duration.ofSeconds(10))),
+                    "the check saw a free lock although a cancelled grant held it");
+        }
+    }
+
     @Test
     void lockIgnoresAnInterruptAndReturnsWithItSet() throws Exception {
         String n = name("uninterruptible");

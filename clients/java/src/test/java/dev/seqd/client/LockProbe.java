@@ -20,13 +20,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code seqd} locks a {@link SeqdLock} on a {@link Client} configured by the environment alone
  * (SEQD_ADDR, SEQD_API_TOKEN_FILE, …); {@code local} a {@link ReentrantLock} of its own, which
  * excludes nobody outside this JVM. The probe writes DIR/ready-PID, waits for DIR/go, then per
- * entry: lock; create DIR/inside-PID; watch up to 500 ms for another process's inside- file;
+ * entry: lock; create DIR/inside-PID; watch up to 1 s for another process's inside- file;
  * append "PID FENCE OVERLAP" to DIR/log; delete its file; unlock.
  */
 public final class LockProbe {
     private LockProbe() {}
 
-    private static final long WATCH_MILLIS = 500;
+    private static final long WATCH_MILLIS = 1000;
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];

@@ -310,7 +310,7 @@ class SeqdLockIT {
 
     /**
      * Interrupts, 300 ms in, a thread whose acquire the daemon granted at once but whose answer a
-     * proxy holds back for 3 s; answers whether the lock was free right after (a third client's
+     * proxy holds back for 10 s; answers whether the lock was free right after (a third client's
      * tryLock), and closes what the run left.
      */
     private static boolean freeAfterAnInterruptedGrant(String n, ThrowingRunnable acquire) throws Exception {
@@ -342,7 +342,7 @@ class SeqdLockIT {
     @Test
     void aGrantThatCameJustBeforeAnInterruptIsReleased() throws Exception {
         String n = name("interrupted-grant");
-        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(3));
+        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(10));
                 Client cb = Client.builder(Map.of()).addr(proxy.addr()).owner("slow-grant-b").build()) {
             Lock b = lock(cb, n);
             assertTrue(freeAfterAnInterruptedGrant(n, () -> b.tryLock(10, TimeUnit.SECONDS)),
@@ -356,7 +356,7 @@ class SeqdLockIT {
         // an interrupt and does no more, and the grant that came first holds the lock for nobody
         // (until its TTL).
         String n = name("interrupted-grant-raw");
-        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(3));
+        try (SlowGrantProxy proxy = new SlowGrantProxy(env("SEQD_ADDR"), Duration.ofSeconds(10));
                 Client cb = Client.builder(Map.of()).addr(proxy.addr()).owner("slow-grant-raw").build()) {
             assertFalse(freeAfterAnInterruptedGrant(n, () -> cb.lock(n, TTL, Duration.ofSeconds(10))),
                     "the check saw a free lock although a cancelled grant held it");

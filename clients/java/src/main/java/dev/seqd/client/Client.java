@@ -718,6 +718,13 @@ public final class Client implements AutoCloseable {
         };
         CompletableFuture<HttpResponse<byte[]>> exchange = http.sendAsync(rb.build(), handler);
         CompletableFuture<Answer> out = new CompletableFuture<>();
+        // A caller that gives up (an interrupted await cancels out) ends the exchange too: the
+        // connection closes, and the daemon withdraws an acquire that was still waiting.
+        out.whenComplete((a, err) -> {
+            if (err instanceof java.util.concurrent.CancellationException) {
+                exchange.cancel(true);
+            }
+        });
         ScheduledFuture<?> bound = timers.schedule(() -> {
             if (out.completeExceptionally(new UnavailableException("cannot reach the daemon at " + base + " (" + what
                     + "): no whole answer within " + Json.formatDuration(timeout), 0, "unavailable", null, null))) {

@@ -99,6 +99,45 @@ public final class Conformance {
             System.out.printf("%s  %-26s want %-40s got %s%n", out.pass ? "PASS" : "FAIL", id, expected, out.observed);
         }
         System.out.printf("java client: %d/%d vectors pass%n", n - failed, n);
+
+        // The vectors that apply to SeqdLock (the grants and the holds; it is built on the same
+        // client), played through it, all at once: each has a lock name of its own.
+        List<Map<String, Object>> forLock = new ArrayList<>();
+        for (Object o : vectors) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> v = (Map<String, Object>) o;
+            String op = Json.str(v, "op");
+            if ((all || only.contains(Json.str(v, "id"))) && (op.equals("acquire") || op.equals("hold"))) {
+                forLock.add(v);
+            }
+        }
+        List<Future<Outcome>> outs = new ArrayList<>();
+        for (Map<String, Object> v : forLock) {
+            outs.add(pool.submit(() -> playThroughLock(v)));
+        }
+        int lockFailed = 0;
+        for (int i = 0; i < forLock.size(); i++) {
+            Map<String, Object> v = forLock.get(i);
+            String id = LOCK_PREFIX + Json.str(v, "id");
+            Outcome out;
+            try {
+                out = outs.get(i).get(GUARD_SECONDS, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                out = new Outcome(false, "no return after " + GUARD_SECONDS + "s");
+            } catch (java.util.concurrent.ExecutionException e) {
+                out = new Outcome(false, "runner error " + e.getCause());
+            }
+            if (!out.pass) {
+                lockFailed++;
+            }
+            String expected = expectedText(v);
+            Json.Obj row = new Json.Obj().str("id", id).str("expected", expected).str("observed", out.observed);
+            Files.writeString(results, row.toString().replaceFirst("}$", ",\"pass\":" + out.pass + "}") + "\n",
+                    StandardOpenOption.APPEND);
+            System.out.printf("%s  %-35s want %-40s got %s%n", out.pass ? "PASS" : "FAIL", id, expected, out.observed);
+        }
+        System.out.printf("java SeqdLock: %d/%d vectors pass%n", forLock.size() - lockFailed, forLock.size());
+        failed += lockFailed;
         System.exit(failed > 0 ? 1 : 0);
     }
 
@@ -322,6 +361,105 @@ public final class Conformance {
                 return new Outcome(ok, observed);
             } finally {
                 lease.close();
+            }
+        }
+    }
+
+    /** The id of a vector's row when it is played through SeqdLock. */
+    private static final String LOCK_PREFIX = "SeqdLock/";
+
+    /**
+     * A grant or hold vector played through {@link SeqdLock}: a grant through {@code
+     * tryLockAndGetFence(wait)}, a hold through {@code lockAndGetFence()}, its loss seen by {@code
+     * isLockedByCurrentThread()} turning false and {@code getFence()} and {@code unlock()}
+     * throwing LockOwnershipLostException with the reason.
+     */
+    private static Outcome playThroughLock(Map<String, Object> v) throws Exception {
+        Map<String, Object> e = expect(v);
+        String result = Json.str(e, "result");
+        String name = "conformance/" + Json.str(v, "id");
+        boolean hold = Json.str(v, "op").equals("hold");
+        Duration ttl = hold ? Json.parseDuration(v.containsKey("ttl") ? Json.str(v, "ttl") : "1s") : Duration.ofSeconds(15);
+        try (Client c = client(Boolean.TRUE.equals(v.get("tls")))) {
+            SeqdLock lock = SeqdLock.builder(c, name).ttl(ttl).build();
+            long start = System.nanoTime();
+            long fence;
+            try {
+                if (hold) {
+                    fence = lock.lockAndGetFence();
+                } else {
+                    long wait = Json.parseDuration(v.containsKey("wait") ? Json.str(v, "wait") : "0s").toMillis();
+                    fence = lock.tryLockAndGetFence(wait, TimeUnit.MILLISECONDS);
+                }
+            } catch (RuntimeException err) {
+                double took = (System.nanoTime() - start) / 1e9;
+                if (result.equals("lost")) {
+                    // As for the holding helper: a slow grant is renewed before lock() returns,
+                    // and refusing it then is as good as losing it.
+                    String msg = String.valueOf(err.getMessage());
+                    String reason = e.containsKey("reason") ? Json.str(e, "reason").toLowerCase() : "";
+                    boolean ok = took <= num(e, "within") + ttl.toNanos() / 1e9 && msg.toLowerCase().contains(reason) && !shown(msg);
+                    return new Outcome(ok, String.format("lock() refused it at its first renewal, after %.2fs: ", took) + clip(msg, 150));
+                }
+                Outcome o = checkError(v, c, err, took);
+                return new Outcome(o.pass, (hold ? "lockAndGetFence(): " : "tryLockAndGetFence(): ") + o.observed);
+            }
+            if (fence == SeqdLock.INVALID_FENCE) {
+                return new Outcome(false, "tryLockAndGetFence() answered INVALID_FENCE (not granted)");
+            }
+            try {
+                switch (result) {
+                    case "grant": {
+                        String token = Long.toUnsignedString(fence);
+                        return new Outcome(token.equals(Json.str(e, "token")), "fence=" + token);
+                    }
+                    case "held": {
+                        Thread.sleep((long) (num(e, "for") * 1000));
+                        boolean held = lock.isLockedByCurrentThread() && lock.getFence() == fence;
+                        return new Outcome(held, (held ? "held" : "lost") + " after " + num(e, "for") + "s");
+                    }
+                    case "lost":
+                        break;
+                    default:
+                        return new Outcome(false, "locked it, fence=" + Long.toUnsignedString(fence));
+                }
+                long t0 = System.nanoTime();
+                long bound = t0 + (long) ((num(e, "within") + ttl.toNanos() / 1e9 + 2) * 1e9);
+                while (lock.isLockedByCurrentThread()) {
+                    if (System.nanoTime() - bound > 0) {
+                        return new Outcome(false, String.format("still held after %.2fs", (System.nanoTime() - t0) / 1e9));
+                    }
+                    Thread.sleep(10);
+                }
+                double took = (System.nanoTime() - t0) / 1e9;
+                String msg;
+                try {
+                    lock.getFence();
+                    return new Outcome(false, "getFence() answered after the loss");
+                } catch (LockOwnershipLostException lost) {
+                    msg = String.valueOf(lost.getMessage());
+                }
+                boolean unlockSaysSo;
+                try {
+                    lock.unlock();
+                    unlockSaysSo = false;
+                } catch (LockOwnershipLostException lost) {
+                    unlockSaysSo = true;
+                }
+                boolean ok = took <= num(e, "within") && unlockSaysSo && !shown(msg);
+                if (e.containsKey("reason")) {
+                    ok = ok && msg.toLowerCase().contains(Json.str(e, "reason").toLowerCase());
+                }
+                return new Outcome(ok, String.format("lost after %.2fs%s: ", took, unlockSaysSo ? "" : " (unlock() did not say so)")
+                        + clip(msg, 150) + (shown(msg) ? " [shows the API token]" : ""));
+            } finally {
+                while (lock.getHoldCount() > 0) {
+                    try {
+                        lock.unlock();
+                    } catch (IllegalMonitorStateException done) {
+                        // lost: the hold ends all the same
+                    }
+                }
             }
         }
     }

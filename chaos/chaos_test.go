@@ -68,7 +68,11 @@ func startEnv(t *testing.T) *env { return startEnvWith(t, false) }
 
 // startEnvWith starts the env; with proxied, every member-to-member link
 // and every daemon-to-member connection goes through a testenv.Proxy.
-func startEnvWith(t *testing.T, proxied bool) *env {
+func startEnvWith(t *testing.T, proxied bool) *env { return startEnvArgs(t, proxied, nil) }
+
+// startEnvArgs is startEnvWith with more flags for each daemon (by its
+// name, "a" or "b"), after the common ones.
+func startEnvArgs(t *testing.T, proxied bool, extra func(daemon string) []string) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), bin: seqdBinary(t)}
 	t.Cleanup(e.cleanup)
@@ -96,6 +100,9 @@ func startEnvWith(t *testing.T, proxied bool) *env {
 		p := &proc{name: "seqd-" + name, log: filepath.Join(e.dir, "daemon-"+name+".log"), args: []string{e.bin, "serve",
 			"--zk", zk, "--listen", "127.0.0.1:0", "--root", "/chaos",
 			"--session-timeout", chaosSessionTimeout.String(), "--log-level", "debug"}} // debug: the checker reads the grant lines
+		if extra != nil {
+			p.args = append(p.args, extra(name)...)
+		}
 		e.track(p)
 		if err := p.start(); err != nil {
 			t.Fatal(err)

@@ -68,15 +68,23 @@ func startEnv(t *testing.T) *env { return startEnvWith(t, false) }
 
 // startEnvWith starts the env; with proxied, every member-to-member link
 // and every daemon-to-member connection goes through a testenv.Proxy.
-func startEnvWith(t *testing.T, proxied bool) *env { return startEnvArgs(t, proxied, nil) }
+func startEnvWith(t *testing.T, proxied bool) *env {
+	return startEnvOpts(t, testenv.Options{Servers: 3, PeerProxies: proxied}, nil)
+}
 
 // startEnvArgs is startEnvWith with more flags for each daemon (by its
 // name, "a" or "b"), after the common ones.
 func startEnvArgs(t *testing.T, proxied bool, extra func(daemon string) []string) *env {
+	return startEnvOpts(t, testenv.Options{Servers: 3, PeerProxies: proxied}, extra)
+}
+
+// startEnvOpts is startEnvArgs with the ensemble's options.
+func startEnvOpts(t *testing.T, zkOpts testenv.Options, extra func(daemon string) []string) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), bin: seqdBinary(t)}
 	t.Cleanup(e.cleanup)
-	e.zk = zktest.StartT(t, testenv.Options{Servers: 3, PeerProxies: proxied})
+	proxied := zkOpts.PeerProxies
+	e.zk = zktest.StartT(t, zkOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for d, name := range []string{"a", "b"} {

@@ -28,6 +28,9 @@ const (
 	// brokenCachedCheck answers a /v1/check of a token it has seen checked
 	// with the first answer it had for it.
 	brokenCachedCheck
+	// brokenRenewOK answers a renewal the daemon refused with the lease's
+	// last answer: a daemon that says held past the lease's end.
+	brokenRenewOK
 )
 
 // brokenProxy stands for a broken daemon in front of a real one: the
@@ -44,11 +47,12 @@ type brokenProxy struct {
 	reads  int               // leader reads answered
 	checks map[string][]byte // check request -> first answer
 	status map[string]int
+	leases map[string][]byte // lease id -> its last answer (brokenRenewOK)
 }
 
 func newBrokenProxy(target string, how int) *brokenProxy {
 	p := &brokenProxy{target: target, how: how, hc: &http.Client{Timeout: 30 * time.Second},
-		twins: map[string]bool{}, checks: map[string][]byte{}, status: map[string]int{}}
+		twins: map[string]bool{}, checks: map[string][]byte{}, status: map[string]int{}, leases: map[string][]byte{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p
 }
@@ -166,6 +170,15 @@ func (p *brokenProxy) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	status, b := p.forward(req, path, body)
+	if p.how&brokenRenewOK != 0 && (action == "acquire" || action == "renew") {
+		p.mu.Lock()
+		if status == http.StatusOK {
+			p.leases[lr.LeaseID] = b
+		} else if last, ok := p.leases[lr.LeaseID]; ok && action == "renew" {
+			status, b = http.StatusOK, last
+		}
+		p.mu.Unlock()
+	}
 	if p.how&brokenTwin != 0 && status == http.StatusConflict && (action == "acquire" || action == "campaign") {
 		if ts, tb := p.forward(req, twinPath(path), body); ts == http.StatusOK {
 			p.mu.Lock()

@@ -467,6 +467,8 @@ func (in *injector) inject(ctx context.Context, kind string) {
 		}
 	case faultPGKill:
 		in.killPG(ctx)
+	case faultZKClock:
+		in.jumpClock(ctx)
 	case faultStoreKill:
 		in.r.store.kill()
 		in.count(kind)

@@ -531,3 +531,38 @@ func CheckValidity(ops []Op, timeout time.Duration) (KindResult, porcupine.Linea
 	}
 	return r, info
 }
+
+// LoggedEnd is a lease's end as a daemon logged it: expired, lost, broken,
+// or a leadership that ended.
+type LoggedEnd struct {
+	Lock  string
+	Token uint64
+	At    int64 // the log line's time
+}
+
+// CheckHeldPastEnd checks that no client was told it holds (a renewal
+// answered ok) once a daemon had logged its lease's end: no renewal of a
+// lease sent after the line that says it expired, was lost or broken, or
+// that its leadership ended.
+func CheckHeldPastEnd(ops []Op, ends []LoggedEnd) KindResult {
+	var r KindResult
+	first := map[string]LoggedEnd{}
+	for _, e := range ends {
+		k := fmt.Sprintf("%s@%d", e.Lock, e.Token)
+		if f, ok := first[k]; !ok || e.At < f.At {
+			first[k] = e
+		}
+	}
+	r.count("logged ends", len(first))
+	for _, op := range ops {
+		if op.Kind != KindRenew || op.Result != ResultOK {
+			continue
+		}
+		r.count("renewals", 1)
+		if e, ok := first[fmt.Sprintf("%s@%d", op.Lock, op.Token)]; ok && op.Invoke > e.At {
+			r.add("held", "%s: process %d's renewal of token %d sent at %s answered ok, %v after a daemon logged the lease's end",
+				op.Lock, op.Process, op.Token, at(op.Invoke), time.Duration(op.Invoke-e.At).Round(time.Millisecond))
+		}
+	}
+	return r
+}

@@ -167,3 +167,20 @@ func TestCheckValidity(t *testing.T) {
 		wantViolations(t, tc.name, r, tc.want)
 	}
 }
+
+func TestCheckHeldPastEnd(t *testing.T) {
+	const l = "l"
+	ends := []LoggedEnd{{Lock: l, Token: 1, At: 20}, {Lock: l, Token: 1, At: 40}, {Lock: "other", Token: 2, At: 5}}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want int
+	}{
+		{"renewed before the end", []Op{grant(1, l, "a", 1, 0, 5), renewed(1, l, "a", 10, 11)}, 0},
+		{"refused after the end", []Op{grant(1, l, "a", 1, 0, 5), {Process: 1, Kind: KindRenew, Lock: l, Token: 1, Grant: "a", Invoke: 30, Complete: 31, Result: ResultFail}}, 0},
+		{"renewed after the end", []Op{grant(1, l, "a", 1, 0, 5), {Process: 1, Kind: KindRenew, Lock: l, Token: 1, Grant: "a", Invoke: 30, Complete: 31, Result: ResultOK}}, 1},
+		{"another lock's end", []Op{grant(2, l, "b", 2, 0, 5), {Process: 2, Kind: KindRenew, Lock: l, Token: 2, Grant: "b", Invoke: 30, Complete: 31, Result: ResultOK}}, 0},
+	} {
+		wantViolations(t, tc.name, CheckHeldPastEnd(tc.ops, ends), tc.want)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seqd/seqd/api"
 	seqdclient "github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/testenv"
 )
 
 var (
@@ -42,13 +43,17 @@ const (
 // kindsEnv is the env of the kinds' runs: daemons that keep an audit log
 // and accept breaks.
 func startKindsEnv(t *testing.T) *env {
+	return startKindsEnvOpts(t, testenv.Options{Servers: 3})
+}
+
+func startKindsEnvOpts(t *testing.T, zkOpts testenv.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
 	admin := filepath.Join(dir, "admin-token")
 	if err := os.WriteFile(admin, []byte(kindAdmin+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startEnvArgs(t, false, func(name string) []string {
+	return startEnvOpts(t, zkOpts, func(name string) []string {
 		return []string{"--audit-log", filepath.Join(dir, "audit-"+name+".jsonl"), "--admin-token-file", admin}
 	})
 }
@@ -226,9 +231,9 @@ func (m *modelRun) someToken(r *rand.Rand) uint64 {
 	return m.tokens[r.IntN(len(m.tokens))]
 }
 
-// runKind runs m for d with faults (or none), through urls, and returns
+// runKind runs m for d under faults (none if nil), through urls, and returns
 // the history's operations, the faults injected and the client stalls.
-func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time.Duration, urls []string, faults bool, mr *modelRun) ([]Op, map[string]int, int) {
+func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time.Duration, urls []string, faults []string, mr *modelRun) ([]Op, map[string]int, int) {
 	t.Helper()
 	hist := filepath.Join(e.dir, "kinds-"+name)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
@@ -278,9 +283,9 @@ func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time
 		}()
 	}
 	in := &injector{e: e, rand: rand.New(rand.NewPCG(seed, 0xfa17)), counts: map[string]int{}, log: t.Logf, errorf: t.Errorf}
-	if faults {
+	if faults != nil {
 		var cur phaseName
-		in.runPhases(ctx, []phase{{name: "mixed", kinds: kindFaults, d: d, parallel: 1}}, &cur)
+		in.runPhases(ctx, []phase{{name: "mixed", kinds: faults, d: d, parallel: 1}}, &cur)
 	}
 	wg.Wait()
 	for _, f := range files {
@@ -303,7 +308,7 @@ func TestKinds(t *testing.T) {
 	for _, m := range kindModels() {
 		t.Run(m.name, func(t *testing.T) {
 			start := time.Now()
-			ops, faults, stalls := runKind(t, e, m, m.name, seed, *kindsFlag, e.urls, true, &modelRun{})
+			ops, faults, stalls := runKind(t, e, m, m.name, seed, *kindsFlag, e.urls, kindFaults, &modelRun{})
 			res := m.check(t, e, ops)
 			t.Logf("%s, seed %d, %v: %d operations, %d client stalls, faults %v; %s",
 				m.name, seed, time.Since(start).Round(100*time.Millisecond), len(ops), stalls, faults, res.Summary())
@@ -323,7 +328,7 @@ func TestKinds(t *testing.T) {
 				mr := &modelRun{}
 				urls := m.control(t, e, mr)
 				name := fmt.Sprintf("%s-control-%d", m.name, a)
-				ops, _, stalls := runKind(t, e, m, name, seed+uint64(a)+1, *kindsControlFlag, urls, false, mr)
+				ops, _, stalls := runKind(t, e, m, name, seed+uint64(a)+1, *kindsControlFlag, urls, nil, mr)
 				res := m.check(t, e, ops)
 				t.Logf("%s: %d operations, %d client stalls; %s", name, len(ops), stalls, res.Summary())
 				if len(res.Violations) > 0 {

@@ -389,7 +389,7 @@ func CheckBreaks(ops []Op, audit []AuditBreak) KindResult {
 				continue
 			}
 			switch {
-			case op.Kind == KindRenew && op.Grant == grantOf[b.Token]:
+			case op.Kind == KindRenew && op.Grant != "" && op.Grant == grantOf[b.Token]:
 				r.add("break", "%s: the broken lease (token %d) was renewed ok by process %d at %s, after the break was answered", b.Lock, b.Token, op.Process, at(op.Invoke))
 			case op.Kind == KindAcquire && op.Token <= b.Token:
 				r.add("break", "%s: token %d was granted to process %d after the break of token %d: the next token must be higher", b.Lock, op.Token, op.Process, b.Token)

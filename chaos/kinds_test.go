@@ -40,8 +40,8 @@ const (
 	sharedRatio = 0.7
 )
 
-// kindsEnv is the env of the kinds' runs: daemons that keep an audit log
-// and accept breaks.
+// startKindsEnv starts the env of the kinds' runs: daemons that keep an
+// audit log and accept breaks.
 func startKindsEnv(t *testing.T) *env {
 	return startKindsEnvOpts(t, testenv.Options{Servers: 3})
 }
@@ -58,7 +58,8 @@ func startKindsEnvOpts(t *testing.T, zkOpts testenv.Options) *env {
 	})
 }
 
-// auditFiles are the daemons' audit logs of startKindsEnv.
+// auditBreaks reads the break lines of the audit logs of startKindsEnv's
+// daemons.
 func (e *env) auditBreaks(t *testing.T) []AuditBreak {
 	t.Helper()
 	var out []AuditBreak
@@ -98,17 +99,17 @@ type worker struct {
 	clients []*seqdclient.Client // one per daemon (or per proxy)
 	names   []string
 	ttl     time.Duration
-	stalls  *int64counter
+	stalls  *counter
 	stallN  int // one round in stallN stalls
 }
 
-type int64counter struct {
+type counter struct {
 	mu sync.Mutex
 	n  int
 }
 
-func (c *int64counter) inc() { c.mu.Lock(); c.n++; c.mu.Unlock() }
-func (c *int64counter) get() int {
+func (c *counter) inc() { c.mu.Lock(); c.n++; c.mu.Unlock() }
+func (c *counter) get() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
@@ -262,7 +263,7 @@ func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time
 	if ttl == 0 {
 		ttl = kindTTL
 	}
-	stalls := &int64counter{}
+	stalls := &counter{}
 	stallN := m.stallN
 	if stallN == 0 {
 		stallN = 5

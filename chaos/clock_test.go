@@ -113,17 +113,14 @@ func (e *env) loggedEnds(t *testing.T) []LoggedEnd {
 	return out
 }
 
-// TestClockFaults runs the models of the semaphore, the shared lock, the
-// election and /v1/check on an ensemble whose members' clocks jump and
-// skew (libfaketime), with the daemons paused and killed too: no model's
-// checker may fail, and no client is told it holds (a renewal answered ok)
-// once a daemon has logged its lease's end. The lock-delay is left out: it
-// assumes ZooKeeper's clocks agree (docs/lock-kinds.md), which these faults
-// break on purpose.
-func TestClockFaults(t *testing.T) {
-	seed := chaosSeed(t)
-	java := fakeJava(t)
-	e := startKindsEnvOpts(t, testenv.Options{Servers: 3, Java: java})
+// clockFaults runs the models of the semaphore, the shared lock, the
+// election and /v1/check on e, whose ensemble runs under libfaketime
+// (fakeJava), while the members' clocks jump and skew, with the daemons
+// paused and killed too: no model's checker may fail, and no client is
+// told it holds (a renewal answered ok) once a daemon has logged its
+// lease's end. The lock-delay is left out: it assumes ZooKeeper's clocks
+// agree (docs/lock-kinds.md), which these faults break on purpose.
+func clockFaults(t *testing.T, e *env, seed uint64) {
 	for _, m := range e.zk.Members {
 		t.Cleanup(func() { setClock(m, 0) })
 	}

@@ -40,12 +40,8 @@ const (
 	sharedRatio = 0.7
 )
 
-// startKindsEnv starts the env of the kinds' runs: daemons that keep an
-// audit log and accept breaks.
-func startKindsEnv(t *testing.T) *env {
-	return startKindsEnvOpts(t, testenv.Options{Servers: 3})
-}
-
+// startKindsEnvOpts starts the env of the kinds' runs on an ensemble of
+// zkOpts: daemons that keep an audit log and accept breaks.
 func startKindsEnvOpts(t *testing.T, zkOpts testenv.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
@@ -58,7 +54,7 @@ func startKindsEnvOpts(t *testing.T, zkOpts testenv.Options) *env {
 	})
 }
 
-// auditBreaks reads the break lines of the audit logs of startKindsEnv's
+// auditBreaks reads the break lines of the audit logs of startKindsEnvOpts's
 // daemons.
 func (e *env) auditBreaks(t *testing.T) []AuditBreak {
 	t.Helper()
@@ -198,6 +194,9 @@ type kindModel struct {
 	workers int
 	ttl     time.Duration
 	stallN  int // one round in stallN stalls (default 5)
+	// minRun is the shortest run under faults: a lock-delay's rounds
+	// take a delay each.
+	minRun time.Duration
 	// work runs worker w until ctx ends.
 	work func(ctx context.Context, w *worker, m *modelRun)
 	// check checks the history.
@@ -302,14 +301,17 @@ func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time
 // TestKinds runs a model of every lease kind other than the plain lock
 // against the real daemons under faults (no violation allowed), then its
 // negative control (a broken daemon or client), which must make the
-// kind's checker fail.
+// kind's checker fail; then, in "clock", some of the models again under
+// clock faults on ZooKeeper. The ensemble runs under libfaketime from the
+// start (its offsets 0 until a clock fault), so that one ensemble serves
+// both.
 func TestKinds(t *testing.T) {
 	seed := chaosSeed(t)
-	e := startKindsEnv(t)
+	e := startKindsEnvOpts(t, testenv.Options{Servers: 3, Java: fakeJava(t)})
 	for _, m := range kindModels() {
 		t.Run(m.name, func(t *testing.T) {
 			start := time.Now()
-			ops, faults, stalls := runKind(t, e, m, m.name, seed, *kindsFlag, e.urls, kindFaults, &modelRun{})
+			ops, faults, stalls := runKind(t, e, m, m.name, seed, max(*kindsFlag, m.minRun), e.urls, kindFaults, &modelRun{})
 			res := m.check(t, e, ops)
 			t.Logf("%s, seed %d, %v: %d operations, %d client stalls, faults %v; %s",
 				m.name, seed, time.Since(start).Round(100*time.Millisecond), len(ops), stalls, faults, res.Summary())
@@ -345,6 +347,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("%s: the control made no violation in %d attempts", m.name, attempts)
 		})
 	}
+	t.Run("clock", func(t *testing.T) { clockFaults(t, e, seed) })
 }
 
 func saveOps(t *testing.T, name string, ops []Op) {
@@ -530,7 +533,7 @@ func (w *worker) oneByOne(ctx context.Context, names []string) {
 func lockDelayModel() kindModel {
 	const name = "chaos/lock-delay"
 	return kindModel{
-		name: "lock-delay", workers: 3, stallN: 2,
+		name: "lock-delay", workers: 3, stallN: 2, minRun: 8 * time.Second,
 		work: func(ctx context.Context, w *worker, _ *modelRun) {
 			for ctx.Err() == nil {
 				w.leaseRound(ctx, name, "", func(c *seqdclient.Client) (api.Lease, error) {

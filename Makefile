@@ -47,7 +47,9 @@ run: build
 # chaos: the fault-injection suite, minutes long and seeded (SEED=N replays a
 # run; CHAOS_DURATION sets the fenced run, CHAOS_PARTITION the run under
 # network partitions, CHAOS_PG the run with the set in PostgreSQL behind the
-# Go fence). Histories and porcupine's
+# Go fence, CHAOS_KINDS each lease kind's model, CHAOS_CLOCK each model's run
+# under clock faults, CHAOS_RESTORE each stretch of load between ZooKeeper's
+# recoveries). Histories and porcupine's
 # visualization of failed runs go to CHAOS_OUT. Then the multi-lock deadlock
 # test runs for 60s (and its one-by-one control for 15s); it ends with the
 # fuzzers: the store's recovery, sequencer signatures and the HTTP API's
@@ -56,11 +58,15 @@ SEED           ?= 0
 CHAOS_DURATION ?= 5m
 CHAOS_PARTITION ?= 3m
 CHAOS_PG       ?= 3m
+CHAOS_KINDS    ?= 45s
+CHAOS_CLOCK    ?= 45s
+CHAOS_RESTORE  ?= 15s
 CHAOS_OUT      ?= chaos-out
 chaos: deps
-	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestPartition|TestSimulation|TestServiceSimulation' ./chaos/ \
+	$(GO) test -count=1 -v -timeout 60m -run 'TestChaos|TestPartition|TestSimulation|TestServiceSimulation|TestKinds|TestRestoreUnderLoad' ./chaos/ \
 		-args -chaos.seed=$(SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.partition=$(CHAOS_PARTITION) -chaos.control=45s \
 		-chaos.pg=$(CHAOS_PG) -chaos.pg-control=20s \
+		-chaos.kinds=$(CHAOS_KINDS) -chaos.kinds-control=10s -chaos.clock=$(CHAOS_CLOCK) -chaos.restore=$(CHAOS_RESTORE) \
 		-chaos.schedules=50000 -chaos.service-schedules=300 -chaos.out=$(abspath $(CHAOS_OUT))
 	$(GO) test -count=1 -v -run 'TestMultiLockNeverDeadlocks|TestMultiLockOneByOneDeadlocks' ./sequencer/ \
 		-args -multilock.duration=60s -multilock.control=15s

@@ -69,10 +69,22 @@ func startEnv(t *testing.T) *env { return startEnvWith(t, false) }
 // startEnvWith starts the env; with proxied, every member-to-member link
 // and every daemon-to-member connection goes through a testenv.Proxy.
 func startEnvWith(t *testing.T, proxied bool) *env {
+	return startEnvOpts(t, testenv.Options{Servers: 3, PeerProxies: proxied}, nil)
+}
+
+// startEnvArgs is startEnvWith with more flags for each daemon (by its
+// name, "a" or "b"), after the common ones.
+func startEnvArgs(t *testing.T, proxied bool, extra func(daemon string) []string) *env {
+	return startEnvOpts(t, testenv.Options{Servers: 3, PeerProxies: proxied}, extra)
+}
+
+// startEnvOpts is startEnvArgs with the ensemble's options.
+func startEnvOpts(t *testing.T, zkOpts testenv.Options, extra func(daemon string) []string) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), bin: seqdBinary(t)}
 	t.Cleanup(e.cleanup)
-	e.zk = zktest.StartT(t, testenv.Options{Servers: 3, PeerProxies: proxied})
+	proxied := zkOpts.PeerProxies
+	e.zk = zktest.StartT(t, zkOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for d, name := range []string{"a", "b"} {
@@ -96,6 +108,9 @@ func startEnvWith(t *testing.T, proxied bool) *env {
 		p := &proc{name: "seqd-" + name, log: filepath.Join(e.dir, "daemon-"+name+".log"), args: []string{e.bin, "serve",
 			"--zk", zk, "--listen", "127.0.0.1:0", "--root", "/chaos",
 			"--session-timeout", chaosSessionTimeout.String(), "--log-level", "debug"}} // debug: the checker reads the grant lines
+		if extra != nil {
+			p.args = append(p.args, extra(name)...)
+		}
 		e.track(p)
 		if err := p.start(); err != nil {
 			t.Fatal(err)
@@ -452,6 +467,8 @@ func (in *injector) inject(ctx context.Context, kind string) {
 		}
 	case faultPGKill:
 		in.killPG(ctx)
+	case faultZKClock:
+		in.jumpClock(ctx)
 	case faultStoreKill:
 		in.r.store.kill()
 		in.count(kind)

@@ -18,6 +18,11 @@ const (
 	KindWrite   = "write"
 	KindRelease = "release"
 	KindRenew   = "renew"
+	// The kinds of the models of the other lease kinds.
+	KindLeader = "leader" // an election's leader read: Token is the term read, 0 for none
+	KindCheck  = "check"  // POST /v1/check of Token on Lock: Valid is the answer
+	KindMulti  = "multi"  // a multi-lock's acquire of Names: Held are the names it holds after it
+	KindBreak  = "break"  // an operator's break of Token on Lock
 )
 
 // Results. OK, Stale and Fail are definite: Stale and Fail had no effect.
@@ -34,21 +39,25 @@ const (
 // shared by every process of a run (the wall clock on one machine, or the
 // simulation's virtual clock).
 type Op struct {
-	Process  int    `json:"process"`
-	ID       int    `json:"id"` // per process
-	Kind     string `json:"kind"`
-	Lock     string `json:"lock,omitempty"` // lock operations: the lock; store operations: the lock the token is from
-	Key      string `json:"key,omitempty"`  // store operations: the key
-	Daemon   string `json:"daemon,omitempty"`
-	Grant    string `json:"grant,omitempty"` // the lease the token came from
-	Token    uint64 `json:"token,omitempty"`
-	Invoke   int64  `json:"invoke"`
-	Complete int64  `json:"complete,omitempty"` // 0: never completed
-	Result   string `json:"result,omitempty"`
-	Value    []int  `json:"value,omitempty"` // read: the set read; write: the set written
-	Add      int    `json:"add,omitempty"`   // write: the element it adds
-	Final    bool   `json:"final,omitempty"` // the closing read of the run
-	Err      string `json:"err,omitempty"`
+	Process  int      `json:"process"`
+	ID       int      `json:"id"` // per process
+	Kind     string   `json:"kind"`
+	Lock     string   `json:"lock,omitempty"` // lock operations: the lock; store operations: the lock the token is from
+	Key      string   `json:"key,omitempty"`  // store operations: the key
+	Daemon   string   `json:"daemon,omitempty"`
+	Grant    string   `json:"grant,omitempty"` // the lease the token came from
+	Token    uint64   `json:"token,omitempty"`
+	Invoke   int64    `json:"invoke"`
+	Complete int64    `json:"complete,omitempty"` // 0: never completed
+	Result   string   `json:"result,omitempty"`
+	Value    []int    `json:"value,omitempty"` // read: the set read; write: the set written
+	Add      int      `json:"add,omitempty"`   // write: the element it adds
+	Final    bool     `json:"final,omitempty"` // the closing read of the run
+	Mode     string   `json:"mode,omitempty"`  // acquire: "shared" for a reader
+	Names    []string `json:"names,omitempty"` // multi: the locks asked for
+	Held     []string `json:"held,omitempty"`  // multi: the locks held when it completed
+	Valid    bool     `json:"valid,omitempty"` // check: the answer
+	Err      string   `json:"err,omitempty"`
 }
 
 // Recorder appends a process's operations to a JSON-lines file: one line at

@@ -31,7 +31,7 @@ _DEFAULT_BLOCKING_WAIT = 300.0
 _ROOTS = {"lock": "/v1/locks/", "semaphore": "/v1/semaphores/", "election": "/v1/elections/"}
 
 
-def _same(doc: Dict[str, Any]) -> Dict[str, Any]:
+def as_is(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
@@ -46,7 +46,7 @@ class Request(NamedTuple):
     timeout: Optional[float] = None  # the client's when None
     accept: Optional[Accept] = None
     ok_statuses: Tuple[int, ...] = ()
-    decode: Callable[[Dict[str, Any]], Any] = _same
+    decode: Callable[[Dict[str, Any]], Any] = as_is
 
 
 class Settings(NamedTuple):
@@ -154,7 +154,7 @@ def blocking_query(index: Optional[int], wait: Optional[Duration]) -> Tuple[Dict
     return q, secs
 
 
-def _get(p: str, query: Dict[str, str], wait: float, decode: Callable[[Dict[str, Any]], Any]) -> Request:
+def get_request(p: str, query: Dict[str, str], wait: float, decode: Callable[[Dict[str, Any]], Any]) -> Request:
     if query:
         p += "?" + urllib.parse.urlencode(query)
     return Request("GET", p, wait=wait, decode=decode)
@@ -251,11 +251,11 @@ class Requests:
         q, secs = blocking_query(index, wait)
         if lease_id is not None:
             q["lease_id"] = lease_id
-        return _get(path("lock", name), q, secs, LockStatus.from_json)
+        return get_request(path("lock", name), q, secs, LockStatus.from_json)
 
     @staticmethod
     def leases_request() -> Request:
-        return _get("/v1/locks", {}, 0.0, _leases)
+        return get_request("/v1/locks", {}, 0.0, _leases)
 
     @staticmethod
     def check_request(sequencer: Optional[str], name: Optional[str], token: Optional[int]) -> Request:
@@ -266,12 +266,12 @@ class Requests:
 
     @staticmethod
     def semaphore_status_request(name: str) -> Request:
-        return _get(path("semaphore", name), {}, 0.0, SemaphoreStatus.from_json)
+        return get_request(path("semaphore", name), {}, 0.0, SemaphoreStatus.from_json)
 
     @staticmethod
     def election_request(name: str, index: Optional[int], wait: Optional[Duration]) -> Request:
         q, secs = blocking_query(index, wait)
-        return _get(path("election", name), q, secs, ElectionStatus.from_json)
+        return get_request(path("election", name), q, secs, ElectionStatus.from_json)
 
     @staticmethod
     def watch_request(kind: str, name: str, index: Optional[int], wait: float, lease_id: str) -> Request:
@@ -279,8 +279,8 @@ class Requests:
         q, secs = blocking_query(index, wait if index is not None else None)
         if kind == "lock":
             q["lease_id"] = lease_id
-            return _get(path("lock", name), q, secs, LockStatus.from_json)
-        return _get(path("election", name), q, secs, ElectionStatus.from_json)
+            return get_request(path("lock", name), q, secs, LockStatus.from_json)
+        return get_request(path("election", name), q, secs, ElectionStatus.from_json)
 
     def acquire_multi_request(
         self,
@@ -322,4 +322,4 @@ class Requests:
 
     @staticmethod
     def multi_lock_status_request(lease_id: str) -> Request:
-        return _get("/v1/multilocks/" + urllib.parse.quote(lease_id, safe=""), {}, 0.0, _same)
+        return get_request("/v1/multilocks/" + urllib.parse.quote(lease_id, safe=""), {}, 0.0, as_is)

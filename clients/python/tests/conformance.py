@@ -217,11 +217,12 @@ def guarded(v: Dict[str, Any], ops: Dict[str, Callable[[Dict[str, Any]], Tuple[b
     return box[0]
 
 
-OPS = {"acquire": run_acquire, "hold": run_hold, "keepalive": run_keepalive, "print": run_print, "logs": run_logs}
+Op = Callable[[Dict[str, Any]], Tuple[bool, str]]
+OPS: Dict[str, Op] = {"acquire": run_acquire, "hold": run_hold, "keepalive": run_keepalive, "print": run_print, "logs": run_logs}
 
 
 def main(ops: Optional[Dict[str, Callable[[Dict[str, Any]], Tuple[bool, str]]]] = None, label: str = "python client") -> int:
-    ops = OPS if ops is None else ops
+    play = OPS if ops is None else ops
     if not (ADDR and TOKEN_FILE and SECRET):
         print("needs the hostile daemon of clients/conformance_test.go (go test ./clients/ -run TestPythonConformance)", file=sys.stderr)
         return 2
@@ -237,7 +238,7 @@ def main(ops: Optional[Dict[str, Callable[[Dict[str, Any]], Tuple[bool, str]]]] 
         for v in vectors:
             if only and v["id"] not in only:
                 continue
-            ok, observed = guarded(v, ops)
+            ok, observed = guarded(v, play)
             failed += not ok
             row = {"id": v["id"], "expected": expected_text(v), "observed": observed, "pass": ok}
             out.write(json.dumps(row) + "\n")

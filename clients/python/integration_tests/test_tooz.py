@@ -16,7 +16,7 @@ from typing import Any, List
 from unittest import mock
 
 import tooz  # type: ignore[import]
-from tooz import coordination  # type: ignore[import]
+from tooz import coordination
 
 import seqd
 from seqd.tooz_driver import SeqdDriver, SeqdLock

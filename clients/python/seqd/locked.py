@@ -15,7 +15,7 @@ from .errors import HeldError
 
 log = logging.getLogger("seqd")
 
-F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 Name = Union[str, Callable[..., str]]
 
@@ -30,7 +30,7 @@ def locked(
     skip_if_held: bool = False,
     pass_lease: bool = False,
     cancel_on_loss: bool = True,
-) -> Callable[[F], F]:
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """A decorator: each call of the function runs under the lock ``name``
     and gets its fencing token as the keyword argument ``token`` (or the
     whole lease as ``lease``, with ``pass_lease``)::
@@ -56,13 +56,14 @@ def locked(
     cancelled at the loss.
 
     The injected argument is hidden from the wrapper's signature, so that
-    a caller (and Celery's argument check) passes only the others.
+    a caller (and Celery's argument check) passes only the others; to a
+    type checker the wrapper takes any arguments.
     ``client`` defaults to a :class:`seqd.Client` (or
     :class:`seqd.aio.Client`) from the environment.
     """
     inject = "lease" if pass_lease else "token"
 
-    def decorate(fn: F) -> F:
+    def decorate(fn: Callable[..., T]) -> Callable[..., T]:
         sig = inspect.signature(fn)
         if inject not in sig.parameters:
             raise TypeError(f"seqd.locked: {fn.__qualname__} takes no {inject!r} argument to receive the lock's {inject} in")
@@ -72,6 +73,7 @@ def locked(
             return name(*args, **kwargs) if callable(name) else name
 
         if inspect.iscoroutinefunction(fn):
+            afn: Callable[..., Any] = fn
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
@@ -88,7 +90,7 @@ def locked(
                         log.info("seqd: %s skipped: the lock %r is held", fn.__qualname__, lease.name)
                         return None
                     try:
-                        result = await fn(*args, **dict(kwargs, **{inject: lease if pass_lease else lease.token}))
+                        result = await afn(*args, **dict(kwargs, **{inject: lease if pass_lease else lease.token}))
                     except BaseException as e:
                         await lease.__aexit__(type(e), e, e.__traceback__)
                         raise
@@ -100,7 +102,7 @@ def locked(
                         await c.aclose()
 
             run_async.__signature__ = shown  # type: ignore[attr-defined]
-            return run_async  # type: ignore[return-value]
+            return run_async  # type: ignore[return-value]  # a coroutine function's wrapper returns what it awaits
 
         default: list = []
 
@@ -128,7 +130,7 @@ def locked(
             return result
 
         run.__signature__ = shown  # type: ignore[attr-defined]
-        return run  # type: ignore[return-value]
+        return run
 
     return decorate
 

@@ -15,6 +15,7 @@ if [ "${1:-all}" = all ]; then
   want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium
     python3-psycopg python3-pymysql python3-redis python3-cryptography libpostgresql-jdbc-java libmariadb-java)
   want+=(curl openssl) # the docs' shell examples, run by TestDocExamples and the quickstart's test
+  want+=(python3-tooz python3-celery) # the Python integrations' tests (TestPythonIntegrations)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -134,6 +134,16 @@ func TestPythonConformance(t *testing.T) {
 	runConformance(t, "python", 3*time.Minute, "python3", "-m", "tests.conformance")
 }
 
+// TestPythonAsyncConformance runs the vectors through the Python asyncio
+// client, seqd.aio (clients/python/tests/conformance_aio.py).
+func TestPythonAsyncConformance(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is not installed: the Python client's conformance runner needs it")
+	}
+	runConformance(t, "python", 3*time.Minute, "python3", "-m", "tests.conformance_aio")
+}
+
 // TestJSConformance runs the vectors through the JavaScript client
 // (clients/js/test/conformance.js).
 func TestJSConformance(t *testing.T) {

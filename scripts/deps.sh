@@ -16,6 +16,7 @@ if [ "${1:-all}" = all ]; then
     python3-psycopg python3-pymysql python3-redis python3-cryptography libpostgresql-jdbc-java libmariadb-java)
   want+=(curl openssl) # the docs' shell examples, run by TestDocExamples and the quickstart's test
   want+=(faketime) # chaos: clock faults on ZooKeeper's JVMs (libfaketime)
+  want+=(python3-tooz python3-celery) # the Python integrations' tests (TestPythonIntegrations)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -56,6 +56,20 @@ def _metadata() -> str:
     return "\n".join(lines) + "\n\n" + body
 
 
+def _entry_points() -> str:
+    """entry_points.txt from pyproject.toml's ``[project.entry-points."GROUP"]``
+    tables (``name = "module:object"`` lines), or "" if it has none."""
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    out = []
+    for group, body in re.findall(r'^\[project\.entry-points\."([^"]+)"\]\s*$(.*?)(?=^\[|\Z)', text, re.M | re.S):
+        out.append(f"[{group}]")
+        for name, ref in re.findall(r'^"?([^"=\s]+)"?\s*=\s*"([^"]+)"\s*$', body, re.M):
+            out.append(f"{name} = {ref}")
+        out.append("")
+    return "\n".join(out)
+
+
 def _package_files() -> List[Tuple[str, str]]:
     """(path in the archive, path on disk) of the package's files."""
     out = []
@@ -81,6 +95,8 @@ def _write_wheel(directory: str, files: List[Tuple[str, bytes]]) -> str:
         (f"{info}/METADATA", _metadata().encode()),
         (f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: seqd_backend\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
     ]
+    if _entry_points():
+        files.append((f"{info}/entry_points.txt", _entry_points().encode()))
     record = []
     for path, data in files:
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -127,6 +143,23 @@ def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) ->
         ti.mode = 0o644
         t.addfile(ti, io.BytesIO(data))
     return sdist
+
+
+def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: Optional[dict] = None) -> str:
+    """The wheel's ``.dist-info`` (METADATA and entry_points.txt), written
+    into ``metadata_directory``. A directory on ``sys.path`` that holds it
+    (and the package) is what an installation looks like to
+    ``importlib.metadata``: the tests register the tooz driver that way."""
+    info = f"{_dist_name()}.dist-info"
+    d = os.path.join(metadata_directory, info)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(_metadata())
+    eps = _entry_points()
+    if eps:
+        with open(os.path.join(d, "entry_points.txt"), "w", encoding="utf-8") as f:
+            f.write(eps)
+    return info
 
 
 def get_requires_for_build_wheel(config_settings: Optional[dict] = None) -> List[str]:

@@ -10,6 +10,10 @@ the sidecar on 127.0.0.1:7070), with the standard library only::
         while not lease.lost.is_set():
             write(resource, fencing_token=lease.token)
 
+``seqd.aio`` is the same client for asyncio, ``seqd.locked`` a decorator
+that runs a function (a cron job, a Celery task) under a lock with its
+token, and ``seqd.tooz_driver`` a tooz driver (``seqd://HOST:PORT``).
+
 Holding a lease is never guaranteed (a pause, a partition, an operator can
 end it): pass the token to the resource, which refuses a lower one.
 """
@@ -29,6 +33,7 @@ from .errors import (
     UnavailableError,
 )
 from .lease import Leadership, Lease, LostSignal
+from .locked import locked
 from .types import CheckResult, ElectionStatus, Leader, LeaseInfo, LockStatus, LockToken, MultiLeaseInfo, SemaphoreStatus
 
 __version__ = "0.1.0"
@@ -62,5 +67,6 @@ __all__ = [
     "UnauthorizedError",
     "UnavailableError",
     "format_go_duration",
+    "locked",
     "parse_go_duration",
 ]

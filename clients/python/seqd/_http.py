@@ -72,8 +72,10 @@ class Canceller:
                 pass
 
 
-class Transport:
-    """Sends JSON requests to one daemon over a small pool of connections."""
+class Wire:
+    """What every transport to one daemon shares, whatever its I/O: the
+    headers it sends, and the rules by which it accepts an answer or says
+    why not."""
 
     def __init__(self, addr: str, token: Optional[str], context: Optional[ssl.SSLContext], timeout: float) -> None:
         u = urllib.parse.urlsplit(addr)
@@ -84,8 +86,92 @@ class Transport:
         self._base = u.path.rstrip("/")
         self._token = token
         self._context = context
-        self.redact: Callable[[str], str] = (lambda t: t.replace(token, "[redacted]")) if token else (lambda t: t)
+        self.redact: Callable[[str], str] = _redactor(token)
         self.timeout = timeout
+
+    def headers(self, data: Optional[bytes]) -> Dict[str, str]:
+        """The headers of a request with body ``data``."""
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
+        return headers
+
+    def decode(
+        self, what: str, status: int, ctype: str, raw: bytes, ok_statuses: Tuple[int, ...], accept: Optional[Accept]
+    ) -> Tuple[int, Dict[str, Any]]:
+        """The decoded answer of a request, or the error it means: a non-2xx
+        status not in ``ok_statuses`` is the daemon's error; a 2xx answer
+        must be a JSON object sent as ``application/json`` that passes
+        ``accept``, else it is a :class:`ProtocolError`."""
+        if not (200 <= status < 300 or status in ok_statuses):
+            try:
+                doc = _loads(raw) if raw else None
+            except ValueError:
+                doc = None
+            raise error_from_answer(status, doc, raw, self.redact)
+        if ctype.split(";")[0].strip().lower() != "application/json":
+            raise self.protocol_error(what, f"the answer's Content-Type is {ctype or 'missing'}, not application/json", status, ctype, raw)
+        try:
+            doc = _loads(raw)
+        except ValueError as e:
+            raise self.protocol_error(what, f"the answer is not JSON ({e})", status, ctype, raw) from None
+        if not isinstance(doc, dict):
+            raise self.protocol_error(what, "the answer is JSON but not an object", status, ctype, raw)
+        problem = accept(doc) if accept is not None else None
+        if problem is not None:
+            raise self.protocol_error(what, problem, status, ctype, raw)
+        return status, doc
+
+    def protocol_error(self, what: str, problem: str, status: Optional[int], ctype: str, raw: bytes) -> ProtocolError:
+        """The error for an answer that broke the protocol: it names the
+        daemon and quotes the answer's first 200 bytes, without the API
+        token."""
+        quote = self.redact(raw.decode("utf-8", "replace"))[:_QUOTE]
+        return ProtocolError(
+            f"the daemon at {self.addr} broke the protocol answering {what}: {problem}; "
+            f"it sent {status} {ctype or '(no Content-Type)'}: {quote!r}",
+            code="protocol",
+            status=status,
+        )
+
+    def timed_out(self, what: str, t: float) -> UnavailableError:
+        return UnavailableError(f"the daemon at {self.addr} did not answer {what} within {t:g}s", code="unavailable")
+
+    def unreachable(self, e: BaseException, cancelled: bool = False) -> SeqdError:
+        """The error for a request that got no answer because of ``e``."""
+        if cancelled:
+            return UnavailableError("request cancelled", code="cancelled")
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return UnauthorizedError(
+                f"cannot verify the certificate of the daemon at {self.addr}: {e.verify_message}; "
+                "give the CA that signed it (SEQD_CACERT or cacert=)",
+                code="tls",
+            )
+        if isinstance(e, ssl.SSLError):
+            return UnauthorizedError(
+                f"TLS handshake with the daemon at {self.addr} failed: {e}; "
+                "if it requires a client certificate, give one (SEQD_CERT and SEQD_KEY, or cert= and key=)",
+                code="tls",
+            )
+        if isinstance(e, socket.timeout):
+            return UnavailableError(f"the daemon at {self.addr} did not answer in time", code="unavailable")
+        return UnavailableError(f"cannot reach the daemon at {self.addr}: {e}", code="unavailable")
+
+
+def _redactor(token: Optional[str]) -> Callable[[str], str]:
+    if not token:
+        return lambda t: t
+    secret: str = token
+    return lambda t: t.replace(secret, "[redacted]")
+
+
+class Transport(Wire):
+    """Sends JSON requests to one daemon over a small pool of connections."""
+
+    def __init__(self, addr: str, token: Optional[str], context: Optional[ssl.SSLContext], timeout: float) -> None:
+        super().__init__(addr, token, context, timeout)
         self._idle: List[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -137,11 +223,7 @@ class Transport:
         it; Go's HTTP client does the same).
         """
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        headers = {"Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if self._token:
-            headers["Authorization"] = "Bearer " + self._token
+        headers = self.headers(data)
         t = self.timeout if timeout is None else timeout
         deadline = _mono() + t
         what = f"{method} {path}"
@@ -159,18 +241,18 @@ class Transport:
                 conn.close()
                 if canceller is not None and canceller.cancelled:
                     raise UnavailableError("request cancelled", code="cancelled") from e
-                raise UnavailableError(f"the daemon at {self.addr} did not answer {what} within {t:g}s", code="unavailable") from e
+                raise self.timed_out(what, t) from e
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
                 alert = self._tls_alert(conn)
                 conn.close()
                 if alert is not None:
-                    raise self._unreachable(alert, canceller) from e
+                    raise self.unreachable(alert, canceller is not None and canceller.cancelled) from e
                 if reused and attempt == 0 and not (canceller is not None and canceller.cancelled):
                     continue
-                raise self._unreachable(e, canceller) from e
+                raise self.unreachable(e, canceller is not None and canceller.cancelled) from e
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
-                raise self._unreachable(e, canceller) from e
+                raise self.unreachable(e, canceller is not None and canceller.cancelled) from e
             except BaseException:
                 # Interrupted (Ctrl-C): close now, so that the daemon sees the
                 # client gone and withdraws a waiting acquire.
@@ -183,7 +265,7 @@ class Transport:
                 self._put(conn)
             else:
                 conn.close()
-            return self._decode(what, status, ctype, raw, ok_statuses, accept)
+            return self.decode(what, status, ctype, raw, ok_statuses, accept)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
@@ -245,59 +327,6 @@ class Transport:
         except OSError:
             pass
         return None
-
-    def _decode(
-        self, what: str, status: int, ctype: str, raw: bytes, ok_statuses: Tuple[int, ...], accept: Optional[Accept]
-    ) -> Tuple[int, Dict[str, Any]]:
-        if not (200 <= status < 300 or status in ok_statuses):
-            try:
-                doc = _loads(raw) if raw else None
-            except ValueError:
-                doc = None
-            raise error_from_answer(status, doc, raw, self.redact)
-        if ctype.split(";")[0].strip().lower() != "application/json":
-            raise self.protocol_error(what, f"the answer's Content-Type is {ctype or 'missing'}, not application/json", status, ctype, raw)
-        try:
-            doc = _loads(raw)
-        except ValueError as e:
-            raise self.protocol_error(what, f"the answer is not JSON ({e})", status, ctype, raw) from None
-        if not isinstance(doc, dict):
-            raise self.protocol_error(what, "the answer is JSON but not an object", status, ctype, raw)
-        problem = accept(doc) if accept is not None else None
-        if problem is not None:
-            raise self.protocol_error(what, problem, status, ctype, raw)
-        return status, doc
-
-    def protocol_error(self, what: str, problem: str, status: Optional[int], ctype: str, raw: bytes) -> ProtocolError:
-        """The error for an answer that broke the protocol: it names the
-        daemon and quotes the answer's first 200 bytes, without the API
-        token."""
-        quote = self.redact(raw.decode("utf-8", "replace"))[:_QUOTE]
-        return ProtocolError(
-            f"the daemon at {self.addr} broke the protocol answering {what}: {problem}; "
-            f"it sent {status} {ctype or '(no Content-Type)'}: {quote!r}",
-            code="protocol",
-            status=status,
-        )
-
-    def _unreachable(self, e: BaseException, canceller: Optional[Canceller]) -> SeqdError:
-        if canceller is not None and canceller.cancelled:
-            return UnavailableError("request cancelled", code="cancelled")
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return UnauthorizedError(
-                f"cannot verify the certificate of the daemon at {self.addr}: {e.verify_message}; "
-                "give the CA that signed it (SEQD_CACERT or cacert=)",
-                code="tls",
-            )
-        if isinstance(e, ssl.SSLError):
-            return UnauthorizedError(
-                f"TLS handshake with the daemon at {self.addr} failed: {e}; "
-                "if it requires a client certificate, give one (SEQD_CERT and SEQD_KEY, or cert= and key=)",
-                code="tls",
-            )
-        if isinstance(e, socket.timeout):
-            return UnavailableError(f"the daemon at {self.addr} did not answer in time", code="unavailable")
-        return UnavailableError(f"cannot reach the daemon at {self.addr}: {e}", code="unavailable")
 
 
 def _refuse_constant(name: str) -> Any:

@@ -212,9 +212,7 @@ class Lease:
         return err
 
     def _expired_error(self) -> LostError:
-        why = self.last_error
-        tail = f" (last error: {why})" if why is not None else ""
-        return LostError(f"no renewal of the lease on {self.kind} {self.name!r} was confirmed within its TTL{tail}", code="expired")
+        return expired_error(self.kind, self.name, self.last_error)
 
     def raise_if_lost(self) -> None:
         """Raise the :attr:`lost_error` if the lease is lost."""
@@ -306,7 +304,7 @@ class Lease:
         # answer that never arrived finds the lease it created.
         lease_id = secrets.token_hex(16)
         give_up = _mono() + self._wait
-        delay = _retry_delay(self.renew_interval)
+        delay = retry_delay(self.renew_interval)
         while True:
             left = max(0.0, give_up - _mono())
             sent = _mono()
@@ -353,7 +351,7 @@ class Lease:
 
     def _renew_loop(self) -> None:
         interval = self.renew_interval
-        retry = _retry_delay(interval)
+        retry = retry_delay(interval)
         next_at = self._sent + interval
         info = self._need()
         while True:
@@ -383,7 +381,7 @@ class Lease:
                 self._lose(e)
                 return
             except ProtocolError as e:
-                self._lose(_protocol_loss(self.kind, self.name, e))
+                self._lose(protocol_loss(self.kind, self.name, e))
                 return
             except SeqdError as e:
                 if self._stopping:
@@ -405,7 +403,7 @@ class Lease:
         with self._cv:
             if self._cv.wait_for(lambda: self._stopping, timeout=_WATCH_AFTER):
                 return
-        retry = _retry_delay(self.renew_interval)
+        retry = retry_delay(self.renew_interval)
         backoff = retry
         index: Optional[int] = None
         last_token: Optional[int] = None
@@ -438,16 +436,7 @@ class Lease:
                 last_token = st.token
 
     def _suspicious(self, st: Any, token: int, last_token: Optional[int]) -> bool:
-        """Whether a state read suggests the lease may have ended (a renewal
-        then tells for sure)."""
-        if isinstance(st, ElectionStatus):
-            return st.leader is None or st.leader.term != token or not st.self
-        assert isinstance(st, LockStatus)
-        if st.safe_for is None or st.safe_for <= 0 or not st.held:
-            return True
-        if self.info is not None and self.info.mode == "shared":
-            return last_token is not None and st.token != last_token
-        return st.token != token
+        return suspicious(st, token, last_token, self.info is not None and self.info.mode == "shared")
 
     def _lose(self, err: SeqdError, notify: bool = True) -> None:
         with self._cv:
@@ -529,12 +518,31 @@ class Leadership(Lease):
         return self.release()
 
 
-def _protocol_loss(kind: str, name: str, e: ProtocolError) -> LostError:
+def suspicious(st: Any, token: int, last_token: Optional[int], shared: bool) -> bool:
+    """Whether a state read by a lease's watcher suggests that the lease
+    may have ended (a renewal then tells for sure)."""
+    if isinstance(st, ElectionStatus):
+        return st.leader is None or st.leader.term != token or not st.self
+    assert isinstance(st, LockStatus)
+    if st.safe_for is None or st.safe_for <= 0 or not st.held:
+        return True
+    if shared:
+        return last_token is not None and st.token != last_token
+    return st.token != token
+
+
+def expired_error(kind: str, name: str, why: Optional[SeqdError]) -> LostError:
+    """The loss of a lease whose deadline passed without a confirmed renewal."""
+    tail = f" (last error: {why})" if why is not None else ""
+    return LostError(f"no renewal of the lease on {kind} {name!r} was confirmed within its TTL{tail}", code="expired")
+
+
+def protocol_loss(kind: str, name: str, e: ProtocolError) -> LostError:
     """The loss of a lease whose renewal got an answer it cannot trust."""
     return LostError(f"the lease on {kind} {name!r} is lost: its renewal's answer broke the protocol: {e.message}", code="protocol")
 
 
-def _retry_delay(interval: float) -> float:
+def retry_delay(interval: float) -> float:
     """How soon to try again after a renewal that failed without an answer
     on the lease: often enough to catch a restarted daemon well before the
     deadline, never in a tight loop."""

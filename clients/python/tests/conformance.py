@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import seqd
 
@@ -74,7 +74,7 @@ def expected_text(v: Dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def check_error(v: Dict[str, Any], c: seqd.Client, err: BaseException, took: float) -> Tuple[bool, str]:
+def check_error(v: Dict[str, Any], c: Any, err: BaseException, took: float) -> Tuple[bool, str]:
     """Whether a failed call failed as the vector wants."""
     e = v["expect"]
     msg = str(err)
@@ -198,14 +198,14 @@ def run_logs(v: Dict[str, Any]) -> Tuple[bool, str]:
 GUARD = 20.0
 
 
-def guarded(v: Dict[str, Any]) -> Tuple[bool, str]:
+def guarded(v: Dict[str, Any], ops: Dict[str, Callable[[Dict[str, Any]], Tuple[bool, str]]]) -> Tuple[bool, str]:
     """Plays a vector in a thread of its own, so that a client that never
     returns fails that vector and not the whole run."""
     box: List[Tuple[bool, str]] = []
 
     def play() -> None:
         try:
-            box.append(OPS[v["op"]](v))
+            box.append(ops[v["op"]](v))
         except Exception as err:  # a runner that cannot play a vector fails it
             box.append((False, f"runner error {type(err).__name__}: {err}"))
 
@@ -217,10 +217,12 @@ def guarded(v: Dict[str, Any]) -> Tuple[bool, str]:
     return box[0]
 
 
-OPS = {"acquire": run_acquire, "hold": run_hold, "keepalive": run_keepalive, "print": run_print, "logs": run_logs}
+Op = Callable[[Dict[str, Any]], Tuple[bool, str]]
+OPS: Dict[str, Op] = {"acquire": run_acquire, "hold": run_hold, "keepalive": run_keepalive, "print": run_print, "logs": run_logs}
 
 
-def main() -> int:
+def main(ops: Optional[Dict[str, Callable[[Dict[str, Any]], Tuple[bool, str]]]] = None, label: str = "python client") -> int:
+    play = OPS if ops is None else ops
     if not (ADDR and TOKEN_FILE and SECRET):
         print("needs the hostile daemon of clients/conformance_test.go (go test ./clients/ -run TestPythonConformance)", file=sys.stderr)
         return 2
@@ -236,14 +238,14 @@ def main() -> int:
         for v in vectors:
             if only and v["id"] not in only:
                 continue
-            ok, observed = guarded(v)
+            ok, observed = guarded(v, play)
             failed += not ok
             row = {"id": v["id"], "expected": expected_text(v), "observed": observed, "pass": ok}
             out.write(json.dumps(row) + "\n")
             out.flush()
             rows.append(row)
             print(f"{'PASS' if ok else 'FAIL'}  {v['id']:<26} want {row['expected']:<40} got {observed}", flush=True)
-    print(f"python client: {len(rows) - failed}/{len(rows)} vectors pass")
+    print(f"{label}: {len(rows) - failed}/{len(rows)} vectors pass")
     return 1 if failed else 0
 
 

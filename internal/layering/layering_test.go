@@ -182,3 +182,32 @@ func listDeps(t *testing.T, pkg string) []string {
 	}
 	return strings.Fields(string(out))
 }
+
+// TestKubeIsAModuleOfItsOwn: contrib/kube, which links client-go, is a
+// module of its own, so that the main module's graph (`go list -m all`)
+// holds no Kubernetes module. The control: the same listing of
+// contrib/kube's module finds client-go.
+func TestKubeIsAModuleOfItsOwn(t *testing.T) {
+	k8s := func(dir string) []string {
+		t.Helper()
+		cmd := exec.Command(goCommand(t), "list", "-m", "all")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -m all in %s: %v", dir, err)
+		}
+		var mods []string
+		for _, m := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(m, "k8s.io/") || strings.HasPrefix(m, "sigs.k8s.io/") {
+				mods = append(mods, m)
+			}
+		}
+		return mods
+	}
+	if got := k8s("../.."); len(got) != 0 {
+		t.Errorf("the main module's graph holds %v: client-go belongs in contrib/kube's go.mod", got)
+	}
+	if got := k8s("../../contrib/kube"); !slices.ContainsFunc(got, func(m string) bool { return strings.HasPrefix(m, "k8s.io/client-go ") }) {
+		t.Errorf("control: contrib/kube's graph lists %v, without client-go", got)
+	}
+}

@@ -45,6 +45,10 @@ func CertIdentity(c *x509.Certificate) string {
 	return c.Subject.CommonName
 }
 
+// ValidIdentity says what is wrong with an identity's name, "" if
+// nothing (see validIdentity).
+func ValidIdentity(name string) string { return validIdentity(name) }
+
 // validIdentity says what is wrong with an identity's name, "" if nothing:
 // printable ASCII without spaces, so that it fits a tokens file line, a
 // policy rule, an audit line and a metric label as it is.
@@ -214,7 +218,10 @@ func (h *handler) identify(r *http.Request) (id string, via int, err error) {
 	if h.certIDs && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		byCert = CertIdentity(r.TLS.PeerCertificates[0])
 		if why := validIdentity(byCert); why != "" {
-			return "", viaNone, &ForbiddenError{Msg: "the client certificate names no usable identity: " + why}
+			if h.policy.Load() != nil {
+				return "", viaNone, &ForbiddenError{Msg: "the client certificate names no identity a policy can name: " + why}
+			}
+			byCert = "" // no policy to name it in: as before identities
 		}
 	}
 	byToken, named := h.tokens.Load().lookup(bearer(r))

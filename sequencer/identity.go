@@ -206,32 +206,28 @@ const (
 	viaToken        // a named token
 )
 
-// identify names the caller of r, and says how: the admin token, else its
-// client certificate (when the handler trusts certificates), else a named
-// token, else anonymous. A certificate and a named token that name two
-// identities are refused: which one would the policy judge?
+// identify names the caller of r, and says how: the admin token, else a
+// named token, else its client certificate (when the handler trusts
+// certificates), else anonymous. A named token names its caller on a
+// connection with a certificate too: there the certificate opens the
+// connection (mutual TLS), the token says who calls.
 func (h *handler) identify(r *http.Request) (id string, via int, err error) {
 	if h.isAdmin(r) {
 		return IdentityAdmin, viaAdmin, nil
 	}
-	var byCert string
-	if h.certIDs && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		byCert = CertIdentity(r.TLS.PeerCertificates[0])
-		if why := validIdentity(byCert); why != "" {
-			if h.policy.Load() != nil {
-				return "", viaNone, &ForbiddenError{Msg: "the client certificate names no identity a policy can name: " + why}
-			}
-			byCert = "" // no policy to name it in: as before identities
-		}
+	if name, ok := h.tokens.Load().lookup(bearer(r)); ok {
+		return name, viaToken, nil
 	}
-	byToken, named := h.tokens.Load().lookup(bearer(r))
-	switch {
-	case byCert != "" && named && byCert != byToken:
-		return "", viaNone, &ForbiddenError{Msg: fmt.Sprintf("the client certificate names %q and the bearer token %q: send the API token, or the named token of the certificate's identity", byCert, byToken)}
-	case named:
-		return byToken, viaToken, nil
-	case byCert != "":
-		return byCert, viaCert, nil
+	if h.certIDs && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		byCert := CertIdentity(r.TLS.PeerCertificates[0])
+		why := validIdentity(byCert)
+		switch {
+		case why == "":
+			return byCert, viaCert, nil
+		case h.policy.Load() != nil:
+			return "", viaNone, &ForbiddenError{Msg: "the client certificate names no identity a policy can name: " + why}
+		}
+		// No policy to name it in: anonymous, as before identities.
 	}
 	return IdentityAnonymous, viaNone, nil
 }

@@ -37,7 +37,7 @@ func (s *Service) authorize(ctx context.Context, a ask) (done func(), err error)
 		if err := validateName(a.family, n); err != nil {
 			return nil, err
 		}
-		if err := s.judge(c, c.policy.decide(c.id, a.kind, ActAcquire, n)); err != nil {
+		if err := s.judge(c, c.decide(a.kind, ActAcquire, n)); err != nil {
 			return nil, err
 		}
 		keys = append(keys, nameKey(a.family, n))
@@ -66,7 +66,7 @@ func (s *Service) judge(c *caller, e *PolicyError) error {
 // that refuses it.
 func (s *Service) may(ctx context.Context, kind, action, name string) error {
 	c := callerOf(ctx)
-	return s.judge(c, c.policy.decide(c.id, kind, action, name))
+	return s.judge(c, c.decide(kind, action, name))
 }
 
 // readable reports whether the caller of ctx may read name of family f.
@@ -78,7 +78,7 @@ func readable(ctx context.Context, f api.Family, name string) bool {
 		return true
 	}
 	for _, k := range familyKinds(f) {
-		if c.policy.decide(c.id, k, ActRead, name) == nil {
+		if c.decide(k, ActRead, name) == nil {
 			return true
 		}
 	}

@@ -250,6 +250,7 @@ type caller struct {
 	id     string
 	label  string // id as metrics show it: bounded
 	policy *Policy
+	rules  []int // the policy's rules for id
 }
 
 type callerKey struct{}
@@ -258,6 +259,9 @@ type callerKey struct{}
 func withCaller(ctx context.Context, c *caller) context.Context {
 	if c.id == IdentityAdmin {
 		c.policy = nil // the operator's key: no rule or quota limits it
+	}
+	if c.policy != nil {
+		c.rules = c.policy.rulesOf(c.id)
 	}
 	return context.WithValue(ctx, callerKey{}, c)
 }
@@ -269,6 +273,14 @@ func callerOf(ctx context.Context) *caller {
 		return c
 	}
 	return &caller{}
+}
+
+// decide is c's policy's decision on action on the name of kind.
+func (c *caller) decide(kind, action, name string) *PolicyError {
+	if c.policy == nil {
+		return nil
+	}
+	return c.policy.decideAmong(c.rules, c.id, kind, action, name)
 }
 
 // name is c's identity, "" for none (a nil caller too).

@@ -286,10 +286,27 @@ func (p *Policy) decide(id, kind, action, name string) *PolicyError {
 	if p == nil || id == IdentityAdmin {
 		return nil
 	}
-	k, a := uint8(1)<<indexOf(policyKinds, kind), uint8(1)<<indexOf(policyActions, action)
+	return p.decideAmong(p.rulesOf(id), id, kind, action, name)
+}
+
+// rulesOf are the indexes of the rules whose identity pattern matches id:
+// a request's caller matches them once, however many names it judges
+// (a listing judges each).
+func (p *Policy) rulesOf(id string) []int {
+	var out []int
 	for i := range p.rules {
+		if p.rules[i].ident.match(id) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (p *Policy) decideAmong(rules []int, id, kind, action, name string) *PolicyError {
+	k, a := uint8(1)<<indexOf(policyKinds, kind), uint8(1)<<indexOf(policyActions, action)
+	for _, i := range rules {
 		r := &p.rules[i]
-		if r.kinds&k == 0 || r.actions&a == 0 || !r.ident.match(id) || !r.names.match(name) {
+		if r.kinds&k == 0 || r.actions&a == 0 || !r.names.match(name) {
 			continue
 		}
 		if r.allow {

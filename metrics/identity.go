@@ -10,10 +10,10 @@ const OtherIdentity = "_other"
 // identities are the series of the daemon's identities and its reloaded
 // files (policy, tokens).
 type identities struct {
-	refusals      *prometheus.CounterVec
-	reloads       *prometheus.CounterVec
-	reloadFailed  *prometheus.GaugeVec
-	leases        *prometheus.GaugeVec
+	refusals     *prometheus.CounterVec
+	reloads      *prometheus.CounterVec
+	reloadFailed *prometheus.GaugeVec
+	leases       *prometheus.GaugeVec
 }
 
 func newIdentities(reg prometheus.Registerer) *identities {

@@ -57,7 +57,7 @@ func TestStatusPageHidesOtherIdentitiesNames(t *testing.T) {
 	// setToken puts tok into the API token field as typing would.
 	setToken := func(tok string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Evaluate[bool](`(() => { const el = document.getElementById("api-token"); el.value = ` + strconv.Quote(tok) + `; el.dispatchEvent(new Event("input")); return true })()`)(ctx, tg)
+			_, err := chromedp.Evaluate[bool](`(() => { const el = document.getElementById("api-token"); el.value = `+strconv.Quote(tok)+`; el.dispatchEvent(new Event("input")); return true })()`)(ctx, tg)
 			return err
 		})
 	}

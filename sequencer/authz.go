@@ -43,10 +43,11 @@ func (s *Service) authorize(ctx context.Context, a ask) (done func(), err error)
 		keys = append(keys, nameKey(a.family, n))
 	}
 	done, err = s.reserve(ctx, keys, a.ttl, a.leaseID)
-	if err != nil {
-		return nil, s.judge(c, err.(*PolicyError))
+	var pe *PolicyError
+	if errors.As(err, &pe) {
+		return nil, s.judge(c, pe)
 	}
-	return done, nil
+	return done, err
 }
 
 // judge counts a refusal of c; nil passes.

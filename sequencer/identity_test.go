@@ -453,3 +453,34 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[strin
 	}
 	return 0
 }
+
+// With named tokens and no API token, a call needs a named token or a
+// client certificate; a named token names its caller over a certificate.
+func TestTokensFileNeedsATokenOrACertificate(t *testing.T) {
+	c := startIDDaemon(t, testPolicy)
+	nobody := &http.Client{Transport: &http.Transport{TLSClientConfig: c.clients["ops"].Transport.(*http.Transport).TLSClientConfig}}
+	req, _ := http.NewRequest("GET", c.url+"/v1/locks", nil)
+	resp, err := nobody.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("no certificate, no token: %d, want 401", resp.StatusCode)
+	}
+	st, e := c.call(t, "stranger", "GET", "/v1/locks", "")
+	want(t, "a certificate without a token", st, e, 200, "", "")
+	// team A's certificate with the operator's token: the operator.
+	req, _ = http.NewRequest("POST", c.url+"/v1/locks/team-a/t/acquire", strings.NewReader(`{"owner":"o"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+opsTk)
+	resp, err = c.clients[teamA].Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(raw), "lets ops acquire") {
+		t.Fatalf("team A's certificate with the operator's token: %d %s, want the operator's refusal", resp.StatusCode, raw)
+	}
+}

@@ -212,6 +212,14 @@ func TestPolicyJudgesEachIdentity(t *testing.T) {
 	// team-a may not take team-a's names as an election (kind not allowed).
 	st, e = c.call(t, teamA, "POST", "/v1/elections/team-a/e/campaign", `{"owner":"o"}`)
 	want(t, "team-a campaigns", st, e, 403, api.CodeForbidden, "no rule of")
+	// team B on team A's names: no rule; its own election: allowed.
+	st, e = acquire(teamB, "team-a/q")
+	want(t, "team-b acquires team-a/q", st, e, 403, api.CodeForbidden, "no rule of "+c.pfile+" lets "+teamB+" acquire lock \"team-a/q\"")
+	if n := c.contenders(t, "team-a/q"); len(n) != 0 {
+		t.Fatalf("a refused acquire left contenders %v", n)
+	}
+	st, e = c.call(t, teamB, "POST", "/v1/elections/team-b/e/campaign", `{"owner":"o"}`)
+	want(t, "team-b campaigns", st, e, 200, "", "")
 	// ops reads and breaks, but acquires nothing.
 	st, e = acquire("ops", "team-a/ops")
 	want(t, "ops acquires", st, e, 403, api.CodeForbidden, "lets ops acquire lock")
@@ -256,9 +264,10 @@ func TestPolicyJudgesEachIdentity(t *testing.T) {
 		{"seqd_policy_refusals_total", map[string]string{"identity": teamA, "code": "forbidden"}, 5},
 		{"seqd_policy_refusals_total", map[string]string{"identity": "ops", "code": "forbidden"}, 2},
 		{"seqd_policy_refusals_total", map[string]string{"identity": "_other", "code": "forbidden"}, 1},
+		{"seqd_policy_refusals_total", map[string]string{"identity": teamB, "code": "forbidden"}, 1},
 	})
-	if got := gauge(t, c.d.reg, "seqd_identity_leases", map[string]string{"identity": teamB}); got != 1 {
-		t.Errorf("seqd_identity_leases{identity=%q} = %v, want 1", teamB, got)
+	if got := gauge(t, c.d.reg, "seqd_identity_leases", map[string]string{"identity": teamB}); got != 2 {
+		t.Errorf("seqd_identity_leases{identity=%q} = %v, want 2 (a lock, an election)", teamB, got)
 	}
 	// The audit log: who took each lease, who broke team-a's.
 	var sawGrant, sawBreak bool

@@ -400,8 +400,15 @@ const (
 	// …/break); the body's reason says why. A loss like CodeLost.
 	CodeBroken = "broken"
 	// CodeForbidden (403): a break without the admin token, or on a daemon
-	// that has none.
+	// that has none; a request the daemon's policy file does not allow the
+	// caller (the sentence names the rule, file:line); a request a web page
+	// may have sent (another origin, a Host not the daemon's).
 	CodeForbidden = "forbidden"
+	// CodeQuotaExceeded (429): a grant or renewal beyond the caller's quota
+	// in the daemon's policy file (maximum TTL, leases held, waiters,
+	// distinct names); the sentence names the quota, file:line. Nothing
+	// changed.
+	CodeQuotaExceeded = "quota_exceeded"
 	// CodeUnavailable (503): ZooKeeper cannot be reached now; try again.
 	CodeUnavailable = "unavailable"
 	// CodeBadSignature (403, check only): a signed sequencer whose

@@ -35,6 +35,13 @@ var (
 	// ErrUnauthorized: the daemon refused the bearer token (401) or the
 	// caller's rights (403).
 	ErrUnauthorized = errors.New("seqd: unauthorized")
+	// ErrForbidden: the daemon's policy (or the admin-token rule of a
+	// break) does not allow the caller this request (403 forbidden).
+	// Such an error matches ErrUnauthorized too.
+	ErrForbidden = errors.New("seqd: forbidden")
+	// ErrQuotaExceeded: the request would take the caller beyond a quota of
+	// the daemon's policy (429 quota_exceeded); nothing changed.
+	ErrQuotaExceeded = errors.New("seqd: quota exceeded")
 	// ErrDaemonUnreachable: the daemon did not answer.
 	ErrDaemonUnreachable = errors.New("seqd: daemon unreachable")
 )
@@ -79,6 +86,10 @@ func (e *APIError) Is(target error) bool {
 		return e.Code == CodeLimitMismatch
 	case ErrUnauthorized:
 		return e.Status == 401 || e.Status == 403
+	case ErrForbidden:
+		return e.Code == CodeForbidden
+	case ErrQuotaExceeded:
+		return e.Code == CodeQuotaExceeded
 	}
 	return false
 }

@@ -441,6 +441,8 @@ func errs(statuses []int, conflict []string, forbidden [2]string) om {
 			out = append(out, kv{"403", answer(forbidden[0], "Error", forbidden[1])})
 		case 409:
 			out = append(out, kv{"409", answer("refused: "+strings.Join(conflict, ", "), "Error", conflict...)})
+		case 429:
+			out = append(out, kv{"429", answer("beyond the caller's quota in the daemon's policy file (the sentence names it); nothing changed", "Error", api.CodeQuotaExceeded)})
 		case 503:
 			out = append(out, kv{"503", answer("ZooKeeper cannot be reached or trusted now; try again", "Error", api.CodeUnavailable)})
 		}
@@ -470,11 +472,28 @@ func shortDuration(d time.Duration) string {
 }
 
 func post(summary string, params []om, req string, ok om, conflict []string) om {
+	return postAnswering([]int{400, 401, 409, 503}, summary, params, req, ok, conflict)
+}
+
+// policyForbids is the 403 of a request the daemon's policy file refuses.
+var policyForbids = [2]string{"the daemon's policy file does not allow the caller this (the sentence names the rule)", api.CodeForbidden}
+
+// grant is post for a grant, which the policy judges and the quotas bound.
+func grant(summary string, params []om, req string, ok om, conflict []string) om {
+	return postAnswering([]int{400, 401, 403, 409, 429, 503}, summary, params, req, ok, conflict)
+}
+
+// renewal is post for a renewal, whose ttl the quotas bound.
+func renewal(summary string, params []om, req string, ok om, conflict []string) om {
+	return postAnswering([]int{400, 401, 409, 429, 503}, summary, params, req, ok, conflict)
+}
+
+func postAnswering(statuses []int, summary string, params []om, req string, ok om, conflict []string) om {
 	op := m("summary", summary)
 	if params != nil {
 		op = append(op, kv{"parameters", params})
 	}
-	op = append(op, kv{"requestBody", jsonBody(req)}, kv{"responses", responses(ok, errs([]int{400, 401, 409, 503}, conflict, [2]string{}))})
+	op = append(op, kv{"requestBody", jsonBody(req)}, kv{"responses", responses(ok, errs(statuses, conflict, policyForbids))})
 	return m("post", op)
 }
 
@@ -486,9 +505,9 @@ func (f family) paths() om {
 		end += ": the next candidate is elected at once"
 	}
 	p := m(
-		"/v1/"+n+"/{name}/"+f.grant, post("grant a lease on the "+f.noun+" NAME, waiting up to wait", params, f.request,
+		"/v1/"+n+"/{name}/"+f.grant, grant("grant a lease on the "+f.noun+" NAME, waiting up to wait", params, f.request,
 			answer("the lease (a new one, or a live lease this request retries)", "Lease"), f.grant409),
-		"/v1/"+n+"/{name}/renew", post("renew a lease, keeping its token", params, "LeaseRequest",
+		"/v1/"+n+"/{name}/renew", renewal("renew a lease, keeping its token", params, "LeaseRequest",
 			answer("the lease, with its new expiry", "Lease"), f.renew409),
 		"/v1/"+n+"/{name}/"+f.end, post(end, params, "LeaseRequest", answer("ended", "ReleaseResponse"), f.renew409),
 	)
@@ -501,13 +520,13 @@ func (f family) paths() om {
 		kv{"/v1/" + n + "/{name}", m("get", m(
 			"summary", "the "+f.noun+"'s state, read from ZooKeeper (any daemon's holders); a blocking read with index",
 			"parameters", append(append([]om{nameParam}, blockingQuery...), leaseIDQuery),
-			"responses", responses(answer("the state; its index is also in the "+api.IndexHeader+" header", f.status), errs([]int{400, 401, 503}, nil, [2]string{}))))},
+			"responses", responses(answer("the state; its index is also in the "+api.IndexHeader+" header", f.status), errs([]int{400, 401, 403, 503}, nil, policyForbids))))},
 		kv{"/v1/" + n + "/{name}/break", m("post", m(
 			"summary", "break the "+f.noun+"'s holder named by its token, only if it still holds: its contender is deleted, the next "+
 				"grant has a higher token, its renew answers 409 broken; needs the admin token",
 			"parameters", params, "requestBody", jsonBody("BreakRequest"),
 			"responses", responses(answer("broken (the audit line is written first)", "BreakResponse"),
-				errs([]int{400, 401, 403, 409, 503}, []string{api.CodeNotHeld}, [2]string{"no admin token sent, or the daemon has none", api.CodeForbidden}))))},
+				errs([]int{400, 401, 403, 409, 503}, []string{api.CodeNotHeld}, [2]string{"no admin token sent, or the daemon has none; or, with a policy file, no rule lets the caller break", api.CodeForbidden}))))},
 		kv{"/v1/" + n, m("get", m(
 			"summary", "without a query: the live "+n+" leases of this daemon, without lease ids or signed sequencers; with "+
 				"all=1: the state of every "+f.noun+" under the daemon's root (holders and queues), a blocking read with index",
@@ -528,9 +547,9 @@ func (f family) paths() om {
 
 func multilockPaths() om {
 	return m(
-		"/v1/multilocks/acquire", post("take every lock of names in one ZooKeeper transaction: all or nothing, and never a deadlock, whatever sets "+
+		"/v1/multilocks/acquire", grant("take every lock of names in one ZooKeeper transaction: all or nothing, and never a deadlock, whatever sets "+
 			"others ask for", nil, "MultiAcquireRequest", answer("one lease, a token and a sequencer per lock", "MultiLease"), []string{api.CodeHeld}),
-		"/v1/multilocks/renew", post("renew the lease of every lock at once", nil, "MultiLeaseRequest",
+		"/v1/multilocks/renew", renewal("renew the lease of every lock at once", nil, "MultiLeaseRequest",
 			answer("the lease, with its new expiry", "MultiLease"), []string{api.CodeStaleToken, api.CodeLost}),
 		"/v1/multilocks/release", post("release every lock at once", nil, "MultiLeaseRequest",
 			answer("released", "ReleaseResponse"), []string{api.CodeStaleToken, api.CodeLost}),

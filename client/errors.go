@@ -15,5 +15,7 @@ var (
 	ErrNotHeld           = api.ErrNotHeld
 	ErrLimitMismatch     = api.ErrLimitMismatch
 	ErrUnauthorized      = api.ErrUnauthorized
+	ErrForbidden         = api.ErrForbidden
+	ErrQuotaExceeded     = api.ErrQuotaExceeded
 	ErrDaemonUnreachable = api.ErrDaemonUnreachable
 )

@@ -75,6 +75,7 @@ type Metrics struct {
 
 	labels *labelSet
 	elections
+	ids *identities
 }
 
 // New builds the collectors and registers them on reg. It panics if reg
@@ -150,6 +151,7 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked,
 		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, m.auditFailures, newBuildInfo(opts.Version))
 	m.elections = newElections(reg, opts.MaxLockLabels)
+	m.ids = newIdentities(reg)
 	return m
 }
 

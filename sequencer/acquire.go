@@ -279,6 +279,9 @@ func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, v
 	}
 	gr := l.held()
 	l.name, l.owner, l.ttl, l.limit = g.name, g.owner, g.newTTL(), int32(limit)
+	if c := callerOf(ctx); c.id != "" {
+		l.who = c
+	}
 	l.sign(s.cfg.Signer)
 	l.at = -1
 	s.mu.Lock()
@@ -296,6 +299,7 @@ func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, v
 		return badRequest("lease_id %s is already in use", l.id)
 	}
 	s.leases[l.id] = l
+	s.heldLocked(l, 1)
 	if single(l.kind) {
 		s.byName[byNameKey{l.kind, l.name}] = l
 	}

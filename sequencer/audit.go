@@ -50,6 +50,11 @@ type AuditEvent struct {
 	Reason string `json:"reason"`
 	// By is, for a break, the address the request came from.
 	By string `json:"by,omitempty"`
+	// Identity is who asked: the identity that took the lease (its
+	// certificate's or named token's; anonymous with the API token), or
+	// for a break the identity that broke it; absent for the daemon's own
+	// campaigns.
+	Identity string `json:"identity,omitempty"`
 }
 
 // AuditLog writes AuditEvents as JSON lines to a writer, one write per
@@ -192,11 +197,11 @@ func (s *Service) audit(l *lease, event, reason string) {
 	if l.set != nil {
 		// A multi-lock: a line per lock, each with its own token.
 		for _, hl := range l.set.grant.Locks {
-			s.record(AuditEvent{Time: now, Event: event, Kind: "lock", Name: hl.Name, Token: hl.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason})
+			s.record(AuditEvent{Time: now, Event: event, Kind: "lock", Name: hl.Name, Token: hl.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason, Identity: l.who.name()})
 		}
 		return
 	}
-	s.record(AuditEvent{Time: now, Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason})
+	s.record(AuditEvent{Time: now, Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason, Identity: l.who.name()})
 }
 
 func (s *Service) record(e AuditEvent) {

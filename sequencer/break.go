@@ -58,7 +58,7 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	// The line goes to the audit log, synced, before anything is broken:
 	// a break that cannot be recorded is not made.
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by}
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: identityOf(ctx)}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
 		s.auditFailed(e, err)
 		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)
@@ -163,7 +163,7 @@ func (b *brokenSet) get(id string) (brokenLease, bool) {
 // token.
 func breakIn(f api.Family) action {
 	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
-		if err := h.admin(r); err != nil {
+		if err := h.mayBreak(r, f, name); err != nil {
 			return nil, err
 		}
 		var req api.BreakRequest

@@ -33,6 +33,17 @@ type HandlerOptions struct {
 	// loopback names and addresses and the address it arrived on (the
 	// daemon's DNS names when it listens beyond loopback).
 	AllowedHosts []string
+	// Tokens, if set, are named bearer tokens: each is accepted wherever
+	// the API token is, and names its caller.
+	Tokens *Watched[Tokens]
+	// CertIdentities names a caller by its client certificate (see
+	// CertIdentity). Set it only when the TLS layer verifies client
+	// certificates against a CA (mutual TLS).
+	CertIdentities bool
+	// Policy, if set, judges every request by its caller's identity, and
+	// limits what each identity takes (see ParsePolicy); without it every
+	// caller may do everything a token lets it.
+	Policy *Watched[Policy]
 	// Gatherer serves /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -45,7 +56,8 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts)}
+	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts),
+		tokens: opts.Tokens, certIDs: opts.CertIdentities, policy: opts.Policy}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
 		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
@@ -79,6 +91,9 @@ type handler struct {
 	log        *slog.Logger
 	families   map[api.Family]*family
 	guard      *guard
+	tokens     *Watched[Tokens]
+	certIDs    bool
+	policy     *Watched[Policy]
 }
 
 // family is the routes of one family of leases, one row of the table in
@@ -94,7 +109,7 @@ type family struct {
 	actions map[string]action
 	status  func(h *handler, r *http.Request, name string, q query) (any, uint64, error)
 	bare    bool
-	list    func(h *handler) any // the listing, when not a LeaseList
+	list    func(h *handler, r *http.Request) any // the listing, when not a LeaseList
 }
 
 // action serves a POST to an action of a family: it reads the body and
@@ -107,8 +122,8 @@ func routes() map[api.Family]*family {
 	return map[api.Family]*family{
 		api.Locks: {
 			actions: map[string]action{
-				"acquire": post((*Service).Acquire),
-				"renew":   post(renewIn(api.Locks)),
+				"acquire": post(checkedGrant(lockAsk, (*Service).Acquire)),
+				"renew":   post(checkedRenew(renewIn(api.Locks))),
 				"release": post(releaseIn(api.Locks)),
 				"break":   breakIn(api.Locks),
 			},
@@ -116,8 +131,8 @@ func routes() map[api.Family]*family {
 		},
 		api.Semaphores: {
 			actions: map[string]action{
-				"acquire": post((*Service).AcquireSemaphore),
-				"renew":   post(renewIn(api.Semaphores)),
+				"acquire": post(checkedGrant(semaphoreAsk, (*Service).AcquireSemaphore)),
+				"renew":   post(checkedRenew(renewIn(api.Semaphores))),
 				"release": post(releaseIn(api.Semaphores)),
 				"break":   breakIn(api.Semaphores),
 			},
@@ -125,8 +140,8 @@ func routes() map[api.Family]*family {
 		},
 		api.Elections: {
 			actions: map[string]action{
-				"campaign": post((*Service).Campaign),
-				"renew":    post(renewIn(api.Elections)),
+				"campaign": post(checkedGrant(campaignAsk, (*Service).Campaign)),
+				"renew":    post(checkedRenew(renewIn(api.Elections))),
 				"resign":   post(releaseIn(api.Elections)),
 				"proclaim": post((*Service).Proclaim),
 				"break":    breakIn(api.Elections),
@@ -136,12 +151,21 @@ func routes() map[api.Family]*family {
 		api.MultiLocks: {
 			bare: true,
 			actions: map[string]action{
-				"acquire": postBare((*Service).AcquireMulti),
-				"renew":   postBare((*Service).RenewMulti),
+				"acquire": post(checkedGrant(multiAsk, func(s *Service, ctx context.Context, _ string, req api.MultiAcquireRequest) (api.MultiLease, error) {
+					return s.AcquireMulti(ctx, req)
+				})),
+				"renew": postBare(func(s *Service, ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
+					if err := s.renewTTL(ctx, req.TTL); err != nil {
+						return api.MultiLease{}, err
+					}
+					return s.RenewMulti(ctx, req)
+				}),
 				"release": postBare((*Service).ReleaseMulti),
 			},
 			status: multiLockStatusRead,
-			list:   func(h *handler) any { return api.MultiLeaseList{MultiLocks: h.s.MultiLeases()} },
+			list: func(h *handler, r *http.Request) any {
+				return api.MultiLeaseList{MultiLocks: visibleMulti(r.Context(), h.s.MultiLeases())}
+			},
 		},
 	}
 }
@@ -178,19 +202,35 @@ func releaseIn(f api.Family) func(*Service, context.Context, string, api.LeaseRe
 
 // auth lets through the calls that carry the API token or the admin
 // token (any call, when there is no API token).
+//
+// It names the caller too (see identify), for the policy, and carries the
+// caller in the request's context. With named tokens, a call needs a
+// bearer token (the API token, the admin token or a named one) or, where
+// certificates name callers, a client certificate.
 func (h *handler) auth(next http.Handler) http.Handler {
-	if h.token == "" {
-		return next
-	}
 	want := []byte("Bearer " + h.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 && !h.isAdmin(r) {
+		id, via, err := h.identify(r)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		ok := true
+		switch {
+		case via == viaAdmin, via == viaToken, via == viaCert && h.token == "":
+			// the admin token, a named token, or a certificate on a
+			// daemon without an API token
+		case h.token != "":
+			ok = subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
+		case h.tokens != nil:
+			ok = false // a named token or a certificate is needed
+		}
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
 			writeError(w, http.StatusUnauthorized, api.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: api.CodeUnauthorized})
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), &caller{id: id, label: h.label(id), policy: h.policy.Load()})))
 	})
 }
 
@@ -260,14 +300,20 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 	case rest == "":
 		if allow(w, r, http.MethodGet) && h.noQuery(w, r) {
 			if f.list != nil {
-				writeJSON(w, http.StatusOK, f.list(h))
+				writeJSON(w, http.StatusOK, f.list(h, r))
 				return
 			}
-			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: h.s.Leases(api.Family(fam))})
+			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: visibleLeases(r.Context(), api.Family(fam), h.s.Leases(api.Family(fam)))})
 		}
 	case r.Method == http.MethodPost:
 		h.act(w, r, api.Family(fam), f, rest)
 	case r.Method == http.MethodGet:
+		if !f.bare {
+			if err := h.s.mayRead(r.Context(), api.Family(fam), rest); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+		}
 		h.status(w, r, f, rest)
 	default:
 		methods := []string{http.MethodGet}
@@ -406,6 +452,9 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	case req.Name == "":
 		return nil, badRequest(`send {"sequencer":"[kind:]name@token"} or {"name":"…","token":N}`)
 	}
+	if err := h.s.may(r.Context(), policyKind(seq.Kind), ActCheck, seq.Name); err != nil {
+		return nil, err
+	}
 	cur, err := h.s.Check(r.Context(), seq)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
@@ -425,6 +474,10 @@ var errAnswered = errors.New("answered")
 func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 	var req api.RenewManyRequest
 	if err := decode(w, r, &req); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.s.renewTTL(r.Context(), req.TTL); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -477,8 +530,13 @@ func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 		ue *UnavailableError
 		se *fence.SequencerError
 		fe *ForbiddenError
+		pe *PolicyError
 	)
 	switch {
+	case errors.As(err, &pe) && pe.Quota:
+		return http.StatusTooManyRequests, api.ErrorBody{Error: pe.Msg, Code: api.CodeQuotaExceeded}
+	case errors.As(err, &pe):
+		return http.StatusForbidden, api.ErrorBody{Error: pe.Msg, Code: api.CodeForbidden}
 	case errors.As(err, &fe):
 		return http.StatusForbidden, api.ErrorBody{Error: fe.Msg, Code: api.CodeForbidden}
 	case errors.As(err, &ce):

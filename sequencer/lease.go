@@ -72,7 +72,8 @@ type lease struct {
 	lead  *zklock.Leadership // elections only
 	name  string
 	owner string
-	value string // an election's published value
+	value string  // an election's published value
+	who   *caller // who took it (nil: the daemon's own campaign)
 	// signed is the grant's signed sequencer when the daemon signs: made
 	// once, at grant, since every answer about the lease carries it. An
 	// unsigned sequencer is made when asked for.
@@ -182,6 +183,7 @@ func (s *Service) claimLocked(l *lease, state leaseState) bool {
 	l.state = state
 	l.changedLocked()
 	delete(s.leases, l.id)
+	s.heldLocked(l, -1)
 	if key := (byNameKey{l.kind, l.name}); s.byName[key] == l {
 		delete(s.byName, key)
 	}

@@ -369,6 +369,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	c.wrongMethod("/readyz", "POST", u+"/readyz")
 	c.do("/metrics", "GET", u+"/metrics", "", 200)
 	c.do("/ui/", "GET", u+"/ui/", "", 200)
+	policyAnswers(c, d)
 
 	var missing []string
 	for key := range spec.responses {
@@ -382,7 +383,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}
 	// Every code the API has is documented.
 	for _, code := range []string{api.CodeBadRequest, api.CodeHeld, api.CodeLimitMismatch, api.CodeStaleToken, api.CodeLost, api.CodeNotHeld, api.CodeBroken, api.CodeForbidden,
-		api.CodeUnavailable, api.CodeBadSignature, api.CodeUnauthorized, api.CodeNotFound, api.CodeMethod, api.CodeInternal} {
+		api.CodeUnavailable, api.CodeBadSignature, api.CodeUnauthorized, api.CodeNotFound, api.CodeMethod, api.CodeInternal, api.CodeQuotaExceeded} {
 		if !slices.Contains(spec.codes, code) {
 			t.Errorf("code %q is not documented in docs/openapi.yaml", code)
 		}
@@ -390,4 +391,32 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	if status, resp := httpDo(t, "GET", u+"/v1/nowhere", ""); status != 404 || !strings.Contains(resp, api.CodeNotFound) {
 		t.Errorf("GET /v1/nowhere: %d %s, want 404 not_found", status, resp)
 	}
+}
+
+// policyAnswers sends the routes a policy judges their 403 and 429, from
+// a handler with a policy file: anonymous may take ok/* within a minute.
+func policyAnswers(c *apiCheck, d *daemon) {
+	t := c.t
+	p, err := ParsePolicy("policy", []byte("allow anonymous * ok/* *\nquota anonymous max_ttl=1m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watched[Policy]{}
+	w.cur.Store(p)
+	u := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{Policy: w}))
+	for _, f := range testFamilies {
+		grant := fmt.Sprintf("/v1/%s/{name}/%s", f.name, f.grant)
+		renew := fmt.Sprintf("/v1/%s/{name}/renew", f.name)
+		at := func(name, action string) string { return u + "/v1/" + f.name + "/" + name + action }
+		c.do(grant, "POST", at("no", "/"+f.grant), `{"owner":"o"`+f.extra+`}`, 403)
+		c.do(grant, "POST", at("ok/x", "/"+f.grant), `{"owner":"o","ttl":"5m"`+f.extra+`}`, 429)
+		l := c.do(grant, "POST", at("ok/x", "/"+f.grant), `{"owner":"o"`+f.extra+`}`, 200)
+		c.do(renew, "POST", at("ok/x", "/renew"), fmt.Sprintf(`{"lease_id":%q,"token":%d,"ttl":"5m"}`, l["lease_id"], tokenOf(l)), 429)
+		c.do(fmt.Sprintf("/v1/%s/{name}/%s", f.name, f.end), "POST", at("ok/x", "/"+f.end), fmt.Sprintf(`{"lease_id":%q,"token":%d}`, l["lease_id"], tokenOf(l)), 200)
+		c.do(fmt.Sprintf("/v1/%s/{name}", f.name), "GET", at("no", ""), "", 403)
+	}
+	const acq, ren = "/v1/multilocks/acquire", "/v1/multilocks/renew"
+	c.do(acq, "POST", u+acq, `{"names":["ok/m","no"],"owner":"o"}`, 403)
+	c.do(acq, "POST", u+acq, `{"names":["ok/m"],"owner":"o","ttl":"5m"}`, 429)
+	c.do(ren, "POST", u+ren, `{"lease_id":"00000000000000000000000000000000","locks":[{"name":"ok/m","token":1}],"ttl":"5m"}`, 429)
 }

@@ -48,6 +48,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family)
 		return
 	}
 	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
+	o = visibleOverview(r.Context(), f, o)
 	if err == nil {
 		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
 	}

@@ -92,6 +92,7 @@ type Service struct {
 	exp    expiries   // every live lease by expiry
 	broken brokenSet  // the leases broken lately, for their holders' next call
 	queues queueReads // queue reads shared by the readers of one state
+	quota  quotaState // leases and acquires in flight, by identity
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}

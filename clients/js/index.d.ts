@@ -296,6 +296,10 @@ export class UnavailableError extends SeqdError {}
 /** The daemon's answer broke the protocol (code "protocol"); a held lease that gets one is lost. */
 export class ProtocolError extends SeqdError {}
 export class UnauthorizedError extends SeqdError {}
+/** 403 forbidden: the daemon's policy does not allow this caller the request. */
+export class ForbiddenError extends UnauthorizedError {}
+/** 429 quota_exceeded: beyond the caller's quota in the daemon's policy. */
+export class QuotaExceededError extends SeqdError {}
 export class BadRequestError extends SeqdError {}
 
 /** A new lease id: 32 lowercase hex digits. */

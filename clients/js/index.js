@@ -5,9 +5,11 @@ export { Client, newLeaseId } from './lib/client.js';
 export { HeldLease, Leadership } from './lib/lease.js';
 export {
   BadRequestError,
+  ForbiddenError,
   HeldError,
   LostError,
   ProtocolError,
+  QuotaExceededError,
   SeqdError,
   StaleTokenError,
   UnauthorizedError,

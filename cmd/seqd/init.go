@@ -20,6 +20,7 @@ import (
 
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/security"
+	"github.com/seqd/seqd/sequencer"
 )
 
 // The files of a directory that seqd init wrote. signing.key and
@@ -62,6 +63,7 @@ func initCommand() *cli.Command {
 			&cli.IntFlag{Name: "days", Value: defaultInitDays, Usage: fmt.Sprintf("how long the certificates are valid, in days (1..%d)", maxInitDays), EnvVars: []string{"SEQD_DAYS"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "the address the daemon will listen on: the serve flags and SEQD_ADDR in client.env use it", EnvVars: []string{"SEQD_LISTEN"}},
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", Usage: "the ZooKeeper servers: the serve flags and SEQD_ZK in client.env use them", EnvVars: []string{"SEQD_ZK"}},
+			&cli.StringSliceFlag{Name: "identity", Usage: "also write a client certificate that names `NAME` for --policy-file (a URI such as spiffe://example.org/team-a goes into a URI SAN, anything else into the CN): identity-N.pem and identity-N-key.pem, N counting from 1 (repeatable)", EnvVars: []string{"SEQD_IDENTITY"}},
 		},
 		Action: initAction,
 	}
@@ -94,7 +96,12 @@ func initAction(c *cli.Context) error {
 	if _, err := splitServers(c.String("zk")); err != nil {
 		return err
 	}
-	l := lockdown{addr: daemonURL(listen, hosts), zk: c.String("zk"), names: dnsNames(hosts)}
+	l := lockdown{addr: daemonURL(listen, hosts), zk: c.String("zk"), names: dnsNames(hosts), identities: c.StringSlice("identity")}
+	for _, id := range l.identities {
+		if why := sequencer.ValidIdentity(id); why != "" {
+			return usageErrorf("--identity: %s", why)
+		}
+	}
 	if l.dir, err = filepath.Abs(c.String("dir")); err != nil {
 		return err
 	}
@@ -117,6 +124,15 @@ type lockdown struct {
 	// names are the DNS names given with --host: the daemon serves /v1/
 	// under them too (serve --host).
 	names []string
+	// identities are those given with --identity, each with a client
+	// certificate of its own.
+	identities []string
+}
+
+// identityCertFiles are the certificate and key files of the i-th --identity
+// (from 0).
+func identityCertFiles(i int) (cert, key string) {
+	return fmt.Sprintf("identity-%d.pem", i+1), fmt.Sprintf("identity-%d-key.pem", i+1)
 }
 
 func (l lockdown) path(name string) string { return filepath.Join(l.dir, name) }
@@ -178,7 +194,16 @@ func lockdownMaterial(l lockdown, hosts []string, validity time.Duration) ([]sec
 		return nil, err
 	}
 	const secret, public = 0o600, 0o644
-	return []security.NewFile{
+	var idFiles []security.NewFile
+	for i, id := range l.identities {
+		cert, key, err := ca.IssueIdentity(id, validity)
+		if err != nil {
+			return nil, err
+		}
+		cf, kf := identityCertFiles(i)
+		idFiles = append(idFiles, security.NewFile{Name: cf, Data: cert, Mode: public}, security.NewFile{Name: kf, Data: key, Mode: secret})
+	}
+	return append([]security.NewFile{
 		{Name: caFile, Data: ca.CertPEM, Mode: public},
 		{Name: caKeyFile, Data: ca.KeyPEM, Mode: secret},
 		{Name: serverCertFile, Data: serverCert, Mode: public},
@@ -193,7 +218,7 @@ func lockdownMaterial(l lockdown, hosts []string, validity time.Duration) ([]sec
 		{Name: verifyKeysFile, Data: append([]byte(verifyKeysHeader), verify...), Mode: public},
 		{Name: zkAuthFile, Data: []byte(zkDigestUser + ":" + secrets[2] + "\n"), Mode: secret},
 		{Name: clientEnvFile, Data: []byte(l.clientEnv()), Mode: public},
-	}, nil
+	}, idFiles...), nil
 }
 
 // clientEnv is client.env: the variables every client of seqd reads (the
@@ -317,6 +342,10 @@ func printLockdown(w io.Writer, l lockdown, listen string, hosts []string, days 
 		{clientEnvFile, "the settings every client reads"},
 	} {
 		fmt.Fprintf(w, "  %-28s %s\n", row[0], row[1])
+	}
+	for i, id := range l.identities {
+		cf, kf := identityCertFiles(i)
+		fmt.Fprintf(w, "  %-28s %s\n", cf+", "+kf, "a client certificate naming the identity "+termSafe(id)+" (SEQD_CERT, SEQD_KEY)")
 	}
 	fmt.Fprintf(w, "\nRun the daemon with:\n\n")
 	printCommand(w, l.serveArgs(listen))

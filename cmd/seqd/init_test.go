@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/sequencer"
 )
 
 // TestInitThenKeygenRotates: the verify.keys seqd init writes is one that
@@ -127,5 +130,42 @@ func TestInitServeCommandNamesItsHosts(t *testing.T) {
 	env, _ := os.ReadFile(filepath.Join(dir, clientEnvFile))
 	if !strings.Contains(string(env), "https://seqd.internal.example:7443") {
 		t.Fatalf("client.env %q: want SEQD_ADDR naming seqd.internal.example", env)
+	}
+}
+
+// seqd init --identity writes a client certificate per identity, naming it
+// as the daemon reads certificates: a URI in a URI SAN, a plain name as
+// the CN; a name the policy could not hold is exit 64.
+func TestInitIssuesACertificatePerIdentity(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "ids")
+	code, out, errs := runCLI(ctx, "init", "--dir", dir, "--identity", "spiffe://example.org/team-a", "--identity", "team-b")
+	if code != 0 {
+		t.Fatalf("init: %d %s", code, errs)
+	}
+	for i, want := range []string{"spiffe://example.org/team-a", "team-b"} {
+		cf, kf := identityCertFiles(i)
+		b, err := os.ReadFile(filepath.Join(dir, cf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sequencer.CertIdentity(cert); got != want {
+			t.Errorf("%s names %q, want %q", cf, got, want)
+		}
+		if st, err := os.Stat(filepath.Join(dir, kf)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v; want mode 0600", kf, err)
+		}
+		if !strings.Contains(out, cf+", "+kf) {
+			t.Errorf("init's summary does not list %s:\n%s", cf, out)
+		}
+	}
+	if code, _, errs := runCLI(ctx, "init", "--dir", filepath.Join(t.TempDir(), "bad"), "--identity", "two words"); code != 64 || !strings.Contains(errs, "has a space") {
+		t.Fatalf("init --identity 'two words': exit %d %s, want 64 naming the space", code, errs)
 	}
 }

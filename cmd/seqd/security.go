@@ -121,7 +121,7 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	if err != nil {
 		return s, usageErrorf("--listen: %v", err)
 	}
-	if !loop && s.token == "" && !c.Bool("insecure-listen") {
+	if !loop && s.token == "" && c.String("tokens-file") == "" && !c.Bool("insecure-listen") {
 		return s, usageErrorf("--listen %s is not a loopback address: give --api-token-file, or --insecure-listen to serve without one", listen)
 	}
 	if s.max = c.Int("max-connections"); s.max < 0 {

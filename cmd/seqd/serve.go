@@ -38,6 +38,8 @@ func serveFlags(zkRequired bool) []cli.Flag {
 		lockDelayFlag("after a lease ends uncleanly (expired, session lost), nobody gets its lock for this long, on any daemon (up to 1m; an acquire may name its own lock_delay)"),
 		&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long SIGTERM waits for in-flight requests", EnvVars: []string{"SEQD_SHUTDOWN_TIMEOUT"}},
 		&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the admin token that breaks holders (POST …/break, seqd break; mode 600, at least 16 bytes); without it breaks are refused", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
+		&cli.StringFlag{Name: "tokens-file", Usage: "named bearer tokens, one `NAME TOKEN` a line (mode 600): each is accepted like the API token and names its caller for --policy-file; read again when it changes", EnvVars: []string{"SEQD_TOKENS_FILE"}},
+		&cli.StringFlag{Name: "policy-file", Usage: "who may acquire, read, break and check which names, and each identity's quotas (see docs/security.md); read again when it changes, a bad change keeps the old policy", EnvVars: []string{"SEQD_POLICY_FILE"}},
 		&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per grant, release, expiry, loss, break, term and resignation to this `FILE` (- for standard output)", EnvVars: []string{"SEQD_AUDIT_LOG"}},
 		&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile of the daemon, from start to exit, to `FILE` (read it with go tool pprof); none by default", EnvVars: []string{"SEQD_CPU_PROFILE"}},
 	}
@@ -221,6 +223,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	ids, err := loadIdentityFiles(c)
+	if err != nil {
+		return err
+	}
 	audit, closeAudit, err := openAuditLog(c)
 	if err != nil {
 		return err
@@ -264,7 +270,10 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err := svc.Start(ctx); err != nil {
 		return startError(err, c.String("root"), zkSec)
 	}
-	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger})
+	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
+		Tokens: ids.tokens, Policy: ids.policy, CertIdentities: c.String("tls-client-ca-file") != ""})
+	stopReloads := ids.poll(ctx, logger, m)
+	defer stopReloads()
 	// An acquire may wait client.MaxWait for its answer.
 	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
 		WriteTimeout: api.MaxWait + 30*time.Second,

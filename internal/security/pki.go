@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -95,6 +96,21 @@ func (ca *CA) IssueClient(name string, validity time.Duration) (cert, key []byte
 		Subject:     pkix.Name{CommonName: name},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, validity)
+}
+
+// IssueIdentity returns a client certificate that names identity as seqd
+// reads it: a URI (such as a SPIFFE ID, spiffe://example.org/team-a) goes
+// into a URI SAN, anything else into the subject's common name only.
+func (ca *CA) IssueIdentity(identity string, validity time.Duration) (cert, key []byte, err error) {
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: identity},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if u, perr := url.Parse(identity); perr == nil && u.Scheme != "" && strings.Contains(identity, "://") {
+		tmpl.URIs = []*url.URL{u}
+		tmpl.Subject.CommonName = ""
+	}
+	return ca.issue(tmpl, validity)
 }
 
 func (ca *CA) issue(tmpl *x509.Certificate, validity time.Duration) (cert, key []byte, err error) {

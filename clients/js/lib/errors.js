@@ -44,6 +44,10 @@ export class UnavailableError extends SeqdError {}
 export class ProtocolError extends SeqdError {}
 /** 401 unauthorized: a missing or wrong API token. */
 export class UnauthorizedError extends SeqdError {}
+/** 403 forbidden: the daemon's policy does not allow this caller the request (the message names the rule). */
+export class ForbiddenError extends UnauthorizedError {}
+/** 429 quota_exceeded: beyond the caller's quota in the daemon's policy (the message names it). */
+export class QuotaExceededError extends SeqdError {}
 /** 400 bad_request: the daemon refused the request as malformed. */
 export class BadRequestError extends SeqdError {}
 
@@ -54,6 +58,8 @@ const byCode = {
   broken: LostError,
   unavailable: UnavailableError,
   unauthorized: UnauthorizedError,
+  forbidden: ForbiddenError,
+  quota_exceeded: QuotaExceededError,
   bad_request: BadRequestError,
 };
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { BadRequestError, Client, HeldError, LostError, SeqdError, StaleTokenError, UnauthorizedError, UnavailableError } from '../index.js';
+import { BadRequestError, Client, ForbiddenError, HeldError, LostError, QuotaExceededError, SeqdError, StaleTokenError, UnauthorizedError, UnavailableError } from '../index.js';
 import { parseDuration, wireDuration } from '../lib/duration.js';
 import { errorFor } from '../lib/errors.js';
 import { encodeJSON, parseJSON, toToken } from '../lib/json.js';
@@ -101,6 +101,8 @@ describe('errors', () => {
       [503, '{"error":"down","code":"unavailable"}', UnavailableError],
       [401, '{"error":"no","code":"unauthorized"}', UnauthorizedError],
       [400, '{"error":"bad","code":"bad_request"}', BadRequestError],
+      [403, '{"error":"no rule","code":"forbidden"}', ForbiddenError],
+      [429, '{"error":"quota","code":"quota_exceeded"}', QuotaExceededError],
       [409, '{"error":"other","code":"limit_mismatch","current_token":3}', SeqdError],
       [502, '<html>bad gateway</html>', SeqdError],
     ];

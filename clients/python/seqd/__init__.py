@@ -24,9 +24,11 @@ from ._durations import Duration, format_go_duration, parse_go_duration
 from .client import DEFAULT_ADDR, DEFAULT_TIMEOUT, Client
 from .errors import (
     BadRequestError,
+    ForbiddenError,
     HeldError,
     LostError,
     ProtocolError,
+    QuotaExceededError,
     SeqdError,
     StaleTokenError,
     UnauthorizedError,
@@ -65,6 +67,8 @@ __all__ = [
     "SeqdError",
     "StaleTokenError",
     "UnauthorizedError",
+    "ForbiddenError",
+    "QuotaExceededError",
     "UnavailableError",
     "format_go_duration",
     "locked",

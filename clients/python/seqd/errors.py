@@ -79,6 +79,18 @@ class UnauthorizedError(SeqdError):
     (code ``tls``)."""
 
 
+class ForbiddenError(UnauthorizedError):
+    """403 ``forbidden``: the daemon's policy file does not allow this caller
+    the request (the message names the rule), or a break without the admin
+    token. Nothing changed."""
+
+
+class QuotaExceededError(SeqdError):
+    """429 ``quota_exceeded``: the request would take the caller beyond its
+    quota in the daemon's policy file (the message names it). Nothing
+    changed."""
+
+
 class BadRequestError(SeqdError):
     """400 ``bad_request``: an invalid name, duration, body or argument. Also
     raised by the client itself, before any request, for arguments it can
@@ -103,6 +115,8 @@ _BY_CODE: Dict[str, Type[SeqdError]] = {
     "broken": LostError,
     "unavailable": UnavailableError,
     "unauthorized": UnauthorizedError,
+    "forbidden": ForbiddenError,
+    "quota_exceeded": QuotaExceededError,
     "bad_request": BadRequestError,
 }
 

@@ -69,7 +69,8 @@ class ErrorTest(unittest.TestCase):
             (409, "held", seqd.HeldError), (409, "stale_token", seqd.StaleTokenError), (409, "lost", seqd.LostError),
             (409, "broken", seqd.LostError), (503, "unavailable", seqd.UnavailableError),
             (401, "unauthorized", seqd.UnauthorizedError), (400, "bad_request", seqd.BadRequestError),
-            (403, "forbidden", seqd.UnauthorizedError), (409, "limit_mismatch", seqd.SeqdError),
+            (403, "forbidden", seqd.ForbiddenError), (429, "quota_exceeded", seqd.QuotaExceededError),
+            (403, "bad_signature", seqd.UnauthorizedError), (409, "limit_mismatch", seqd.SeqdError),
             (502, "", seqd.UnavailableError), (500, "internal", seqd.SeqdError),
         ]:
             with self.subTest(code=code):

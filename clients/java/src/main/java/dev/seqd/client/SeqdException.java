@@ -5,7 +5,8 @@ import java.util.OptionalLong;
 /**
  * A call to the daemon failed, or a lease ended. Unchecked; the subclasses name the cases a
  * program handles: {@link HeldException}, {@link StaleTokenException}, {@link LostException},
- * {@link UnavailableException}, {@link UnauthorizedException}, {@link BadRequestException}.
+ * {@link UnavailableException}, {@link UnauthorizedException} (and {@link ForbiddenException}),
+ * {@link QuotaExceededException}, {@link BadRequestException}.
  * Other answers (403 {@code bad_signature}, 409 {@code limit_mismatch}, 404, 500) are this base
  * type with their code.
  */
@@ -61,6 +62,10 @@ public class SeqdException extends RuntimeException {
             case "lost":
             case "broken":
                 return new LostException(message, status, code, current, cause);
+            case "forbidden":
+                return new ForbiddenException(message, status, code, current, cause);
+            case "quota_exceeded":
+                return new QuotaExceededException(message, status, code, current, cause);
             default:
                 return new SeqdException(message, status, code, current, cause);
         }

@@ -86,6 +86,8 @@ class JsonTest {
                 new Case(0, "unavailable", UnavailableException.class),
                 new Case(401, "unauthorized", UnauthorizedException.class),
                 new Case(400, "bad_request", BadRequestException.class),
+                new Case(403, "forbidden", ForbiddenException.class),
+                new Case(429, "quota_exceeded", QuotaExceededException.class),
                 new Case(403, "bad_signature", SeqdException.class),
                 new Case(409, "limit_mismatch", SeqdException.class))) {
             SeqdException e = SeqdException.of(c.status, c.code, "m", 42L, null);

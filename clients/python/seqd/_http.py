@@ -84,7 +84,10 @@ class Transport:
         self._base = u.path.rstrip("/")
         self._token = token
         self._context = context
-        self.redact: Callable[[str], str] = (lambda t: t.replace(token, "[redacted]")) if token else (lambda t: t)
+        self.redact: Callable[[str], str] = (lambda t: t)
+        if token:
+            secret = token
+            self.redact = lambda t: t.replace(secret, "[redacted]")
         self.timeout = timeout
         self._idle: List[http.client.HTTPConnection] = []
         self._lock = threading.Lock()

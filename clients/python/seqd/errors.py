@@ -114,8 +114,9 @@ def error_from_answer(status: int, body: Any, raw: bytes, redact: Callable[[str]
     message = ""
     current: Optional[int] = None
     if isinstance(body, dict):
-        code = body.get("code") if isinstance(body.get("code"), str) else ""
-        message = redact(body.get("error")) if isinstance(body.get("error"), str) else ""
+        c, e = body.get("code"), body.get("error")
+        code = c if isinstance(c, str) else ""
+        message = redact(e) if isinstance(e, str) else ""
         tok = body.get("current_token")
         if isinstance(tok, int) and not isinstance(tok, bool) and tok > 0:
             current = tok

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -230,33 +231,115 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 	return nil
 }
 
-// deleteOwn deletes the grant's contender. A clean release of a grant with
-// a lock-delay is one multi that also marks the marker released, so that
-// the next holder is not delayed; an unclean one leaves the marker saying
-// held, so that it is.
-func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
-	m := g.m
-	s := m.s
-	if !clean || m.delay <= 0 {
-		return s.deleteNode(ctx, g.Path)
-	}
-	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
-	err := s.callCtx(ctx, func() error {
-		_, err := s.conn.Multi(
-			&zk.DeleteRequest{Path: g.Path, Version: -1},
-			&zk.SetDataRequest{Path: m.delayPath(), Data: data, Version: -1},
-		)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		// Our node is gone (the grant was lost: its end stays unclean), or
-		// someone removed the marker (then nothing delays anyone).
-		err = s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
-	}
-	return err
+// Every contender at the head of a queue must read the lock's lock-delay
+// marker, since any holder, on any daemon, may have asked for a delay. Most
+// roots never see one: while a root's marker directory (<root>.delay) does
+// not exist, no marker under it can, and the read is skipped. The session
+// knows the directory is absent from an exists watch that has not fired;
+// ZooKeeper delivers a watch's event before any answer that shows a later
+// state, so a children read that shows our contender at the head, answered
+// while the watch is still quiet on the same connection, proves that no
+// holder before us wrote a marker (a holder writes it before its grant, and
+// its contender was gone by that read). A reconnect voids what the session
+// knew (the watch is set again by go-zookeeper, but its event could come
+// after other answers).
+
+// delayDirs is what the session knows of the roots' marker directories.
+type delayDirs struct {
+	mu   sync.Mutex
+	dirs map[string]*delayDir
 }
 
-// Abandon ends the grant as if it had been lost: it deletes the contender
-// without recording a clean release, so that a lock-delay applies before
-// the next grant (a lease whose TTL passed ends this way).
-func (g *Grant) Abandon(ctx context.Context) error { return g.release(ctx, false) }
+type delayDir struct {
+	absent <-chan zk.Event // exists watch on the directory; nil unless known absent
+	conn   uint64          // the connection the watch was set on
+	arming bool            // an exists watch is being set
+	// present: the directory was seen; markers are read from then on
+	// (it is persistent, and seldom removed).
+	present bool
+}
+
+// absence is a proof, to be confirmed after a read, that the directory did
+// not exist.
+type absence struct {
+	watch <-chan zk.Event
+	conn  uint64
+}
+
+// confirm reports whether the directory was still absent as of every
+// answer received so far on the watch's connection.
+func (a *absence) confirm(s *Session) bool {
+	return a != nil && !fired(a.watch) && s.conns.Load() == a.conn && s.Connected()
+}
+
+// markerDir is the directory of the lock's lock-delay marker.
+func (m *Mutex) markerDir() string { return markerDirOf(m.root) }
+
+// markerDirOf is the directory of the lock-delay markers of root's locks.
+func markerDirOf(root string) string {
+	if root == "/" {
+		return "/.delay"
+	}
+	return root + ".delay"
+}
+
+// markerAbsence returns a proof that the lock's marker directory is absent,
+// or nil when the session does not know that (then the marker is read). The
+// first call on a root, and the first after a reconnect, sets an exists
+// watch (one request); once the directory has been seen, it is not looked
+// for again.
+func (m *Mutex) markerAbsence(ctx context.Context) *absence {
+	s := m.s
+	dir := m.markerDir()
+	s.delayDirs.mu.Lock()
+	if s.delayDirs.dirs == nil {
+		s.delayDirs.dirs = map[string]*delayDir{}
+	}
+	d := s.delayDirs.dirs[dir]
+	if d == nil {
+		if len(s.delayDirs.dirs) >= maxGrantedMemory {
+			clear(s.delayDirs.dirs) // a root per lock would be odd; stay bounded
+		}
+		d = &delayDir{}
+		s.delayDirs.dirs[dir] = d
+	}
+	if d.absent != nil && !fired(d.absent) && d.conn == s.conns.Load() {
+		a := &absence{watch: d.absent, conn: d.conn}
+		s.delayDirs.mu.Unlock()
+		return a
+	}
+	d.absent = nil
+	if d.arming || d.present {
+		s.delayDirs.mu.Unlock()
+		return nil
+	}
+	d.arming = true
+	s.delayDirs.mu.Unlock()
+
+	conn := s.conns.Load()
+	var (
+		exists bool
+		ch     <-chan zk.Event
+	)
+	err := s.read(ctx, func() (err error) { exists, _, ch, err = s.conn.ExistsW(dir); return err })
+
+	s.delayDirs.mu.Lock()
+	defer s.delayDirs.mu.Unlock()
+	d.arming = false
+	switch {
+	case err != nil:
+		// Unknown: markers are read. A read that timed out may still be
+		// running and write exists and ch: neither is looked at.
+		return nil
+	case exists:
+		d.present = true // markers may exist: read them from now on
+		return nil
+	}
+	d.absent, d.conn = ch, conn
+	a := &absence{watch: ch, conn: conn}
+	if !a.confirm(s) {
+		d.absent = nil
+		return nil
+	}
+	return a
+}

@@ -135,7 +135,9 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			data, st, err = read.data, read.stat, read.err
 			read = nil
 		} else {
-			err = s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(p); return err })
+			var n got
+			n, err = callCtx(ctx, s, s.getOp(p))
+			data, st = n.data, n.stat
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			return time.Time{}, nil
@@ -153,13 +155,15 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			// first seen; a conditional write, since another contender that
 			// was at the head before us may have done it already.
 			mk.state = "lost"
-			err := s.callCtx(ctx, func() (err error) { st, err = s.conn.Set(p, mk.bytes(), st.Version); return err })
+			data, version := mk.bytes(), st.Version
+			nst, err := callCtx(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(p, data, version) })
 			if errors.Is(err, zk.ErrBadVersion) {
 				continue
 			}
 			if err != nil {
 				return time.Time{}, err
 			}
+			st = nst
 			s.log.Info("unclean end of the previous holder: lock-delay", "lock", m.name, "holder", mk.node, "delay", mk.delay)
 		}
 		zkWait := time.Duration(st.Mtime-own.stat.Ctime)*time.Millisecond + mk.delay
@@ -182,7 +186,7 @@ func (m *Mutex) markHeld(ctx context.Context, own string) error {
 	p := m.delayPath()
 	data := delayMarker{state: "held", node: path.Base(own), delay: m.delay}.bytes()
 	for attempt := 0; attempt < 10; attempt++ {
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			_, err := s.conn.Multi(
 				&zk.CheckVersionRequest{Path: own, Version: -1},
 				&zk.SetDataRequest{Path: p, Data: data, Version: -1},
@@ -193,7 +197,9 @@ func (m *Mutex) markHeld(ctx context.Context, own string) error {
 			return err
 		}
 		var ok bool
-		err = s.callCtx(ctx, func() (err error) { ok, _, err = s.conn.Exists(own); return err })
+		var e existence
+		e, err = callCtx(ctx, s, s.existsOp(own))
+		ok = e.ok
 		switch {
 		case err != nil:
 			return err
@@ -220,7 +226,7 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 			d = data
 		}
 		n := node
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			_, err := s.conn.Create(n, d, 0, s.acl)
 			return err
 		})
@@ -317,11 +323,8 @@ func (m *Mutex) markerAbsence(ctx context.Context) *absence {
 	s.delayDirs.mu.Unlock()
 
 	conn := s.conns.Load()
-	var (
-		exists bool
-		ch     <-chan zk.Event
-	)
-	err := s.read(ctx, func() (err error) { exists, _, ch, err = s.conn.ExistsW(dir); return err })
+	e, err := read(ctx, s, s.existsWOp(dir))
+	exists, ch := e.ok, e.ch
 
 	s.delayDirs.mu.Lock()
 	defer s.delayDirs.mu.Unlock()

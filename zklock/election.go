@@ -205,7 +205,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		return err
 	}
 	s := l.m.s
-	err := s.callCtx(ctx, func() error { _, err := s.conn.Set(l.Path, value, -1); return err })
+	err := s.do(ctx, func() error { _, err := s.conn.Set(l.Path, value, -1); return err })
 	if errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("%w: candidate deleted", ErrLockLost)
 	}
@@ -222,7 +222,7 @@ func (l *Leadership) Resign(ctx context.Context) error { return l.Release(ctx) }
 // term began.
 func markedZxidToken(ctx context.Context, m *Mutex, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
-	err := s.callCtx(ctx, func() error {
+	err := s.do(ctx, func() error {
 		_, err := s.conn.Multi(
 			&zk.CheckVersionRequest{Path: own, Version: -1},
 			&zk.SetDataRequest{Path: m.path, Data: []byte(path.Base(own)), Version: -1},

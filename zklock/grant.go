@@ -205,7 +205,8 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 			ok bool
 			st *zk.Stat
 		)
-		err := s.callCtx(ctx, func() (err error) { ok, st, ch, err = s.conn.ExistsW(g.Path); return err })
+		e, err := callCtx(ctx, s, s.existsWOp(g.Path))
+		ok, st, ch = e.ok, e.stat, e.ch
 		switch {
 		case err == nil && ok:
 			if l := g.notOwn(st); l != nil {
@@ -218,7 +219,8 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 		return nil, nil
 	}
 	var children []string
-	err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err })
+	l, err := callCtx(ctx, s, s.childrenWOp(g.m.path))
+	children, ch = l.names, l.ch
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, contenderDeleted()
@@ -340,7 +342,7 @@ func (g *Grant) released(err error) error {
 // deleteNode deletes p (any version). Like callCtx, it stops waiting when
 // ctx ends; the delete may still happen.
 func (s *Session) deleteNode(ctx context.Context, p string) error {
-	return s.callCtx(ctx, func() error { return s.conn.Delete(p, -1) })
+	return s.do(ctx, func() error { return s.conn.Delete(p, -1) })
 }
 
 // Hooks run when a grant ends, so that a holder of many grants needs no
@@ -483,7 +485,8 @@ func (g *Grant) Verify(ctx context.Context) error {
 		return g.verifyOwnNode(ctx)
 	}
 	var children []string
-	err := s.read(ctx, func() (err error) { children, _, err = s.conn.Children(g.m.path); return err })
+	l, err := read(ctx, s, s.childrenOp(g.m.path))
+	children = l.names
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
@@ -505,11 +508,9 @@ func (g *Grant) Verify(ctx context.Context) error {
 // at once; the grant ends here, before its holder is told it still holds.
 func (g *Grant) verifyOwnNode(ctx context.Context) error {
 	s := g.m.s
-	var (
-		exists bool
-		st     *zk.Stat
-	)
-	if err := s.read(ctx, func() (err error) { exists, st, err = s.conn.Exists(g.Path); return err }); err != nil {
+	e, err := read(ctx, s, s.existsOp(g.Path))
+	exists, st := e.ok, e.stat
+	if err != nil {
 		return err
 	}
 	switch {
@@ -557,7 +558,9 @@ func (g *Grant) overtaken(ctx context.Context, node string) {
 	s := g.m.s
 	var owner int64
 	var st *zk.Stat
-	if err := s.read(ctx, func() (err error) { _, st, err = s.conn.Get(g.m.path + "/" + node); return err }); err == nil {
+	n, err := read(ctx, s, s.getOp(g.m.path+"/"+node))
+	st = n.stat
+	if err == nil {
 		owner = st.EphemeralOwner
 	}
 	reason := fmt.Sprintf("lower contender %s/%s (owner session 0x%x) appeared", g.m.path, node, owner)
@@ -606,7 +609,7 @@ func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
 		return s.deleteNode(ctx, g.Path)
 	}
 	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
-	err := s.callCtx(ctx, func() error {
+	err := s.do(ctx, func() error {
 		_, err := s.conn.Multi(
 			&zk.DeleteRequest{Path: g.Path, Version: -1},
 			&zk.SetDataRequest{Path: m.delayPath(), Data: data, Version: -1},
@@ -616,7 +619,7 @@ func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
 	if errors.Is(err, zk.ErrNoNode) {
 		// Our node is gone (the grant was lost: its end stays unclean), or
 		// someone removed the marker (then nothing delays anyone).
-		err = s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+		err = s.do(ctx, func() error { return s.conn.Delete(g.Path, -1) })
 	}
 	return err
 }

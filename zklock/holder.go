@@ -53,13 +53,16 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		// Pipelined with the children read: the counter and who bumped it.
 		go func() {
 			var r lockRead
-			r.err = s.read(ctx, func() (err error) { r.data, r.stat, err = s.conn.Get(m.path); return err })
+			n, err := read(ctx, s, s.getOp(m.path))
+			r.data, r.stat, r.err = n.data, n.stat, err
 			lock <- r
 		}()
 	} else {
 		lock <- lockRead{}
 	}
-	err = s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
+	var l listing
+	l, err = read(ctx, s, s.childrenOp(m.path))
+	children, cstat = l.names, l.stat
 	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
@@ -80,11 +83,8 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 		h.Index = max(h.Index, uint64(lockStat.Mzxid))
 	}
 	for len(cs) > 0 {
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(m.path + "/" + cs[0].node); return err })
+		n, err := read(ctx, s, s.getOp(m.path+"/"+cs[0].node))
+		data, st := n.data, n.stat
 		if errors.Is(err, zk.ErrNoNode) {
 			cs = cs[1:] // it left between the two reads
 			continue

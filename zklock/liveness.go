@@ -50,7 +50,8 @@ func (s *Session) heartbeatEvery() time.Duration {
 // LastHeard, so a caller that pings more often than the heartbeat learns
 // sooner that ZooKeeper has stopped answering.
 func (s *Session) Ping(ctx context.Context) error {
-	return s.read(ctx, func() error { _, _, err := s.conn.Exists("/"); return err })
+	_, err := read(ctx, s, s.existsOp("/"))
+	return err
 }
 
 // A session's deadline: how long ZooKeeper has been silent, measured from

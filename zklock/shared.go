@@ -158,11 +158,9 @@ func (r *ReadLock) HoldsToken(ctx context.Context, token uint64) (bool, error) {
 		if !c.reader {
 			return false, nil // readers behind a writer hold nothing yet
 		}
-		var (
-			ok bool
-			st *zk.Stat
-		)
-		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(m.path + "/" + c.node); return err }); err != nil {
+		e, err := read(ctx, s, s.existsOp(m.path+"/"+c.node))
+		ok, st := e.ok, e.stat
+		if err != nil {
 			return false, err
 		}
 		if ok && k.token(uint64(st.Czxid)) == token {

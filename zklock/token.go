@@ -68,13 +68,11 @@ func zxidToken(_ context.Context, _ *Mutex, _ string, stat *zk.Stat) (uint64, er
 // bumped it, for Holder.
 func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64, error) {
 	s := m.s
-	var res []zk.MultiResponse
-	err := s.callCtx(ctx, func() (err error) {
-		res, err = s.conn.Multi(
+	res, err := callCtx(ctx, s, func() ([]zk.MultiResponse, error) {
+		return s.conn.Multi(
 			&zk.CheckVersionRequest{Path: own, Version: -1},
 			&zk.SetDataRequest{Path: m.path, Data: []byte(path.Base(own)), Version: -1},
 		)
-		return err
 	})
 	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {

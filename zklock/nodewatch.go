@@ -240,31 +240,6 @@ func (l latest[T]) put(v T) {
 	l.ch <- v
 }
 
-// holderOf is a lock's Holder as st shows it, in mode.
-func holderOf(st nodeState, mode TokenMode) Holder {
-	var h Holder
-	h.Index = st.index()
-	if st.stat != nil && mode == TokenVersion && st.stat.Version > 0 {
-		h.Token = st.mark.token(uint64(st.stat.Version))
-	}
-	if st.first == "" {
-		return h
-	}
-	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
-	if st.firstStat != nil {
-		h.Since = time.UnixMilli(st.firstStat.Ctime)
-	}
-	switch {
-	case st.firstStat != nil && !st.cs[0].holds(st.firstStat):
-		// A multi-lock's contender waiting for another lock of its set.
-	case mode == TokenZxid:
-		h.Held, h.Token = true, st.mark.token(uint64(st.firstStat.Czxid))
-	case mode == TokenVersion:
-		h.Held = string(st.data) == st.first
-	}
-	return h
-}
-
 // Observe reports the lock's holder now and after every change (a grant, a
 // release, a contender queueing or leaving), until ctx ends or the session
 // ends; then the channel closes. One watch of each kind is armed at a time,

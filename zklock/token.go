@@ -43,6 +43,30 @@ func ParseTokenMode(s string) (TokenMode, error) {
 	return 0, fmt.Errorf("zklock: token mode %q: want zxid or version", s)
 }
 
+// readToken is the read side of the mode, which every reader of a lock's
+// state asks (Holder and Observe through holderOf, an election's leader):
+// whether c, the lock's lowest contender with stat cst, holds it, and the
+// token to show. In zxid mode that is c's czxid, once c holds. In version
+// mode it is the lock node's counter (its data version, in lock), shown
+// even when nobody holds (the last one issued), and c holds once the lock
+// node's data names it: it has taken its token. cst nil: no contender.
+func (m TokenMode) readToken(k rootMark, lock got, c contender, cst *zk.Stat) (token uint64, held bool) {
+	held = cst != nil && c.holds(cst)
+	switch m {
+	case TokenVersion:
+		if lock.stat != nil && lock.stat.Version > 0 {
+			token = k.token(uint64(lock.stat.Version))
+		}
+		return token, held && lock.stat != nil && string(lock.data) == c.node
+	case TokenZxid:
+		if held {
+			token = k.token(uint64(cst.Czxid))
+		}
+		return token, held
+	}
+	return 0, false
+}
+
 // tokenSource computes the token of a grant to our contender own, whose stat
 // was read when it became the lowest.
 type tokenSource func(ctx context.Context, m *Mutex, own string, stat *zk.Stat) (uint64, error)

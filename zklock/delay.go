@@ -296,6 +296,9 @@ func markerDirOf(root string) string {
 // for again.
 func (m *Mutex) markerAbsence(ctx context.Context) *absence {
 	s := m.s
+	if s.without.markerProof {
+		return nil
+	}
 	dir := m.markerDir()
 	s.delayDirs.mu.Lock()
 	if s.delayDirs.dirs == nil {

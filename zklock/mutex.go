@@ -279,7 +279,7 @@ func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool, ch
 			return false, fmt.Errorf("%w: %s", ErrHeld, m.name)
 		}
 		lowest, err := m.awaitGone(ctx, pred)
-		if err != nil || lowest {
+		if err != nil || lowest && !m.s.without.handOver {
 			return lowest, err
 		}
 	}

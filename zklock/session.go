@@ -71,9 +71,12 @@ type Session struct {
 	silence   silence
 	// lookEvery paces the reads of a grant's monitor (the constant).
 	lookEvery time.Duration
-	grants    liveGrants
-	blocked   grantedSet // blocking nodes already reported
-	janitor   janitor
+	// without turns shortcuts off, for the benchmark that measures them
+	// (the package doc lists them); always zero outside it.
+	without shortcuts
+	grants  liveGrants
+	blocked grantedSet // blocking nodes already reported
+	janitor janitor
 }
 
 // onState runs on go-zookeeper's event goroutine: it must not block.
@@ -348,3 +351,10 @@ func (s *Session) childrenWOp(p string) func() (listing, error) {
 // readTimeout is the longest a read waits for its answer: a quarter of the
 // session timeout, far beyond what a healthy ensemble takes.
 func (s *Session) readTimeout() time.Duration { return s.Timeout() / 4 }
+
+// shortcuts names the shortcuts a session can be made to go without (see
+// the package doc); only BenchmarkShortcuts sets them.
+type shortcuts struct {
+	markerProof bool // read the lock-delay marker at every grant
+	handOver    bool // read the children after a predecessor of ours went
+}

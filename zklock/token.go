@@ -109,7 +109,9 @@ func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64
 
 // takeToken computes the token of a grant to own and declares it only if
 // the session can still vouch for the grant and the token is above every
-// one issued before for this lock and above the root's floor record.
+// one issued before for this lock (guardToken) and above the root's floor
+// record. Writers and readers (a ReadLock's grant, whose token is its
+// czxid) go through it alike.
 func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
 	k, err := s.claim(ctx, m.root, m.mode)
@@ -132,7 +134,7 @@ func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint6
 		}
 		return 0, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 	}
-	if err := s.guard.Issue(m.path, token); err != nil {
+	if err := s.guardToken(m, token); err != nil {
 		s.obs.TokenRegression(m.name)
 		s.log.Error("token regression: grant refused", "lock", m.name, "token", token, "last", s.guard.Last(m.path), "mode", m.mode)
 		return 0, err
@@ -141,6 +143,20 @@ func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint6
 		return 0, err
 	}
 	return token, nil
+}
+
+// guardToken holds token to the regression guard: a writer's is issued
+// (the guard remembers it and refuses a lower one later); a reader's is
+// only checked against the writers', since readers are granted in any
+// order among themselves.
+func (s *Session) guardToken(m *Mutex, token uint64) error {
+	if !m.shared {
+		return s.guard.Issue(m.path, token)
+	}
+	if last := s.guard.Last(m.path); token <= last {
+		return &RegressionError{Name: m.path, Token: token, Last: last}
+	}
+	return nil
 }
 
 // aboveFloor refuses a token of root (with mark k, to a contender created

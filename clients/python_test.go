@@ -13,7 +13,8 @@ import (
 )
 
 // debianPython is the interpreter whose packages (python3-tooz,
-// python3-celery) the integration suites use.
+// python3-celery, python3-pyflakes, python3-mypy) the integration suites
+// and the checks use.
 const debianPython = "/usr/bin/python3"
 
 // TestPythonClient runs the Python client's unittest suite

@@ -14,6 +14,7 @@ fi
 if [ "${1:-all}" = all ]; then
   want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium
     python3-psycopg python3-pymysql python3-redis python3-cryptography libpostgresql-jdbc-java libmariadb-java)
+  want+=(python3-pyflakes python3-mypy) # the Python client's checks (TestPythonChecks)
   want+=(curl openssl) # the docs' shell examples, run by TestDocExamples and the quickstart's test
   want+=(faketime) # chaos: clock faults on ZooKeeper's JVMs (libfaketime)
   want+=(python3-tooz python3-celery) # the Python integrations' tests (TestPythonIntegrations)

@@ -241,12 +241,13 @@ func (s *Service) grantError(ctx context.Context, sess *zklock.Session, kind fen
 	case errors.As(err, &le):
 		return &ConflictError{Err: api.ErrLimitMismatch, Kind: kind, Name: name, Limit: le.Recorded}
 	case errors.As(err, &me):
-		return unavailable(fmt.Sprintf("%s refuses this daemon's token mode %s: it records %s (give this daemon roots of its own, or the same --token-mode)", me.Root, me.Wanted, me.Recorded), nil)
+		return unavailable(fmt.Sprintf("%s refuses this daemon's token mode %s: it records %s (give this daemon roots of its own, or the same token mode)", me.Root, me.Wanted, me.Recorded), nil)
 	case errors.As(err, &fe):
 		if ws, _ := s.watches.session(); ws != nil {
 			ws.ForgetTokenMark(fe.Root) // its reads follow the raise that comes next
 		}
-		return unavailable(FloorAdvice(fe), nil)
+		// The answer names the command that raises it; FloorAdvice does not.
+		return unavailable(fmt.Sprintf("%s: seqd floor --zk … --raise %d", FloorAdvice(fe), fe.Issued.Token), nil)
 	case errors.As(err, &oe):
 		return unavailable(fmt.Sprintf("%s lets any client %s, and this daemon creates its nodes under the creator ACL: fix the root's ACL or give the daemon another root", oe.Root, oe.Perms), nil)
 	case errors.Is(err, zklock.ErrHeld), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && sess.Connected():

@@ -173,7 +173,7 @@ func (s *Service) Ready() bool {
 }
 
 // FloorAdvice says, in a sentence for operators, why a root is refused for
-// its floor and how to raise it.
+// its floor and to what it must be raised.
 func FloorAdvice(fe *zklock.FloorError) string {
 	what := fmt.Sprintf("%s has no token mark, but this daemon issued tokens up to %d on it: ZooKeeper was rebuilt empty or replaced", fe.Root, fe.Issued.Token)
 	if !fe.Unmarked {
@@ -182,5 +182,5 @@ func FloorAdvice(fe *zklock.FloorError) string {
 	if fe.File != "" {
 		what += " (floor file " + fe.File + ")"
 	}
-	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised: seqd floor --zk … --raise %d (or the highest floor file of every daemon: seqd floor --zk … --from-floor-file FILE…)", fe.Issued.Token)
+	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised to %d (or to the highest floor file of every daemon)", fe.Issued.Token)
 }

@@ -50,8 +50,8 @@ func (e *CorruptionError) Error() string {
 		where = fmt.Sprintf(" at byte %d", e.Offset)
 	}
 	return fmt.Sprintf("store: %s is damaged%s: %s; refusing to start, since starting from it would lose acknowledged writes "+
-		"and lower the fence of the keys they touched; start with --repair to keep every readable record, "+
-		"raise every key's max as far as what was lost may have reached, and set the damaged file aside",
+		"and lower the fence of the keys they touched; a repair (Options.Repair) keeps every readable record, "+
+		"raises every key's max as far as what was lost may have reached, and sets the damaged file aside",
 		e.Path, where, e.Reason)
 }
 
@@ -68,8 +68,8 @@ type TruncatedError struct {
 func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("store: %s ends at batch %d, but the store recorded in %s that it wrote batch %d: "+
 		"%s missing (the log was cut, removed, or replaced by an older copy); refusing to start, "+
-		"since the writes and fence tokens in them would be lost; start with --repair to keep what the log holds "+
-		"and raise every key's max to %d, the highest token the store had seen",
+		"since the writes and fence tokens in them would be lost; a repair (Options.Repair) keeps what the log holds "+
+		"and raises every key's max to %d, the highest token the store had seen",
 		e.Path, e.Holds, metaName, e.Wrote, batches(e.Holds+1, e.Wrote), e.Ceiling)
 }
 
@@ -93,7 +93,7 @@ type ForeignLogError struct {
 func (e *ForeignLogError) Error() string {
 	return fmt.Sprintf("store: %s belongs to another store (%s) than this directory's (%s, in %s): refusing to start on "+
 		"another store's writes and fence tokens; put this store's log back, or, to adopt that log deliberately, "+
-		"move %s away and start with --repair",
+		"move %s away and repair (Options.Repair)",
 		e.Path, e.LogStore, e.DirStore, metaName, metaName)
 }
 
@@ -106,7 +106,7 @@ type MetaError struct {
 
 func (e *MetaError) Error() string {
 	return fmt.Sprintf("store: %s %s, so the log cannot be checked against what the store wrote; refusing to start; "+
-		"if the log is the right one (say, restored from a backup), start with --repair to adopt it and write a new %s",
+		"if the log is the right one (say, restored from a backup), a repair (Options.Repair) adopts it and writes a new %s",
 		e.Path, e.Reason, metaName)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -254,4 +256,24 @@ func FuzzRecoverKeepsIntactRecords(f *testing.F) {
 			wantValue(t, s, putKey(i), fmt.Sprintf("value-%d", i), uint64(i+1))
 		}
 	})
+}
+
+// TestDamageErrorsNameNoFlag: the refusals say what is wrong and what a
+// repair does, in the library's terms; the command line adds which flag to
+// give. The control: a message that names a flag is seen to.
+func TestDamageErrorsNameNoFlag(t *testing.T) {
+	flag := regexp.MustCompile(`(^|\s)--[a-z]`)
+	for _, err := range []error{
+		&CorruptionError{Path: "store.log", Offset: 7, Reason: "a checksum does not match"},
+		&TruncatedError{Path: "store.log", Holds: 2, Wrote: 3, Ceiling: 9},
+		&ForeignLogError{Path: "store.log", LogStore: "a", DirStore: "b"},
+		&MetaError{Path: "store.meta", Reason: "is missing"},
+	} {
+		if msg := err.Error(); flag.MatchString(msg) || !strings.Contains(msg, "Options.Repair") {
+			t.Errorf("%T says %q: want what a repair does (Options.Repair) and no command-line flag", err, msg)
+		}
+	}
+	if !flag.MatchString("start with --repair") {
+		t.Error("control: the flag pattern misses --repair")
+	}
 }

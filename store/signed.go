@@ -76,7 +76,7 @@ func (c *signedOnly) token(h http.Header, key string) (uint64, error) {
 	seq, err := c.v.Verify(vs[0])
 	switch {
 	case errors.Is(err, fence.ErrUnsigned):
-		return 0, &refusal{"unsigned", "this store admits signed sequencers only; this one has no signature (start seqd with --signing-key-file)"}
+		return 0, &refusal{"unsigned", "this store admits signed sequencers only; this one has no signature: the daemon that granted it signs nothing"}
 	case errors.Is(err, fence.ErrBadSignature):
 		return 0, &refusal{"bad_signature", strings.TrimPrefix(err.Error(), "fence: ")}
 	case err != nil:

@@ -47,6 +47,7 @@ func rogueOps(m *Mutex, g *Grant) []struct {
 // not delete, plant or rewrite anything (NoAuth); under the open ACL, the
 // control, it can do all of it, and deleting the contender breaks the grant.
 func TestACLKeepsOthersOut(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	rogue := rawConn(t, c.Servers())
 	for _, tc := range []struct {

@@ -277,11 +277,9 @@ func (s *Session) statOf(ctx context.Context, c created) (*zk.Stat, error) {
 	if c.stat != nil {
 		return c.stat, nil
 	}
-	var (
-		ok bool
-		st *zk.Stat
-	)
-	if err := s.callCtx(ctx, func() (err error) { ok, st, err = s.conn.Exists(c.path); return err }); err != nil {
+	e, err := callCtx(ctx, s, s.existsOp(c.path))
+	ok, st := e.ok, e.stat
+	if err != nil {
 		return nil, err
 	}
 	if !ok {
@@ -303,16 +301,15 @@ func (s *Session) ownedBy(what, node string, st *zk.Stat) error {
 // ZooKeeper is unreachable and ctx allows.
 func (s *Session) findGUID(ctx context.Context, parent, guid string) (string, error) {
 	for {
-		var children []string
-		err := s.callCtx(ctx, func() (err error) {
+		children, err := callCtx(ctx, s, func() ([]string, error) {
 			// Sync first: on another server than the one that took the
 			// lost create, the read must not run ahead of its commit, or we
 			// would create a twin.
 			if _, err := s.conn.Sync(parent); err != nil {
-				return err
+				return nil, err
 			}
-			children, _, err = s.conn.Children(parent)
-			return err
+			cs, _, err := s.conn.Children(parent)
+			return cs, err
 		})
 		switch {
 		case err == nil:
@@ -353,7 +350,7 @@ func (m *Mutex) ensureLockNode(ctx context.Context) error {
 		p += "/" + part
 		container := m.mode != TokenVersion && i >= rootDepth
 		node := p
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			var err error
 			if container {
 				_, err = s.conn.CreateContainer(node, nil, zk.FlagContainer, s.acl)

@@ -256,6 +256,7 @@ func writeFrame(w io.Writer, b []byte) error {
 // lets us create children but not write its data), the create goes alone
 // and the grant is the same.
 func TestStampedCreate(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	rogue := rawConn(t, c.Servers())

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -134,7 +135,9 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			data, st, err = read.data, read.stat, read.err
 			read = nil
 		} else {
-			err = s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(p); return err })
+			var n got
+			n, err = callCtx(ctx, s, s.getOp(p))
+			data, st = n.data, n.stat
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			return time.Time{}, nil
@@ -152,13 +155,15 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			// first seen; a conditional write, since another contender that
 			// was at the head before us may have done it already.
 			mk.state = "lost"
-			err := s.callCtx(ctx, func() (err error) { st, err = s.conn.Set(p, mk.bytes(), st.Version); return err })
+			data, version := mk.bytes(), st.Version
+			nst, err := callCtx(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(p, data, version) })
 			if errors.Is(err, zk.ErrBadVersion) {
 				continue
 			}
 			if err != nil {
 				return time.Time{}, err
 			}
+			st = nst
 			s.log.Info("unclean end of the previous holder: lock-delay", "lock", m.name, "holder", mk.node, "delay", mk.delay)
 		}
 		zkWait := time.Duration(st.Mtime-own.stat.Ctime)*time.Millisecond + mk.delay
@@ -181,7 +186,7 @@ func (m *Mutex) markHeld(ctx context.Context, own string) error {
 	p := m.delayPath()
 	data := delayMarker{state: "held", node: path.Base(own), delay: m.delay}.bytes()
 	for attempt := 0; attempt < 10; attempt++ {
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			_, err := s.conn.Multi(
 				&zk.CheckVersionRequest{Path: own, Version: -1},
 				&zk.SetDataRequest{Path: p, Data: data, Version: -1},
@@ -192,7 +197,9 @@ func (m *Mutex) markHeld(ctx context.Context, own string) error {
 			return err
 		}
 		var ok bool
-		err = s.callCtx(ctx, func() (err error) { ok, _, err = s.conn.Exists(own); return err })
+		var e existence
+		e, err = callCtx(ctx, s, s.existsOp(own))
+		ok = e.ok
 		switch {
 		case err != nil:
 			return err
@@ -219,7 +226,7 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 			d = data
 		}
 		n := node
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			_, err := s.conn.Create(n, d, 0, s.acl)
 			return err
 		})
@@ -230,33 +237,115 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 	return nil
 }
 
-// deleteOwn deletes the grant's contender. A clean release of a grant with
-// a lock-delay is one multi that also marks the marker released, so that
-// the next holder is not delayed; an unclean one leaves the marker saying
-// held, so that it is.
-func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
-	m := g.m
-	s := m.s
-	if !clean || m.delay <= 0 {
-		return s.deleteNode(ctx, g.Path)
-	}
-	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
-	err := s.callCtx(ctx, func() error {
-		_, err := s.conn.Multi(
-			&zk.DeleteRequest{Path: g.Path, Version: -1},
-			&zk.SetDataRequest{Path: m.delayPath(), Data: data, Version: -1},
-		)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		// Our node is gone (the grant was lost: its end stays unclean), or
-		// someone removed the marker (then nothing delays anyone).
-		err = s.callCtx(ctx, func() error { return s.conn.Delete(g.Path, -1) })
-	}
-	return err
+// Every contender at the head of a queue must read the lock's lock-delay
+// marker, since any holder, on any daemon, may have asked for a delay. Most
+// roots never see one: while a root's marker directory (<root>.delay) does
+// not exist, no marker under it can, and the read is skipped. The session
+// knows the directory is absent from an exists watch that has not fired;
+// ZooKeeper delivers a watch's event before any answer that shows a later
+// state, so a children read that shows our contender at the head, answered
+// while the watch is still quiet on the same connection, proves that no
+// holder before us wrote a marker (a holder writes it before its grant, and
+// its contender was gone by that read). A reconnect voids what the session
+// knew (the watch is set again by go-zookeeper, but its event could come
+// after other answers).
+
+// delayDirs is what the session knows of the roots' marker directories.
+type delayDirs struct {
+	mu   sync.Mutex
+	dirs map[string]*delayDir
 }
 
-// Abandon ends the grant as if it had been lost: it deletes the contender
-// without recording a clean release, so that a lock-delay applies before
-// the next grant (a lease whose TTL passed ends this way).
-func (g *Grant) Abandon(ctx context.Context) error { return g.release(ctx, false) }
+type delayDir struct {
+	absent <-chan zk.Event // exists watch on the directory; nil unless known absent
+	conn   uint64          // the connection the watch was set on
+	arming bool            // an exists watch is being set
+	// present: the directory was seen; markers are read from then on
+	// (it is persistent, and seldom removed).
+	present bool
+}
+
+// absence is a proof, to be confirmed after a read, that the directory did
+// not exist.
+type absence struct {
+	watch <-chan zk.Event
+	conn  uint64
+}
+
+// confirm reports whether the directory was still absent as of every
+// answer received so far on the watch's connection.
+func (a *absence) confirm(s *Session) bool {
+	return a != nil && !fired(a.watch) && s.conns.Load() == a.conn && s.Connected()
+}
+
+// markerDir is the directory of the lock's lock-delay marker.
+func (m *Mutex) markerDir() string { return markerDirOf(m.root) }
+
+// markerDirOf is the directory of the lock-delay markers of root's locks.
+func markerDirOf(root string) string {
+	if root == "/" {
+		return "/.delay"
+	}
+	return root + ".delay"
+}
+
+// markerAbsence returns a proof that the lock's marker directory is absent,
+// or nil when the session does not know that (then the marker is read). The
+// first call on a root, and the first after a reconnect, sets an exists
+// watch (one request); once the directory has been seen, it is not looked
+// for again.
+func (m *Mutex) markerAbsence(ctx context.Context) *absence {
+	s := m.s
+	if s.without.markerProof {
+		return nil
+	}
+	dir := m.markerDir()
+	s.delayDirs.mu.Lock()
+	if s.delayDirs.dirs == nil {
+		s.delayDirs.dirs = map[string]*delayDir{}
+	}
+	d := s.delayDirs.dirs[dir]
+	if d == nil {
+		if len(s.delayDirs.dirs) >= maxGrantedMemory {
+			clear(s.delayDirs.dirs) // a root per lock would be odd; stay bounded
+		}
+		d = &delayDir{}
+		s.delayDirs.dirs[dir] = d
+	}
+	if d.absent != nil && !fired(d.absent) && d.conn == s.conns.Load() {
+		a := &absence{watch: d.absent, conn: d.conn}
+		s.delayDirs.mu.Unlock()
+		return a
+	}
+	d.absent = nil
+	if d.arming || d.present {
+		s.delayDirs.mu.Unlock()
+		return nil
+	}
+	d.arming = true
+	s.delayDirs.mu.Unlock()
+
+	conn := s.conns.Load()
+	e, err := read(ctx, s, s.existsWOp(dir))
+	exists, ch := e.ok, e.ch
+
+	s.delayDirs.mu.Lock()
+	defer s.delayDirs.mu.Unlock()
+	d.arming = false
+	switch {
+	case err != nil:
+		// Unknown: markers are read. A read that timed out may still be
+		// running and write exists and ch: neither is looked at.
+		return nil
+	case exists:
+		d.present = true // markers may exist: read them from now on
+		return nil
+	}
+	d.absent, d.conn = ch, conn
+	a := &absence{watch: ch, conn: conn}
+	if !a.confirm(s) {
+		d.absent = nil
+		return nil
+	}
+	return a
+}

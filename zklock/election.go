@@ -181,19 +181,15 @@ func (e *Election) leaderOf(st nodeState) Leader {
 	if st.first == "" {
 		return l
 	}
-	marked := st.stat != nil && string(st.data) == st.first
 	l.Node, l.Value = st.first, st.firstData
-	switch e.m.mode {
-	case TokenVersion:
-		if !marked {
-			return l // the lowest candidate has not taken its term yet
-		}
-		l.Elected, l.Term, l.Since = true, st.mark.token(uint64(st.stat.Version)), time.UnixMilli(st.stat.Mtime)
-	default:
-		l.Elected, l.Term, l.Since = true, st.mark.token(uint64(st.firstStat.Czxid)), time.UnixMilli(st.firstStat.Ctime)
-		if marked {
-			l.Since = time.UnixMilli(st.stat.Mtime)
-		}
+	term, elected := e.m.mode.readToken(st.mark, got{data: st.data, stat: st.stat}, st.cs[0], st.firstStat)
+	if !elected {
+		return l // in version mode, the lowest candidate has not taken its term yet
+	}
+	l.Elected, l.Term, l.Since = true, term, time.UnixMilli(st.firstStat.Ctime)
+	if st.stat != nil && string(st.data) == st.first {
+		// Marked by the candidate when it took its term.
+		l.Since = time.UnixMilli(st.stat.Mtime)
 	}
 	return l
 }
@@ -205,7 +201,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		return err
 	}
 	s := l.m.s
-	err := s.callCtx(ctx, func() error { _, err := s.conn.Set(l.Path, value, -1); return err })
+	err := s.do(ctx, func() error { _, err := s.conn.Set(l.Path, value, -1); return err })
 	if errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("%w: candidate deleted", ErrLockLost)
 	}
@@ -222,7 +218,7 @@ func (l *Leadership) Resign(ctx context.Context) error { return l.Release(ctx) }
 // term began.
 func markedZxidToken(ctx context.Context, m *Mutex, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
-	err := s.callCtx(ctx, func() error {
+	err := s.do(ctx, func() error {
 		_, err := s.conn.Multi(
 			&zk.CheckVersionRequest{Path: own, Version: -1},
 			&zk.SetDataRequest{Path: m.path, Data: []byte(path.Base(own)), Version: -1},

@@ -105,6 +105,7 @@ func interopElection(t *testing.T, e *Election, start func() *peer, theirID stri
 }
 
 func TestInteropElectionKazoo(t *testing.T) {
+	t.Parallel()
 	needKazoo(t)
 	c := shared.Get(t)
 	e := election(t, dial(t, c.Servers(), Options{}), "interop/kazoo")
@@ -114,6 +115,7 @@ func TestInteropElectionKazoo(t *testing.T) {
 }
 
 func TestInteropElectionCurator(t *testing.T) {
+	t.Parallel()
 	cp := curatorLeaderClasspath(t)
 	c := shared.Get(t)
 	e := election(t, dial(t, c.Servers(), Options{}), "interop/curator")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"sync"
 	"time"
 
@@ -204,7 +205,8 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 			ok bool
 			st *zk.Stat
 		)
-		err := s.callCtx(ctx, func() (err error) { ok, st, ch, err = s.conn.ExistsW(g.Path); return err })
+		e, err := callCtx(ctx, s, s.existsWOp(g.Path))
+		ok, st, ch = e.ok, e.stat, e.ch
 		switch {
 		case err == nil && ok:
 			if l := g.notOwn(st); l != nil {
@@ -217,7 +219,8 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 		return nil, nil
 	}
 	var children []string
-	err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(g.m.path); return err })
+	l, err := callCtx(ctx, s, s.childrenWOp(g.m.path))
+	children, ch = l.names, l.ch
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, contenderDeleted()
@@ -339,5 +342,289 @@ func (g *Grant) released(err error) error {
 // deleteNode deletes p (any version). Like callCtx, it stops waiting when
 // ctx ends; the delete may still happen.
 func (s *Session) deleteNode(ctx context.Context, p string) error {
-	return s.callCtx(ctx, func() error { return s.conn.Delete(p, -1) })
+	return s.do(ctx, func() error { return s.conn.Delete(p, -1) })
 }
+
+// Hooks run when a grant ends, so that a holder of many grants needs no
+// goroutine per grant waiting on Lost.
+
+// afterEnds holds the hooks of the grants that have not ended yet, beside
+// the Grant rather than in it: an entry lives from the first AfterEnd to the
+// grant's end. A grant's hooks are one func, composed in the order given.
+var afterEnds struct {
+	mu sync.Mutex
+	m  map[*Grant]func(error)
+}
+
+// AfterEnd arranges for f to be called once with the grant's error
+// (ErrReleased, or one wrapping ErrLockLost) when the grant ends, for any
+// reason; if it has already ended, f is called at once.
+//
+// f runs in a goroutine of its own, started when the grant ends: never in
+// the goroutine that ends the grant and never while the grant's mutex is
+// held, so it may call any method of the grant (Release included, which
+// waits for the grant's monitor). The hooks registered on one grant before
+// its end share that goroutine and run one after another, in the order
+// registered, so a hook should not block for long.
+//
+// Elections' leaderships, semaphore slots and read grants are Grants too.
+func (g *Grant) AfterEnd(f func(error)) {
+	afterEnds.mu.Lock()
+	if err := g.Err(); err != nil {
+		afterEnds.mu.Unlock()
+		go f(err)
+		return
+	}
+	if afterEnds.m == nil {
+		afterEnds.m = map[*Grant]func(error){}
+	}
+	if prev := afterEnds.m[g]; prev != nil {
+		afterEnds.m[g] = func(err error) { prev(err); f(err) }
+	} else {
+		afterEnds.m[g] = f
+	}
+	afterEnds.mu.Unlock()
+}
+
+// runAfterEnd starts the hooks of g if it has ended; end calls it after
+// unlocking g.mu, whether or not that call ended the grant (a second call
+// finds no hooks left).
+func (g *Grant) runAfterEnd() {
+	err := g.Err()
+	if err == nil {
+		return
+	}
+	afterEnds.mu.Lock()
+	f := afterEnds.m[g]
+	delete(afterEnds.m, g)
+	afterEnds.mu.Unlock()
+	if f != nil {
+		go f(err)
+	}
+}
+
+// ReleaseOnClose is Release for a holder about to Close the session, which
+// deletes every ephemeral node of the session at once: it ends the grant as
+// released (ErrReleased) without a request of its own, leaving the contender
+// to the session's close, so that a holder of many grants closes in one
+// round trip rather than one per grant. Until the session closes the lock
+// stays held in ZooKeeper. It does not wait for the grant's monitor to
+// return (nothing is deleted that it could mistake for a loss); the
+// session's Close does. A grant with a lock-delay is released as by
+// Release, since its marker must record the clean end. Like Release, it
+// returns the loss error of a grant already lost, and nil for one released.
+func (g *Grant) ReleaseOnClose(ctx context.Context) error {
+	if g.m.delay > 0 {
+		return g.Release(ctx)
+	}
+	g.stopOnce.Do(func() { close(g.stop) })
+	if !g.end(ErrReleased) {
+		if err := g.Err(); !errors.Is(err, ErrReleased) {
+			return err
+		}
+		return nil
+	}
+	g.m.s.log.Debug("released, its node left to the session's close", "lock", g.Name, "token", g.Token)
+	return nil
+}
+
+// Nodes that other ZooKeeper clients plant under a lock node (possible
+// wherever the ACL lets them): a contender-shaped node that is not
+// ephemeral blocks the lock but is no holder; a contender that appears
+// below a live holder takes the lock from it, so the holder's grant is
+// declared lost as soon as the holder looks (within lookEvery; at once on
+// Verify), and renew, check and status keep one answer.
+
+// ErrOvertaken: a contender with a lower sequence appeared under the held
+// lock (wrapped in ErrLockLost).
+var ErrOvertaken = errors.New("zklock: a lower contender appeared under the held lock")
+
+// liveGrants are the session's grants that have not ended, by lock node.
+type liveGrants struct {
+	mu sync.Mutex
+	m  map[string]*Grant
+}
+
+func (l *liveGrants) add(g *Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*Grant{}
+	}
+	l.m[g.m.path] = g
+}
+
+func (l *liveGrants) remove(g *Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[g.m.path] == g {
+		delete(l.m, g.m.path)
+	}
+}
+
+func (l *liveGrants) get(lockPath string) *Grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[lockPath]
+}
+
+// Verify reads the lock's contenders and ends the grant (ErrLockLost) if
+// its contender is gone or another contender sorts below it (a
+// semaphore's lease: if its node is gone, or not as it was created). It
+// returns the
+// grant's error afterwards (nil while it holds), or the read's error when
+// ZooKeeper cannot answer (the grant is then left as it is: its loss
+// deadline decides). A daemon calls it before it vouches for a grant, on a
+// renewal.
+func (g *Grant) Verify(ctx context.Context) error {
+	if err := g.Err(); err != nil {
+		return err
+	}
+	s := g.m.s
+	if g.m.leaseSet {
+		return g.verifyOwnNode(ctx)
+	}
+	var children []string
+	l, err := read(ctx, s, s.childrenOp(g.m.path))
+	children = l.names
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	cs := sortContenders(children)
+	switch lower, ok := g.below(cs); {
+	case ok && lower == "":
+		return nil
+	case ok:
+		g.overtaken(ctx, lower)
+	default:
+		g.lose(contenderDeleted())
+	}
+	return g.Err()
+}
+
+// verifyOwnNode checks a semaphore lease's own node, whose place among the
+// others does not matter: it must be there, ours, and as we wrote it. A
+// node deleted by another client frees a slot that someone else may take
+// at once; the grant ends here, before its holder is told it still holds.
+func (g *Grant) verifyOwnNode(ctx context.Context) error {
+	s := g.m.s
+	e, err := read(ctx, s, s.existsOp(g.Path))
+	exists, st := e.ok, e.stat
+	if err != nil {
+		return err
+	}
+	switch {
+	case !exists:
+		g.lose(contenderDeleted())
+	default:
+		if l := g.notOwn(st); l != nil {
+			g.lose(l)
+		}
+	}
+	return g.Err()
+}
+
+// notOwn is the loss of a semaphore lease whose node, as st shows it, is
+// not as the grant created it: another session's, or rewritten. nil when
+// it is.
+func (g *Grant) notOwn(st *zk.Stat) *loss {
+	if st.EphemeralOwner == g.m.s.ID() && st.Version == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("lease node %s was replaced or rewritten (owner session 0x%x, data version %d)", g.Path, st.EphemeralOwner, st.Version)
+	return &loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason}
+}
+
+// below looks for the grant's contender in cs (sorted) and returns, with ok,
+// the first contender below it that it must not have: any, for an
+// exclusive grant; a writer, for a reader's (readers hold side by side).
+// ok is false when the contender is not there.
+func (g *Grant) below(cs []contender) (lower string, ok bool) {
+	own := path.Base(g.Path)
+	for _, c := range cs {
+		if c.node == own {
+			return lower, true
+		}
+		if lower == "" && (!g.m.shared || !c.reader) {
+			lower = c.node
+		}
+	}
+	return "", false
+}
+
+// overtaken ends the grant because node sorts below its contender, and
+// reports it with node's owner session.
+func (g *Grant) overtaken(ctx context.Context, node string) {
+	s := g.m.s
+	var owner int64
+	var st *zk.Stat
+	n, err := read(ctx, s, s.getOp(g.m.path+"/"+node))
+	st = n.stat
+	if err == nil {
+		owner = st.EphemeralOwner
+	}
+	reason := fmt.Sprintf("lower contender %s/%s (owner session 0x%x) appeared", g.m.path, node, owner)
+	if g.lose(&loss{err: fmt.Errorf("%w: %w: %s", ErrLockLost, ErrOvertaken, reason), reason: reason, orphan: true}, func() { s.obs.Overtaken(g.Name) }) {
+		s.log.Error("a lower contender appeared under a held lock: grant lost", "lock", g.Name, "token", g.Token,
+			"node", g.m.path+"/"+node, "owner_session", fmt.Sprintf("0x%x", owner))
+	}
+}
+
+// lose ends the grant with l from outside its monitor (which then stops),
+// and deletes the contender when l says it may remain; report runs before
+// Lost closes.
+func (g *Grant) lose(l *loss, report ...func()) bool {
+	if !g.end(l.err, report...) {
+		return false
+	}
+	s := g.m.s
+	s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", l.reason)
+	if l.orphan {
+		s.deleteLater(g.m.path, g.guid)
+	}
+	return true
+}
+
+// reportBlocked logs and reports, once per node, a contender-shaped node
+// that no session owns at the head of lock's queue.
+func (s *Session) reportBlocked(lock, node string, czxid int64) {
+	key := fmt.Sprintf("%s@%d", node, czxid)
+	if s.blocked.has(key) {
+		return
+	}
+	s.blocked.add(key)
+	s.obs.Blocked(lock)
+	s.log.Error("lock blocked by a contender-shaped node that no session owns (not ephemeral): it stays until someone deletes it",
+		"lock", lock, "node", node)
+}
+
+// deleteOwn deletes the grant's contender. A clean release of a grant with
+// a lock-delay is one multi that also marks the marker released, so that
+// the next holder is not delayed; an unclean one leaves the marker saying
+// held, so that it is.
+func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
+	m := g.m
+	s := m.s
+	if !clean || m.delay <= 0 {
+		return s.deleteNode(ctx, g.Path)
+	}
+	data := delayMarker{state: "released", node: path.Base(g.Path)}.bytes()
+	err := s.do(ctx, func() error {
+		_, err := s.conn.Multi(
+			&zk.DeleteRequest{Path: g.Path, Version: -1},
+			&zk.SetDataRequest{Path: m.delayPath(), Data: data, Version: -1},
+		)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		// Our node is gone (the grant was lost: its end stays unclean), or
+		// someone removed the marker (then nothing delays anyone).
+		err = s.do(ctx, func() error { return s.conn.Delete(g.Path, -1) })
+	}
+	return err
+}
+
+// Abandon ends the grant as if it had been lost: it deletes the contender
+// without recording a clean release, so that a lock-delay applies before
+// the next grant (a lease whose TTL passed ends this way).
+func (g *Grant) Abandon(ctx context.Context) error { return g.release(ctx, false) }

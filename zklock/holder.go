@@ -37,29 +37,25 @@ type Holder struct {
 }
 
 // Holder reads the lock's current holder from ZooKeeper, so that it answers
-// for holders on any session or daemon (Chubby's CheckSequencer).
+// for holders on any session or daemon (Chubby's CheckSequencer). What the
+// reads show becomes a Holder in holderOf, as for Observe.
 func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	s := m.s
 	k, err := s.markOf(ctx, m.root, m.mode)
 	if err != nil {
 		return Holder{}, err
 	}
-	var (
-		children []string
-		cstat    *zk.Stat
-		lock     = make(chan lockRead, 1)
-	)
+	lock := make(chan lockRead, 1)
 	if m.mode == TokenVersion {
 		// Pipelined with the children read: the counter and who bumped it.
 		go func() {
-			var r lockRead
-			r.err = s.read(ctx, func() (err error) { r.data, r.stat, err = s.conn.Get(m.path); return err })
-			lock <- r
+			n, err := read(ctx, s, s.getOp(m.path))
+			lock <- lockRead{n.data, n.stat, err}
 		}()
 	} else {
 		lock <- lockRead{}
 	}
-	err = s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(m.path); return err })
+	l, err := read(ctx, s, s.childrenOp(m.path))
 	lr := <-lock // bounded like the children read
 	if errors.Is(err, zk.ErrNoNode) {
 		return Holder{}, nil
@@ -70,54 +66,57 @@ func (m *Mutex) Holder(ctx context.Context) (Holder, error) {
 	if lr.err != nil && !errors.Is(lr.err, zk.ErrNoNode) {
 		return Holder{}, lr.err
 	}
-	lockData, lockStat := lr.data, lr.stat
-	cs := sortContenders(children)
-	h := Holder{Index: uint64(cstat.Pzxid)}
-	if lockStat != nil {
-		if lockStat.Version > 0 {
-			h.Token = k.token(uint64(lockStat.Version))
-		}
-		h.Index = max(h.Index, uint64(lockStat.Mzxid))
-	}
-	for len(cs) > 0 {
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(m.path + "/" + cs[0].node); return err })
+	st := nodeState{exists: true, cs: sortContenders(l.names), children: len(l.names), data: lr.data, stat: lr.stat, childStamp: l.stat.Pzxid, mark: k}
+	for len(st.cs) > 0 {
+		n, err := read(ctx, s, s.getOp(m.path+"/"+st.cs[0].node))
 		if errors.Is(err, zk.ErrNoNode) {
-			cs = cs[1:] // it left between the two reads
+			st.cs = st.cs[1:] // it left between the two reads
 			continue
 		}
 		if err != nil {
 			return Holder{}, err
 		}
-		m.overtakeOwn(ctx, cs)
-		h.Waiters = len(cs) - 1
-		h.Index = max(h.Index, uint64(st.Mzxid))
-		if st.EphemeralOwner == 0 {
-			// Planted by hand: it holds nothing, whatever its name says.
-			h.Blocked = cs[0].node
-			s.reportBlocked(m.name, m.path+"/"+cs[0].node, st.Czxid)
-			break
-		}
-		h.Node, h.Data, h.Owner, h.Shared, h.Since = cs[0].node, data, st.EphemeralOwner, cs[0].reader, time.UnixMilli(st.Ctime)
-		if cs[0].rewritten(st) {
-			// A contender's data is written once, at create: another
-			// version was written by someone else.
-			h.Data, h.DataRewritten = nil, true
-		}
-		switch {
-		case !cs[0].holds(st):
-			// A multi-lock's contender waiting for another lock of its set.
-		case m.mode == TokenZxid:
-			h.Held, h.Token = true, k.token(uint64(st.Czxid))
-		case m.mode == TokenVersion:
-			h.Held = string(lockData) == cs[0].node
-		}
+		m.overtakeOwn(ctx, st.cs)
+		st.first, st.firstData, st.firstStat = st.cs[0].node, n.data, n.stat
 		break
 	}
+	h := holderOf(st, m.mode)
+	if h.Blocked != "" {
+		s.reportBlocked(m.name, m.path+"/"+h.Blocked, st.firstStat.Czxid)
+	}
 	return h, nil
+}
+
+// holderOf is a lock's Holder as st shows it, in mode: the one holder
+// computation, for Holder and Observe.
+func holderOf(st nodeState, mode TokenMode) Holder {
+	h := Holder{Index: st.index()}
+	lock := got{data: st.data, stat: st.stat}
+	// Without a holder, version mode still shows the last token issued.
+	h.Token, _ = mode.readToken(st.mark, lock, contender{}, nil)
+	if st.first == "" {
+		return h
+	}
+	c, fst := st.cs[0], st.firstStat
+	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
+	if fst == nil {
+		return h
+	}
+	if fst.EphemeralOwner == 0 {
+		// Planted by hand: it holds nothing, whatever its name says.
+		h.Node, h.Data, h.Blocked = "", nil, st.first
+		return h
+	}
+	h.Owner, h.Shared, h.Since = fst.EphemeralOwner, c.reader, time.UnixMilli(fst.Ctime)
+	if c.rewritten(fst) {
+		// A contender's data is written once, at create: another version
+		// was written by someone else.
+		h.Data, h.DataRewritten = nil, true
+	}
+	// A multi-lock's contender waiting for another lock of its set does
+	// not hold; in version mode, one that has not taken its token yet.
+	h.Token, h.Held = mode.readToken(st.mark, lock, c, fst)
+	return h
 }
 
 // overtakeOwn ends this session's live grant of the lock if its contender is

@@ -53,6 +53,7 @@ func (quietLogger) Printf(string, ...any) {}
 // go-zookeeper's zk.Lock and zklock on one path exclude each other, in both
 // directions.
 func TestInteropZkLock(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	m := mutex(t, s, "interop/zklock")
@@ -244,6 +245,7 @@ func (k *peer) line(t *testing.T, d time.Duration) string {
 // kazoo's Lock(extra_lock_patterns=["-lock-"]) and zklock on one path
 // exclude each other, in both directions.
 func TestInteropKazoo(t *testing.T) {
+	t.Parallel()
 	needKazoo(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
@@ -253,6 +255,7 @@ func TestInteropKazoo(t *testing.T) {
 // Curator's InterProcessMutex and zklock on one path exclude each other, in
 // both directions.
 func TestInteropCurator(t *testing.T) {
+	t.Parallel()
 	needCurator(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})

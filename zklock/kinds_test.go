@@ -15,6 +15,7 @@ import (
 // cannot fill a limit-2 semaphore. Once nobody holds it, ZooKeeper removes
 // the node and a new limit may be recorded.
 func TestSemaphoreRecordsItsLimit(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	two := semaphore(t, s, "limits/pool", 2)

@@ -192,11 +192,8 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 		return k, nil
 	}
 	for attempt := 0; attempt < 10; attempt++ {
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(root); return err })
+		n, err := callCtx(ctx, s, s.getOp(root))
+		data, st := n.data, n.stat
 		if errors.Is(err, zk.ErrNoNode) {
 			want, ferr := s.freshMark(root, mode)
 			if ferr != nil {
@@ -217,7 +214,7 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 			if ferr != nil {
 				return rootMark{}, ferr
 			}
-			err := s.callCtx(ctx, func() error { _, err := s.conn.Set(root, want.bytes(), st.Version); return err })
+			err := s.do(ctx, func() error { _, err := s.conn.Set(root, want.bytes(), st.Version); return err })
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
 				return rootMark{}, fmt.Errorf("zklock: record token mode on %s: %w", root, err)
 			}
@@ -269,7 +266,8 @@ func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (root
 	}
 	defer s.modes.readDone(root)
 	var data []byte
-	err := s.read(ctx, func() (err error) { data, _, err = s.conn.Get(root); return err })
+	n, err := read(ctx, s, s.getOp(root))
+	data = n.data
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return rootMark{}, err
 	}
@@ -290,7 +288,9 @@ func (s *Session) markOf(ctx context.Context, root string, mode TokenMode) (root
 // the root records none).
 func (s *Session) TokenFloor(ctx context.Context, root string) (mode TokenMode, floor uint64, ok bool, err error) {
 	var data []byte
-	err = s.callCtx(ctx, func() (err error) { data, _, err = s.conn.Get(root); return err })
+	var n got
+	n, err = callCtx(ctx, s, s.getOp(root))
+	data = n.data
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, 0, false, nil
 	}
@@ -319,11 +319,8 @@ func (s *Session) RaiseTokenFloor(ctx context.Context, root string, mode TokenMo
 		return 0, fmt.Errorf("zklock: token floor %d is above the highest allowed, %d", floor, uint64(MaxTokenFloor))
 	}
 	for attempt := 0; attempt < 10; attempt++ {
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(root); return err })
+		n, err := callCtx(ctx, s, s.getOp(root))
+		data, st := n.data, n.stat
 		if errors.Is(err, zk.ErrNoNode) {
 			err = s.createRoot(ctx, root, rootMark{mode: mode, floor: floor}.bytes())
 			if errors.Is(err, zk.ErrNodeExists) {
@@ -353,7 +350,7 @@ func (s *Session) RaiseTokenFloor(ctx context.Context, root string, mode TokenMo
 			return old, nil
 		}
 		k.floor = floor
-		err = s.callCtx(ctx, func() error { _, err := s.conn.Set(root, k.bytes(), st.Version); return err })
+		err = s.do(ctx, func() error { _, err := s.conn.Set(root, k.bytes(), st.Version); return err })
 		if errors.Is(err, zk.ErrBadVersion) {
 			continue
 		}
@@ -418,8 +415,8 @@ func (s *Session) checkRootACL(ctx context.Context, root string) error {
 	if !s.creatorACL() && !s.anonymous {
 		return nil
 	}
-	var acl []zk.ACL
-	if err := s.callCtx(ctx, func() (err error) { acl, _, err = s.conn.GetACL(root); return err }); err != nil {
+	acl, err := callCtx(ctx, s, func() ([]zk.ACL, error) { a, _, err := s.conn.GetACL(root); return a, err })
+	if err != nil {
 		return fmt.Errorf("zklock: read the ACL of %s: %w", root, err)
 	}
 	if s.anonymous {
@@ -485,7 +482,7 @@ func (s *Session) createRoot(ctx context.Context, root string, data []byte) erro
 		if i == len(parts)-1 {
 			d = data
 		}
-		err := s.callCtx(ctx, func() error { _, err := s.conn.Create(node, d, 0, s.acl); return err })
+		err := s.do(ctx, func() error { _, err := s.conn.Create(node, d, 0, s.acl); return err })
 		if err != nil && (i == len(parts)-1 || !errors.Is(err, zk.ErrNodeExists)) {
 			return err
 		}

@@ -274,7 +274,8 @@ func (mm *MultiMutex) ensureLockNodes(ctx context.Context, locks []*Mutex) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = mm.s.callCtx(ctx, func() (err error) { exists[i], _, err = mm.s.conn.Exists(m.path); return err })
+			e, err := callCtx(ctx, mm.s, mm.s.existsOp(m.path))
+			exists[i], errs[i] = e.ok, err
 		}()
 	}
 	wg.Wait()
@@ -480,7 +481,7 @@ func (mm *MultiMutex) mark(ctx context.Context, cs []created, v int32) error {
 	for i, m := range mm.locks {
 		ops[i] = &zk.SetDataRequest{Path: cs[i].path, Data: m.data, Version: v - 1}
 	}
-	err := s.callCtx(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
+	err := s.do(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("%w: a contender of the set vanished before its grant", ErrLockLost)
@@ -531,7 +532,7 @@ func (mm *MultiMutex) withdraw(ctx context.Context, guid string, cs []created) {
 			ops[i] = &zk.DeleteRequest{Path: c.path, Version: -1}
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		err := s.callCtx(cctx, func() error { _, err := s.conn.Multi(ops...); return err })
+		err := s.do(cctx, func() error { _, err := s.conn.Multi(ops...); return err })
 		cancel()
 		if err == nil {
 			return

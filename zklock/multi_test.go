@@ -39,6 +39,7 @@ func uniqueNames(prefix string, n int) []string {
 // tokens are one czxid, in version mode each lock's counter moves by one
 // per grant. A release frees every lock in one go.
 func TestMultiMutexGrantsEveryLock(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -94,6 +95,7 @@ func TestMultiMutexGrantsEveryLock(t *testing.T) {
 // and Acquire times out: neither leaves a contender behind, in the held
 // lock or in the free ones.
 func TestMultiMutexAllOrNothing(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	other := dial(t, c.Servers(), Options{})
@@ -200,6 +202,7 @@ func TestMultiMutexLossOfOneLock(t *testing.T) {
 // A set queued behind a single Mutex in one lock waits for it, and is
 // granted, with a higher token, when the Mutex releases.
 func TestMultiMutexWaitsForEveryLock(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	other := dial(t, c.Servers(), Options{})
@@ -329,6 +332,7 @@ func TestNewMultiMutexRefuses(t *testing.T) {
 // A kazoo Lock on one lock of the set excludes a multi-lock and is
 // excluded by it, both ways.
 func TestInteropKazooMulti(t *testing.T) {
+	t.Parallel()
 	needKazoo(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
@@ -385,6 +389,7 @@ func TestMultiMutexUncontendedRequests(t *testing.T) {
 // first missing node, so every missing lock node is created before the
 // multi is sent again. The set's own lock nodes exist afterwards.
 func TestMultiMutexCreatesEveryMissingLockNode(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
 		t.Run(mode.String(), func(t *testing.T) {

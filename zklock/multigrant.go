@@ -197,7 +197,7 @@ func (mg *MultiGrant) release(ctx context.Context, clean bool) error {
 	}
 	if len(ops) > 0 {
 		s := mg.s
-		err := s.callCtx(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
+		err := s.do(ctx, func() error { _, err := s.conn.Multi(ops...); return err })
 		switch {
 		case err == nil:
 			for _, g := range live {

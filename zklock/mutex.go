@@ -279,7 +279,7 @@ func (m *Mutex) waitForTurn(ctx context.Context, own, guid string, wait bool, ch
 			return false, fmt.Errorf("%w: %s", ErrHeld, m.name)
 		}
 		lowest, err := m.awaitGone(ctx, pred)
-		if err != nil || lowest {
+		if err != nil || lowest && !m.s.without.handOver {
 			return lowest, err
 		}
 	}
@@ -306,7 +306,7 @@ func (m *Mutex) predecessor(ctx context.Context, own, guid string, children []st
 		} else if c.guid == guid {
 			twin := m.path + "/" + c.node
 			s.log.Warn("deleting a twin contender", "path", twin)
-			if err := s.callCtx(ctx, func() error { return s.conn.Delete(twin, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := s.do(ctx, func() error { return s.conn.Delete(twin, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return "", err
 			}
 		}
@@ -323,27 +323,18 @@ func (m *Mutex) predecessor(ctx context.Context, own, guid string, children []st
 // readChildren reads the lock's children, with a watch on them if watch.
 func (m *Mutex) readChildren(ctx context.Context, watch bool) ([]string, <-chan zk.Event, error) {
 	s := m.s
-	var (
-		children []string
-		ch       <-chan zk.Event
-	)
-	err := s.callCtx(ctx, func() (err error) {
-		if watch {
-			children, _, ch, err = s.conn.ChildrenW(m.path)
-		} else {
-			children, _, err = s.conn.Children(m.path)
-		}
-		return err
-	})
+	op := s.childrenOp(m.path)
+	if watch {
+		op = s.childrenWOp(m.path)
+	}
+	l, err := callCtx(ctx, s, op)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, nil, fmt.Errorf("%w: lock node %s vanished while acquiring", ErrLockLost, m.path)
 	case err != nil:
-		// Not children and ch: a read that ctx abandoned may still be
-		// writing them.
 		return nil, nil, err
 	}
-	return children, ch, nil
+	return l.names, l.ch, nil
 }
 
 // awaitGone waits until the contender pred is gone, and reports whether we
@@ -353,12 +344,9 @@ func (m *Mutex) readChildren(ctx context.Context, watch bool) ([]string, <-chan 
 // request less).
 func (m *Mutex) awaitGone(ctx context.Context, pred string) (lowest bool, err error) {
 	s := m.s
-	var (
-		exists bool
-		st     *zk.Stat
-		ch     <-chan zk.Event
-	)
-	if err := s.callCtx(ctx, func() (err error) { exists, st, ch, err = s.conn.ExistsW(pred); return err }); err != nil {
+	e, err := callCtx(ctx, s, s.existsWOp(pred))
+	exists, st, ch := e.ok, e.stat, e.ch
+	if err != nil {
 		return false, err
 	}
 	if !exists {

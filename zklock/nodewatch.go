@@ -87,14 +87,12 @@ func (w *nodeWatch) readOnce(ctx context.Context) (nodeState, error) {
 	}
 	st.mark = mark
 	arm := w.watch && w.children == nil
-	err = s.read(ctx, func() (err error) {
-		if arm {
-			children, cstat, ch, err = s.conn.ChildrenW(w.path)
-			return err
-		}
-		children, cstat, err = s.conn.Children(w.path)
-		return err
-	})
+	listOp := s.childrenOp(w.path)
+	if arm {
+		listOp = s.childrenWOp(w.path)
+	}
+	l, err := read(ctx, s, listOp)
+	children, cstat, ch = l.names, l.stat, l.ch
 	if errors.Is(err, zk.ErrNoNode) {
 		return w.missing(ctx)
 	}
@@ -111,14 +109,12 @@ func (w *nodeWatch) readOnce(ctx context.Context) (nodeState, error) {
 		stat *zk.Stat
 	)
 	arm = w.watch && w.data == nil
-	err = s.read(ctx, func() (err error) {
-		if arm {
-			data, stat, ch, err = s.conn.GetW(w.path)
-			return err
-		}
-		data, stat, err = s.conn.Get(w.path)
-		return err
-	})
+	getOp := s.getOp(w.path)
+	if arm {
+		getOp = s.getWOp(w.path)
+	}
+	n, err := read(ctx, s, getOp)
+	data, stat, ch = n.data, n.stat, n.ch
 	if err != nil {
 		return nodeState{}, w.failed(err)
 	}
@@ -132,14 +128,12 @@ func (w *nodeWatch) readOnce(ctx context.Context) (nodeState, error) {
 	st.first = st.cs[0].node
 	p := w.path + "/" + st.first
 	arm = w.watch && (w.first == nil || w.firstPath != p)
-	err = s.read(ctx, func() (err error) {
-		if arm {
-			data, stat, ch, err = s.conn.GetW(p)
-			return err
-		}
-		data, stat, err = s.conn.Get(p)
-		return err
-	})
+	getOp = s.getOp(p)
+	if arm {
+		getOp = s.getWOp(p)
+	}
+	n, err = read(ctx, s, getOp)
+	data, stat, ch = n.data, n.stat, n.ch
 	if err != nil {
 		return nodeState{}, w.failed(err)
 	}
@@ -158,11 +152,9 @@ func (w *nodeWatch) missing(ctx context.Context) (nodeState, error) {
 	if !w.watch {
 		return nodeState{}, nil
 	}
-	var (
-		ok bool
-		ch <-chan zk.Event
-	)
-	if err := s.read(ctx, func() (err error) { ok, _, ch, err = s.conn.ExistsW(w.path); return err }); err != nil {
+	e, err := read(ctx, s, s.existsWOp(w.path))
+	ok, ch := e.ok, e.ch
+	if err != nil {
 		return nodeState{}, err
 	}
 	if ok {
@@ -246,31 +238,6 @@ func (l latest[T]) put(v T) {
 	default:
 	}
 	l.ch <- v
-}
-
-// holderOf is a lock's Holder as st shows it, in mode.
-func holderOf(st nodeState, mode TokenMode) Holder {
-	var h Holder
-	h.Index = st.index()
-	if st.stat != nil && mode == TokenVersion && st.stat.Version > 0 {
-		h.Token = st.mark.token(uint64(st.stat.Version))
-	}
-	if st.first == "" {
-		return h
-	}
-	h.Node, h.Data, h.Waiters = st.first, st.firstData, len(st.cs)-1
-	if st.firstStat != nil {
-		h.Since = time.UnixMilli(st.firstStat.Ctime)
-	}
-	switch {
-	case st.firstStat != nil && !st.cs[0].holds(st.firstStat):
-		// A multi-lock's contender waiting for another lock of its set.
-	case mode == TokenZxid:
-		h.Held, h.Token = true, st.mark.token(uint64(st.firstStat.Czxid))
-	case mode == TokenVersion:
-		h.Held = string(st.data) == st.first
-	}
-	return h
 }
 
 // Observe reports the lock's holder now and after every change (a grant, a

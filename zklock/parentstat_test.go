@@ -93,6 +93,7 @@ func TestParentStatNamesOurCreateWithoutDeletes(t *testing.T) {
 // cversion = suffix + 1 no longer holds, even when nothing changed since
 // our create. A child removed by its session's end counts the same way.
 func TestParentStatCountsDeletes(t *testing.T) {
+	t.Parallel()
 	p := newParentStatProbe(t)
 	x, _, _ := p.create()
 	p.delete(x)

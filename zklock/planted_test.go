@@ -24,6 +24,7 @@ func (o *overtakeCounter) Blocked(string)   { o.blocked.Add(1) }
 // without a renew or a check: the holder's watch on the lock's children
 // sees it, within lookEvery. The grant's contender is deleted, the loss reported.
 func TestLowerContenderEndsTheGrant(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	rogue := rawConn(t, c.Servers())
 	for _, tc := range []struct {
@@ -91,6 +92,7 @@ func TestLowerContenderEndsTheGrant(t *testing.T) {
 // start. Before, it watched the other leases, and a rewrite was noticed
 // only at the holder's next verification.
 func TestChangedLeaseNodeEndsTheGrant(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	rogue := rawConn(t, c.Servers())
 	s := dial(t, c.Servers(), Options{})

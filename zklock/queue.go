@@ -98,7 +98,8 @@ func (m *Mutex) Queue(ctx context.Context) (Queue, error) {
 	)
 	go func() {
 		var r lockRead
-		r.err = m.s.read(ctx, func() (err error) { r.data, r.stat, err = m.s.conn.Get(m.path); return err })
+		n, err := read(ctx, m.s, m.s.getOp(m.path))
+		r.data, r.stat, r.err = n.data, n.stat, err
 		lock <- r
 	}()
 	children, pzxid, err := m.s.readChildren(ctx, m.path)
@@ -260,11 +261,8 @@ func sortedLeases(children []string) []string {
 // readChildren reads p's children and its pzxid; a missing node has none
 // (nil, no error).
 func (s *Session) readChildren(ctx context.Context, p string) ([]string, uint64, error) {
-	var (
-		children []string
-		st       *zk.Stat
-	)
-	err := s.read(ctx, func() (err error) { children, st, err = s.conn.Children(p); return err })
+	l, err := read(ctx, s, s.childrenOp(p))
+	children, st := l.names, l.stat
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, 0, nil
 	}
@@ -309,11 +307,8 @@ func (s *Session) readNodes(ctx context.Context, parent string, names []string) 
 func (s *Session) readNode(ctx context.Context, parent, name string) (QueuedNode, error) {
 	n := QueuedNode{Node: name, Marker: markerOf(name)}
 	n.Shared = n.Marker == readMarker || n.Marker == kazooReader
-	var (
-		data []byte
-		st   *zk.Stat
-	)
-	err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(parent + "/" + name); return err })
+	r, err := read(ctx, s, s.getOp(parent+"/"+name))
+	data, st := r.data, r.stat
 	if errors.Is(err, zk.ErrNoNode) {
 		n.Gone = true
 		return n, nil
@@ -338,7 +333,7 @@ func (s *Session) BreakNode(ctx context.Context, parent, node string) (bool, err
 	if strings.Contains(node, "/") || node == "" {
 		return false, errors.New("zklock: a contender node is one child name")
 	}
-	err := s.callCtx(ctx, func() error { return s.conn.Delete(parent+"/"+node, -1) })
+	err := s.do(ctx, func() error { return s.conn.Delete(parent+"/"+node, -1) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
 	}

@@ -207,7 +207,9 @@ func (sem *Semaphore) awaitSlot(ctx context.Context, c created, wait bool) (<-ch
 	children, ch := c.children, c.kids
 	for {
 		if children == nil {
-			if err := s.callCtx(ctx, func() (err error) { children, _, ch, err = s.conn.ChildrenW(sem.leases.path); return err }); err != nil {
+			l, err := callCtx(ctx, s, s.childrenWOp(sem.leases.path))
+			children, ch = l.names, l.ch
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -242,7 +244,7 @@ func (sem *Semaphore) create(ctx context.Context, guid string) (created, error) 
 	return s.createProtected(ctx, sem.leases.path, sem.leases.path+"/"+protectedPrefix+guid+"-lease-", guid, sem.data, func(ctx context.Context) error {
 		// The mutex created the semaphore's node; leases is a container
 		// beside it.
-		err := s.callCtx(ctx, func() error {
+		err := s.do(ctx, func() error {
 			_, err := s.conn.CreateContainer(sem.leases.path, nil, zk.FlagContainer, s.acl)
 			return err
 		})
@@ -290,16 +292,14 @@ const limitPrefix = "seqd-semaphore-limit="
 func (sem *Semaphore) claimLimit(ctx context.Context) error {
 	s := sem.s
 	for attempt := 0; attempt < 10; attempt++ {
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		if err := s.callCtx(ctx, func() (err error) { data, st, err = s.conn.Get(sem.path); return err }); err != nil {
+		n, err := callCtx(ctx, s, s.getOp(sem.path))
+		data, st := n.data, n.stat
+		if err != nil {
 			return fmt.Errorf("zklock: read the limit of semaphore %s: %w", sem.name, err)
 		}
 		if len(data) == 0 {
 			want := []byte(limitPrefix + strconv.Itoa(sem.limit))
-			err := s.callCtx(ctx, func() error { _, err := s.conn.Set(sem.path, want, st.Version); return err })
+			err := s.do(ctx, func() error { _, err := s.conn.Set(sem.path, want, st.Version); return err })
 			if err == nil {
 				return nil
 			}
@@ -349,11 +349,8 @@ type SemaphoreState struct {
 // State reads the semaphore's holders and recorded limit.
 func (sem *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
 	s := sem.s
-	var (
-		children []string
-		cstat    *zk.Stat
-	)
-	err := s.read(ctx, func() (err error) { children, cstat, err = s.conn.Children(sem.leases.path); return err })
+	l, err := read(ctx, s, s.childrenOp(sem.leases.path))
+	children, cstat := l.names, l.stat
 	if errors.Is(err, zk.ErrNoNode) {
 		return SemaphoreState{}, nil
 	}
@@ -378,11 +375,8 @@ func semaphoreState(leases, limit int, index uint64) SemaphoreState {
 // readLimit reads the recorded limit (0 if none) and the zxid of its record.
 func (sem *Semaphore) readLimit(ctx context.Context) (int, uint64, error) {
 	s := sem.s
-	var (
-		data []byte
-		st   *zk.Stat
-	)
-	err := s.read(ctx, func() (err error) { data, st, err = s.conn.Get(sem.path); return err })
+	r, err := read(ctx, s, s.getOp(sem.path))
+	data, st := r.data, r.stat
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, 0, nil
 	}
@@ -439,7 +433,9 @@ func (sem *Semaphore) HoldsToken(ctx context.Context, token uint64) (bool, error
 		return false, err
 	}
 	var children []string
-	err = s.read(ctx, func() (err error) { children, _, err = s.conn.Children(sem.leases.path); return err })
+	var l listing
+	l, err = read(ctx, s, s.childrenOp(sem.leases.path))
+	children = l.names
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
 	}
@@ -455,11 +451,9 @@ func (sem *Semaphore) HoldsToken(ctx context.Context, token uint64) (bool, error
 		children = children[:limit]
 	}
 	for _, ch := range children {
-		var (
-			ok bool
-			st *zk.Stat
-		)
-		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(sem.leases.path + "/" + ch); return err }); err != nil {
+		e, err := read(ctx, s, s.existsOp(sem.leases.path+"/"+ch))
+		ok, st := e.ok, e.stat
+		if err != nil {
 			return false, err
 		}
 		if ok && k.token(uint64(st.Czxid)) == token {

@@ -99,6 +99,7 @@ func churn(t *testing.T, servers []string, name string, limit, sessions, rounds 
 // ZooKeeper; the limit is reached. The control checks a semaphore of a
 // larger limit against the smaller one: the check sees it exceeded.
 func TestSemaphoreLimit(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	const limit = 3
 	inside, sampled := churn(t, c.Servers(), "sem-limit", limit, 8, 15)
@@ -192,6 +193,7 @@ func TestSemaphoreSlotFreedWhenHolderDies(t *testing.T) {
 
 // TryAcquire of a full semaphore is ErrHeld and leaves no node behind.
 func TestSemaphoreTryAcquire(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s1, s2 := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{})
 	a, b := semaphore(t, s1, "sem-try", 2), semaphore(t, s2, "sem-try", 2)
@@ -227,6 +229,7 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 // TryAcquire of a full semaphore answers at once, also while a waiter
 // holds the inner mutex.
 func TestSemaphoreTryAcquireWhileWaiterQueued(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s1, s2, s3 := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{SessionTimeout: 10 * time.Second}), dial(t, c.Servers(), Options{})
 	holder, waiter, trier := semaphore(t, s1, "sem-try-queued", 1), semaphore(t, s2, "sem-try-queued", 1), semaphore(t, s3, "sem-try-queued", 1)

@@ -71,9 +71,12 @@ type Session struct {
 	silence   silence
 	// lookEvery paces the reads of a grant's monitor (the constant).
 	lookEvery time.Duration
-	grants    liveGrants
-	blocked   grantedSet // blocking nodes already reported
-	janitor   janitor
+	// without turns shortcuts off, for the benchmark that measures them
+	// (the package doc lists them); always zero outside it.
+	without shortcuts
+	grants  liveGrants
+	blocked grantedSet // blocking nodes already reported
+	janitor janitor
 }
 
 // onState runs on go-zookeeper's event goroutine: it must not block.
@@ -235,23 +238,43 @@ func (g *grantedSet) has(path string) bool {
 	return ok
 }
 
-// callCtx is call, abandoned (not cancelled: ZooKeeper requests cannot be)
-// when ctx ends. The request still completes in the background; the caller
-// must make sure an abandoned write does no harm.
-func (s *Session) callCtx(ctx context.Context, f func() error) error {
+// callCtx runs f, one ZooKeeper request, as call does, on a goroutine of
+// the session, and returns f's results through the channel it waits on:
+// when ctx ends it returns at once and abandons the request (not cancels:
+// ZooKeeper requests cannot be), which still completes in the background
+// and whose results nobody reads. The caller must make sure that an
+// abandoned write does no harm. f returns its results rather than setting
+// the caller's variables, so that an abandoned request cannot write them
+// while the caller reads them.
+func callCtx[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
-	res := make(chan error, 1)
-	if !s.spawn(func() { res <- s.call(f) }) {
-		return ErrClosed
+	type result struct {
+		v   T
+		err error
+	}
+	res := make(chan result, 1)
+	if !s.spawn(func() {
+		var r result
+		r.err = s.call(func() (err error) { r.v, err = f(); return err })
+		res <- r
+	}) {
+		return zero, ErrClosed
 	}
 	select {
-	case err := <-res:
-		return err
+	case r := <-res:
+		return r.v, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
+}
+
+// do is callCtx for a request whose only result is its error.
+func (s *Session) do(ctx context.Context, f func() error) error {
+	_, err := callCtx(ctx, s, func() (struct{}, error) { return struct{}{}, f() })
+	return err
 }
 
 // read is callCtx for a request that changes nothing, bounded so that a
@@ -260,23 +283,78 @@ func (s *Session) callCtx(ctx context.Context, f func() error) error {
 // once while the session cannot be trusted (ended, or its deadline passed),
 // and gives up after readTimeout or at the session's deadline, whichever
 // comes first. An abandoned read completes in the background, harmlessly.
-func (s *Session) read(ctx context.Context, f func() error) error {
+func read[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error) {
+	var zero T
 	if !s.Live() {
 		if err := s.Err(); err != nil {
-			return err
+			return zero, err
 		}
-		return fmt.Errorf("%w: zookeeper has not answered for %v", ErrUnavailable, s.clock.Now().Sub(s.LastHeard()).Round(time.Millisecond))
+		return zero, fmt.Errorf("%w: zookeeper has not answered for %v", ErrUnavailable, s.clock.Now().Sub(s.LastHeard()).Round(time.Millisecond))
 	}
 	d := min(s.readTimeout(), s.Deadline().Sub(s.clock.Now()))
 	rctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	err := s.callCtx(rctx, f)
+	v, err := callCtx(rctx, s, f)
 	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("%w: no answer within %v", ErrUnavailable, d.Round(time.Millisecond))
+		return zero, fmt.Errorf("%w: no answer within %v", ErrUnavailable, d.Round(time.Millisecond))
 	}
-	return err
+	return v, err
+}
+
+// The results of the requests that answer more than an error, and the
+// requests that return them (for callCtx and read).
+type (
+	// got is what Get answers; ch is GetW's watch.
+	got struct {
+		data []byte
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	// existence is what Exists answers; ch is ExistsW's watch.
+	existence struct {
+		ok   bool
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	// listing is what Children answers; ch is ChildrenW's watch.
+	listing struct {
+		names []string
+		stat  *zk.Stat
+		ch    <-chan zk.Event
+	}
+)
+
+func (s *Session) getOp(p string) func() (got, error) {
+	return func() (got, error) { d, st, err := s.conn.Get(p); return got{d, st, nil}, err }
+}
+
+func (s *Session) getWOp(p string) func() (got, error) {
+	return func() (got, error) { d, st, ch, err := s.conn.GetW(p); return got{d, st, ch}, err }
+}
+
+func (s *Session) existsOp(p string) func() (existence, error) {
+	return func() (existence, error) { ok, st, err := s.conn.Exists(p); return existence{ok, st, nil}, err }
+}
+
+func (s *Session) existsWOp(p string) func() (existence, error) {
+	return func() (existence, error) { ok, st, ch, err := s.conn.ExistsW(p); return existence{ok, st, ch}, err }
+}
+
+func (s *Session) childrenOp(p string) func() (listing, error) {
+	return func() (listing, error) { cs, st, err := s.conn.Children(p); return listing{cs, st, nil}, err }
+}
+
+func (s *Session) childrenWOp(p string) func() (listing, error) {
+	return func() (listing, error) { cs, st, ch, err := s.conn.ChildrenW(p); return listing{cs, st, ch}, err }
 }
 
 // readTimeout is the longest a read waits for its answer: a quarter of the
 // session timeout, far beyond what a healthy ensemble takes.
 func (s *Session) readTimeout() time.Duration { return s.Timeout() / 4 }
+
+// shortcuts names the shortcuts a session can be made to go without (see
+// the package doc); only BenchmarkShortcuts sets them.
+type shortcuts struct {
+	markerProof bool // read the lock-delay marker at every grant
+	handOver    bool // read the children after a predecessor of ours went
+}

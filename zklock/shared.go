@@ -51,7 +51,6 @@ func (r *ReadLock) TryAcquire(ctx context.Context) (*Grant, error) { return r.ac
 
 func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 	m := r.m
-	s := m.s
 	// The root's token mode is claimed as a writer's: readers' tokens are
 	// czxids, and a root whose locks count versions refuses them.
 	return m.contend(ctx, wait, " for reading", r.create, func(c created, stat *zk.Stat, _ string) (uint64, <-chan zk.Event, error) {
@@ -72,28 +71,8 @@ func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
 			}
 			children = nil
 		}
-		k, err := s.claim(ctx, m.root, m.mode)
+		token, err := m.takeToken(ctx, c.path, stat)
 		if err != nil {
-			return 0, nil, err
-		}
-		token := k.token(uint64(stat.Czxid))
-		if err := s.aboveFloor(m.root, k, token, uint64(stat.Czxid)); err != nil {
-			return 0, nil, err
-		}
-		// Readers are granted in any order among themselves: the guard
-		// checks the token against the writers' only (a writer issues, a
-		// reader does not).
-		if last := s.guard.Last(m.path); token <= last {
-			s.obs.TokenRegression(m.name)
-			return 0, nil, &RegressionError{Name: m.path, Token: token, Last: last}
-		}
-		if !s.Live() {
-			if err := s.Err(); err != nil {
-				return 0, nil, err
-			}
-			return 0, nil, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
-		}
-		if err := s.floors.Record(m.root, Issued{Token: token, Zxid: uint64(stat.Czxid), Floor: k.floor}); err != nil {
 			return 0, nil, err
 		}
 		// The watch set by the read after the create goes to the grant: if the
@@ -158,11 +137,9 @@ func (r *ReadLock) HoldsToken(ctx context.Context, token uint64) (bool, error) {
 		if !c.reader {
 			return false, nil // readers behind a writer hold nothing yet
 		}
-		var (
-			ok bool
-			st *zk.Stat
-		)
-		if err := s.read(ctx, func() (err error) { ok, st, err = s.conn.Exists(m.path + "/" + c.node); return err }); err != nil {
+		e, err := read(ctx, s, s.existsOp(m.path+"/"+c.node))
+		ok, st := e.ok, e.stat
+		if err != nil {
 			return false, err
 		}
 		if ok && k.token(uint64(st.Czxid)) == token {

@@ -22,6 +22,7 @@ func readLock(t testing.TB, s *Session, name string) *ReadLock {
 // while no writer is queued is granted at once beside the others. Tokens
 // order writers and readers.
 func TestReadLockReadersTogetherWriterAlone(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	const name = "rw"
 	r1 := readLock(t, dial(t, c.Servers(), Options{}), name)
@@ -107,6 +108,7 @@ func kazooRW(t *testing.T, kind, mode, hosts, path string) *peer {
 // writers alone, in both directions. Every refusal has its grant beside it
 // as the control.
 func TestInteropKazooReadWrite(t *testing.T) {
+	t.Parallel()
 	needKazoo(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
@@ -182,6 +184,7 @@ func TestInteropKazooReadWrite(t *testing.T) {
 // (Curator's readers see only writers named __WRIT__: a Mutex, named
 // -lock-, does not stop them, so this interop is for seqd's readers.)
 func TestInteropCuratorReadWrite(t *testing.T) {
+	t.Parallel()
 	needCurator(t)
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})

@@ -43,6 +43,30 @@ func ParseTokenMode(s string) (TokenMode, error) {
 	return 0, fmt.Errorf("zklock: token mode %q: want zxid or version", s)
 }
 
+// readToken is the read side of the mode, which every reader of a lock's
+// state asks (Holder and Observe through holderOf, an election's leader):
+// whether c, the lock's lowest contender with stat cst, holds it, and the
+// token to show. In zxid mode that is c's czxid, once c holds. In version
+// mode it is the lock node's counter (its data version, in lock), shown
+// even when nobody holds (the last one issued), and c holds once the lock
+// node's data names it: it has taken its token. cst nil: no contender.
+func (m TokenMode) readToken(k rootMark, lock got, c contender, cst *zk.Stat) (token uint64, held bool) {
+	held = cst != nil && c.holds(cst)
+	switch m {
+	case TokenVersion:
+		if lock.stat != nil && lock.stat.Version > 0 {
+			token = k.token(uint64(lock.stat.Version))
+		}
+		return token, held && lock.stat != nil && string(lock.data) == c.node
+	case TokenZxid:
+		if held {
+			token = k.token(uint64(cst.Czxid))
+		}
+		return token, held
+	}
+	return 0, false
+}
+
 // tokenSource computes the token of a grant to our contender own, whose stat
 // was read when it became the lowest.
 type tokenSource func(ctx context.Context, m *Mutex, own string, stat *zk.Stat) (uint64, error)
@@ -68,13 +92,11 @@ func zxidToken(_ context.Context, _ *Mutex, _ string, stat *zk.Stat) (uint64, er
 // bumped it, for Holder.
 func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64, error) {
 	s := m.s
-	var res []zk.MultiResponse
-	err := s.callCtx(ctx, func() (err error) {
-		res, err = s.conn.Multi(
+	res, err := callCtx(ctx, s, func() ([]zk.MultiResponse, error) {
+		return s.conn.Multi(
 			&zk.CheckVersionRequest{Path: own, Version: -1},
 			&zk.SetDataRequest{Path: m.path, Data: []byte(path.Base(own)), Version: -1},
 		)
-		return err
 	})
 	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
@@ -87,7 +109,9 @@ func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64
 
 // takeToken computes the token of a grant to own and declares it only if
 // the session can still vouch for the grant and the token is above every
-// one issued before for this lock and above the root's floor record.
+// one issued before for this lock (guardToken) and above the root's floor
+// record. Writers and readers (a ReadLock's grant, whose token is its
+// czxid) go through it alike.
 func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
 	k, err := s.claim(ctx, m.root, m.mode)
@@ -110,7 +134,7 @@ func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint6
 		}
 		return 0, fmt.Errorf("%w: not heard from since %s; cannot declare a grant", ErrUnavailable, s.LastHeard().Format("15:04:05.000"))
 	}
-	if err := s.guard.Issue(m.path, token); err != nil {
+	if err := s.guardToken(m, token); err != nil {
 		s.obs.TokenRegression(m.name)
 		s.log.Error("token regression: grant refused", "lock", m.name, "token", token, "last", s.guard.Last(m.path), "mode", m.mode)
 		return 0, err
@@ -119,6 +143,20 @@ func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint6
 		return 0, err
 	}
 	return token, nil
+}
+
+// guardToken holds token to the regression guard: a writer's is issued
+// (the guard remembers it and refuses a lower one later); a reader's is
+// only checked against the writers', since readers are granted in any
+// order among themselves.
+func (s *Session) guardToken(m *Mutex, token uint64) error {
+	if !m.shared {
+		return s.guard.Issue(m.path, token)
+	}
+	if last := s.guard.Last(m.path); token <= last {
+		return &RegressionError{Name: m.path, Token: token, Last: last}
+	}
+	return nil
 }
 
 // aboveFloor refuses a token of root (with mark k, to a contender created

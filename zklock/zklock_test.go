@@ -77,6 +77,7 @@ func children(t testing.TB, s *Session, path string) []string {
 }
 
 func TestMutualExclusionAndRisingTokens(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	const sessions, rounds = 8, 25
 	var (
@@ -133,6 +134,7 @@ func TestMutualExclusionAndRisingTokens(t *testing.T) {
 }
 
 func TestTokensRise1000(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -165,6 +167,7 @@ func TestTokensRise1000(t *testing.T) {
 }
 
 func TestFIFO(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	holderS := dial(t, c.Servers(), Options{})
 	name := "fifo"
@@ -213,6 +216,7 @@ func TestFIFO(t *testing.T) {
 func runtimeYield() { time.Sleep(5 * time.Millisecond) }
 
 func TestTryAcquireAndNoOrphans(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	a, b := dial(t, c.Servers(), Options{}), dial(t, c.Servers(), Options{})
 	name := "orphans"
@@ -287,6 +291,7 @@ func TestContenderDeletedIsLost(t *testing.T) {
 // The negative control: the sequence suffix of a re-created lock node goes
 // backwards, and the guard refuses it.
 func TestGuardCatchesSequenceRegression(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	reg := prometheus.NewRegistry()
@@ -330,6 +335,7 @@ func TestGuardCatchesSequenceRegression(t *testing.T) {
 }
 
 func TestGuardCatchesVersionReset(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	m := mutex(t, s, "regress/version", WithTokenMode(TokenVersion), WithRoot(modeRoot(TokenVersion)))
@@ -377,6 +383,7 @@ func (c constCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func TestHolder(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	for _, mode := range []TokenMode{TokenZxid, TokenVersion} {
 		t.Run(mode.String(), func(t *testing.T) {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/bench"
 	"github.com/seqd/seqd/internal/security"
-	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -23,9 +21,6 @@ const (
 	maxBenchClients  = 1000
 	maxBenchRTT      = time.Second
 	maxBenchRounds   = 1000
-	// devZKWarmup is how long --dev loads its new ZooKeeper before the
-	// first case, while its JVM compiles.
-	devZKWarmup = 3 * time.Second
 )
 
 func benchCommand() *cli.Command {
@@ -70,9 +65,12 @@ func benchCommand() *cli.Command {
 			}
 			if c.Bool("dev") {
 				stopOnClosedStderr(c)
-				stop, err := benchDevZK(c, &cfg)
-				if err != nil {
-					return err
+				stop, err := bench.StartDevZK(c.Context, &cfg, c.App.ErrWriter)
+				switch {
+				case c.Context.Err() != nil:
+					return interrupted(c.Context, "bench")
+				case err != nil:
+					return withCode(ExitUnavailable, err)
 				}
 				defer stop()
 			}
@@ -224,67 +222,6 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		cfg.DaemonRoot = c.String("root")
 	}
 	return cfg, nil
-}
-
-// benchDevZK starts the throwaway ZooKeeper of --dev, behind a delay proxy
-// with --rtt, and points cfg at it: its servers, its process (for its CPU)
-// and its own client address (for its request counters, asked directly).
-func benchDevZK(c *cli.Context, cfg *bench.Config) (stop func(), err error) {
-	zkc, err := testenv.Start(c.Context, testenv.Options{})
-	if err != nil {
-		if c.Context.Err() != nil {
-			return nil, interrupted(c.Context, "bench")
-		}
-		return nil, withCode(ExitUnavailable, fmt.Errorf("start ZooKeeper: %w", err))
-	}
-	cfg.Servers = zkc.Servers()
-	cfg.ZKWarmup = devZKWarmup
-	for _, m := range zkc.Members {
-		cfg.ZKPIDs = append(cfg.ZKPIDs, m.PID())
-		cfg.ZKStats = append(cfg.ZKStats, m.ClientAddr)
-	}
-	fmt.Fprintf(c.App.ErrWriter, "ZooKeeper (throwaway, standalone) on %s\n", zkc.ConnectString())
-	if cfg.RTT <= 0 {
-		return zkc.Stop, nil
-	}
-	proxy := testenv.NewProxy("zookeeper")
-	proxy.SetMaxConns(4*cfg.Clients + 16) // every client of a case, the daemon, the run's own
-	addr, err := proxy.Forward(zkc.Servers()[0])
-	if err != nil {
-		zkc.Stop()
-		return nil, withCode(ExitUnavailable, err)
-	}
-	// All of the round trip on the way there: one timer per chunk, not two
-	// half as long (Go's timers overshoot short waits by up to a
-	// millisecond on some hosts).
-	proxy.DelayOneWay(testenv.ToTarget, cfg.RTT)
-	cfg.Servers = []string{addr}
-	cfg.RTTMeasured = addedRTT(addr, zkc.Servers()[0])
-	fmt.Fprintf(c.App.ErrWriter, "a delay proxy on %s adds %v of round trip to it (measured: %v)\n", addr, cfg.RTT, cfg.RTTMeasured.Round(10*time.Microsecond))
-	return func() {
-		proxy.Close()
-		zkc.Stop()
-	}, nil
-}
-
-// addedRTT is what the proxy at via adds to a round trip with the server
-// at direct: the median time of a srvr four-letter word through it less
-// that of one straight to the server (each on a new connection, whose
-// handshake the proxy does not delay).
-func addedRTT(via, direct string) time.Duration {
-	median := func(addr string) time.Duration {
-		var ds []time.Duration
-		for range 9 {
-			t0 := time.Now()
-			if _, err := testenv.FourLetter(addr, "srvr", 2*time.Second); err != nil {
-				return 0
-			}
-			ds = append(ds, time.Since(t0))
-		}
-		slices.Sort(ds)
-		return ds[len(ds)/2]
-	}
-	return max(median(via)-median(direct), 0)
 }
 
 // daemonCommand is how the bench runs the daemon as a process of its own:

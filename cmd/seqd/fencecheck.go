@@ -1,27 +1,16 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/fencecheck"
 	"github.com/seqd/seqd/zklock"
-)
-
-// Bounds of fence-check's flags.
-const (
-	minFenceCheckHolders = 2
-	maxFenceCheckHolders = 50
 )
 
 func fenceCheckCommand() *cli.Command {
@@ -54,9 +43,9 @@ func fenceCheckFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "header", Usage: "a `HEADER` sent with every request to the resource, written NAME: VALUE (repeatable), e.g. its Authorization", EnvVars: []string{"SEQD_HEADER"}},
 		&cli.IntFlag{Name: "refuse-status", Usage: "the HTTP status with which the resource refuses a stale token; 0: any 4xx", DefaultText: "any 4xx", EnvVars: []string{"SEQD_REFUSE_STATUS"}},
 		&cli.StringFlag{Name: "restart-cmd", Usage: "shell command that restarts the resource, for the restart case (not run without it)", EnvVars: []string{"SEQD_RESTART_CMD"}},
-		&cli.DurationFlag{Name: "restart-timeout", Value: time.Minute, Usage: "how long --restart-cmd and the resource's return may take", EnvVars: []string{"SEQD_RESTART_TIMEOUT"}},
-		&cli.IntFlag{Name: "holders", Value: 5, Usage: fmt.Sprintf("holders in turn in the racing-writers case, %d..%d", minFenceCheckHolders, maxFenceCheckHolders), EnvVars: []string{"SEQD_HOLDERS"}},
-		&cli.DurationFlag{Name: "request-timeout", Value: 10 * time.Second, Usage: "bound on each request to the resource and to the daemon", EnvVars: []string{"SEQD_REQUEST_TIMEOUT"}},
+		&cli.DurationFlag{Name: "restart-timeout", Value: fencecheck.DefaultRestartTimeout, Usage: "how long --restart-cmd and the resource's return may take", EnvVars: []string{"SEQD_RESTART_TIMEOUT"}},
+		&cli.IntFlag{Name: "holders", Value: fencecheck.DefaultHolders, Usage: fmt.Sprintf("holders in turn in the racing-writers case, %d..%d", fencecheck.MinHolders, fencecheck.MaxHolders), EnvVars: []string{"SEQD_HOLDERS"}},
+		&cli.DurationFlag{Name: "request-timeout", Value: fencecheck.DefaultTimeout, Usage: "bound on each request to the resource and to the daemon", EnvVars: []string{"SEQD_REQUEST_TIMEOUT"}},
 		&cli.StringFlag{Name: "lock-prefix", Value: "fence-check", Usage: "the run's locks are PREFIX/RUN/cN, RUN random per run", EnvVars: []string{"SEQD_LOCK_PREFIX"}},
 		&cli.StringFlag{Name: "key-prefix", Value: "fence-check-", Usage: "the run's keys are PREFIXRUN-cN", EnvVars: []string{"SEQD_KEY_PREFIX"}},
 		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table", EnvVars: []string{"SEQD_JSON"}},
@@ -64,31 +53,39 @@ func fenceCheckFlags() []cli.Flag {
 	return append(fs, clientSecurityFlags()...)
 }
 
+// fenceCheckAction reads the flags into a fencecheck.Config, runs it and
+// prints the report.
 func fenceCheckAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErrorf("fence-check takes no arguments, got %q", c.Args().First())
 	}
-	k, err := newChecker(c)
+	cfg, err := fenceCheckConfig(c)
 	if err != nil {
 		return err
 	}
-	if k.grants, err = newGrantor(c); err != nil {
+	if err := cfg.Check(); err != nil {
+		return fenceCheckError(c, err)
+	}
+	cl, err := newClient(c)
+	if err != nil {
 		return err
 	}
-	start := time.Now()
-	cases, err := k.runCases(c.Context)
-	k.releaseAll(c.Context, c.App.ErrWriter)
+	cfg.Grants = fencecheck.Daemon(cl)
+	rep, err := fencecheck.Run(c.Context, cfg)
 	switch {
 	case c.Context.Err() != nil:
 		return interrupted(c.Context, "fence-check")
 	case err != nil:
 		return fenceCheckError(c, err)
 	}
-	rep := k.report(cases, time.Since(start))
+	for i := range rep.Cases {
+		rep.Cases[i].Detail = withFlags.Replace(rep.Cases[i].Detail)
+		rep.Cases[i].Observed = withFlags.Replace(rep.Cases[i].Observed)
+	}
 	if c.Bool("json") {
-		err = rep.writeJSON(c.App.Writer)
+		err = rep.WriteJSON(c.App.Writer)
 	} else {
-		err = rep.writeTable(c.App.Writer)
+		err = rep.WriteTable(c.App.Writer)
 	}
 	if err != nil {
 		return err
@@ -99,177 +96,101 @@ func fenceCheckAction(c *cli.Context) error {
 	return nil
 }
 
-// errResourceUnreachable is a run stopped because the resource never
-// answered.
-type errResourceUnreachable struct{ detail string }
-
-func (e *errResourceUnreachable) Error() string {
-	return "the resource did not answer the first write: " + e.detail
+// fenceCheckConfig reads every flag but the daemon's; bad input is a usage
+// error before anything is sent. Grants is left for the caller.
+func fenceCheckConfig(c *cli.Context) (fencecheck.Config, error) {
+	cfg := fencecheck.Config{
+		Write:           fencecheck.Request{Method: c.String("write-method"), URL: c.String("write-url"), Body: c.String("write-body")},
+		Read:            fencecheck.Request{Method: c.String("read-method"), URL: c.String("read-url"), Body: c.String("read-body")},
+		Delete:          fencecheck.Request{Method: c.String("delete-method"), URL: c.String("delete-url"), Body: c.String("delete-body")},
+		TokenHeader:     c.String("token-header"),
+		SequencerHeader: c.String("sequencer-header"),
+		RefuseStatus:    c.Int("refuse-status"),
+		Holders:         c.Int("holders"),
+		LockPrefix:      c.String("lock-prefix"),
+		KeyPrefix:       c.String("key-prefix"),
+		Log:             c.App.ErrWriter,
+	}
+	var err error
+	if cfg.Timeout, err = durationFlag(c, "request-timeout", time.Millisecond, 10*time.Minute); err != nil {
+		return cfg, err
+	}
+	if cfg.Header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return cfg, err
+	}
+	for _, kind := range []string{"read", "delete"} {
+		if c.String(kind+"-url") == "" && (c.IsSet(kind+"-body") || c.IsSet(kind+"-method")) {
+			return cfg, usageErrorf("--%s-body and --%s-method describe the %s of --%s-url, which is not given", kind, kind, kind, kind)
+		}
+	}
+	if err := zklock.ValidateName(cfg.LockPrefix + "/run/c1"); err != nil {
+		return cfg, usageErrorf("--lock-prefix %q: %v", cfg.LockPrefix, userMessage(err))
+	}
+	if cmd := c.String("restart-cmd"); cmd != "" {
+		if cfg.RestartTimeout, err = durationFlag(c, "restart-timeout", time.Second, time.Hour); err != nil {
+			return cfg, err
+		}
+		cfg.Restart = fencecheck.ShellRestart(cmd, c.App.ErrWriter)
+	}
+	return cfg, nil
 }
 
-// fenceCheckError maps an error that stopped the run to an exit status.
+// withFlags names the flag behind each reason a case was not run.
+var withFlags = strings.NewReplacer("no read URL", "no --read-url", "no delete URL", "no --delete-url", "no restart", "no --restart-cmd")
+
+// fenceCheckFlag is the flag of each Config field a ConfigError can name.
+var fenceCheckFlag = map[string]string{
+	"Write.URL": "write-url", "Write.Method": "write-method", "Write.Body": "write-body",
+	"Read.URL": "read-url", "Read.Method": "read-method", "Read.Body": "read-body",
+	"Delete.URL": "delete-url", "Delete.Method": "delete-method", "Delete.Body": "delete-body",
+	"TokenHeader": "token-header", "SequencerHeader": "sequencer-header",
+	"RefuseStatus": "refuse-status", "Holders": "holders",
+	"LockPrefix": "lock-prefix", "KeyPrefix": "key-prefix", "Header": "header",
+}
+
+// fenceCheckError maps an error that stopped the run to an exit status,
+// and a Config that cannot run to the flag to change.
 func fenceCheckError(c *cli.Context, err error) error {
-	var ru *errResourceUnreachable
-	if errors.As(err, &ru) {
+	var ru *fencecheck.UnreachableError
+	var ce *fencecheck.ConfigError
+	switch {
+	case errors.As(err, &ru):
 		return withCode(ExitUnavailable, err)
+	case errors.Is(err, fencecheck.ErrNoToken):
+		errors.As(err, &ce)
+		kind := strings.ToLower(ce.Field)
+		if kind == "write" {
+			return usageErrorf("fence-check needs to know where the token goes: --token-header NAME, --sequencer-header NAME, or {token} or {sequencer} in --write-body or --write-url")
+		}
+		return usageErrorf("a %s must carry the token to be fenced: give --token-header or --sequencer-header, or {token} or {sequencer} in --%s-body or --%s-url", kind, kind, kind)
+	case errors.As(err, &ce):
+		if ce.Field == "Write.URL" && ce.Value == "" {
+			return usageErrorf("fence-check needs --write-url, a URL template with {key}, e.g. http://127.0.0.1:7071/v1/kv/{key}")
+		}
+		flag, ok := fenceCheckFlag[ce.Field]
+		if !ok {
+			return usageErrorf("fence-check: %s", userMessage(err))
+		}
+		switch {
+		case ce.Value == "":
+			return usageErrorf("--%s %s", flag, ce.Problem)
+		case ce.Field == "Holders" || ce.Field == "RefuseStatus":
+			return usageErrorf("--%s %s %s", flag, ce.Value, ce.Problem)
+		}
+		return usageErrorf("--%s %q %s", flag, ce.Value, ce.Problem)
 	}
 	return clientError(c, err)
 }
-
-// newChecker reads every flag but the daemon's; bad input is a usage error
-// before anything is sent.
-func newChecker(c *cli.Context) (*checker, error) {
-	res, err := newResource(c)
-	if err != nil {
-		return nil, err
-	}
-	k := &checker{res: res, timeout: res.timeout, holders: c.Int("holders"), id: runID()}
-	if k.holders < minFenceCheckHolders || k.holders > maxFenceCheckHolders {
-		return nil, usageErrorf("--holders %d is out of range: give %d..%d", k.holders, minFenceCheckHolders, maxFenceCheckHolders)
-	}
-	k.lockPrefix, k.keyPrefix = c.String("lock-prefix"), c.String("key-prefix")
-	if err := zklock.ValidateName(k.lock(1)); err != nil {
-		return nil, usageErrorf("--lock-prefix %q: %v", k.lockPrefix, userMessage(err))
-	}
-	if !keyPrefixRE.MatchString(k.keyPrefix) {
-		return nil, usageErrorf("--key-prefix %q: use letters, digits, '.', '_', '-' and '/'", k.keyPrefix)
-	}
-	if cmd := c.String("restart-cmd"); cmd != "" {
-		d, err := durationFlag(c, "restart-timeout", time.Second, time.Hour)
-		if err != nil {
-			return nil, err
-		}
-		k.restart = &restarter{cmd: cmd, timeout: d, out: c.App.ErrWriter}
-	}
-	return k, nil
-}
-
-var keyPrefixRE = regexp.MustCompile(`^[A-Za-z0-9._/-]*$`)
-
-// runID names one run: its locks, keys, owners and values, so that runs at
-// the same time or one after another never meet.
-func runID() string {
-	b := make([]byte, 6)
-	rand.Read(b) // never fails
-	return hex.EncodeToString(b)
-}
-
-// newResource reads the flags that describe the resource.
-func newResource(c *cli.Context) (*resource, error) {
-	timeout, err := durationFlag(c, "request-timeout", time.Millisecond, 10*time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	r := &resource{
-		write:           request{method: c.String("write-method"), url: c.String("write-url"), body: c.String("write-body")},
-		read:            request{method: c.String("read-method"), url: c.String("read-url"), body: c.String("read-body")},
-		del:             request{method: c.String("delete-method"), url: c.String("delete-url"), body: c.String("delete-body")},
-		tokenHeader:     c.String("token-header"),
-		sequencerHeader: c.String("sequencer-header"),
-		refuse:          c.Int("refuse-status"),
-		timeout:         timeout,
-		hc:              resourceClient(),
-	}
-	if r.write.url == "" {
-		return nil, usageErrorf("fence-check needs --write-url, a URL template with {key}, e.g. http://127.0.0.1:7071/v1/kv/{key}")
-	}
-	if r.refuse != 0 && (r.refuse < 300 || r.refuse > 599) {
-		return nil, usageErrorf("--refuse-status %d: give an HTTP status from 300 to 599, or 0 for any 4xx", r.refuse)
-	}
-	if r.headers, err = parseHeaders(c.StringSlice("header")); err != nil {
-		return nil, err
-	}
-	for _, h := range []struct{ flag, name string }{{"token-header", r.tokenHeader}, {"sequencer-header", r.sequencerHeader}} {
-		if h.name != "" && !headerNameRE.MatchString(h.name) {
-			return nil, usageErrorf("--%s %q is not a header name", h.flag, h.name)
-		}
-	}
-	if err := checkRequests(c, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // parseHeaders reads the --header values, NAME: VALUE each.
 func parseHeaders(hs []string) (http.Header, error) {
 	h := http.Header{}
 	for _, s := range hs {
 		name, value, ok := strings.Cut(s, ":")
-		if !ok || !headerNameRE.MatchString(name) {
+		if !ok || !fencecheck.HeaderName(name) {
 			return nil, usageErrorf("--header %q: write it as NAME: VALUE", s)
 		}
 		h.Add(name, strings.TrimSpace(value))
 	}
 	return h, nil
-}
-
-// checkRequests checks the write and read templates: methods, URLs,
-// placeholders, and that each request carries the token somewhere.
-func checkRequests(c *cli.Context, r *resource) error {
-	inHeader := r.tokenHeader != "" || r.sequencerHeader != ""
-	if err := checkRequest("write", r.write); err != nil {
-		return err
-	}
-	if !inHeader && !r.write.carriesToken() {
-		return usageErrorf("fence-check needs to know where the token goes: --token-header NAME, --sequencer-header NAME, or {token} or {sequencer} in --write-body or --write-url")
-	}
-	for _, o := range []struct {
-		kind string
-		req  request
-	}{{"read", r.read}, {"delete", r.del}} {
-		if o.req.url == "" {
-			if c.IsSet(o.kind+"-body") || c.IsSet(o.kind+"-method") {
-				return usageErrorf("--%s-body and --%s-method describe the %s of --%s-url, which is not given", o.kind, o.kind, o.kind, o.kind)
-			}
-			continue
-		}
-		if err := checkRequest(o.kind, o.req); err != nil {
-			return err
-		}
-		if !inHeader && !o.req.carriesToken() {
-			return usageErrorf("a %s must carry the token to be fenced: give --token-header or --sequencer-header, or {token} or {sequencer} in --%s-body or --%s-url", o.kind, o.kind, o.kind)
-		}
-	}
-	return nil
-}
-
-var methodRE = regexp.MustCompile(`^[A-Za-z]+$`)
-
-// checkRequest checks one template (kind is write or read, as in the flag
-// names).
-func checkRequest(kind string, t request) error {
-	if !methodRE.MatchString(t.method) {
-		return usageErrorf("--%s-method %q is not an HTTP method", kind, t.method)
-	}
-	for _, s := range []struct{ flag, tmpl string }{{kind + "-url", t.url}, {kind + "-body", t.body}} {
-		for _, p := range placeholder.FindAllString(s.tmpl, -1) {
-			if !placeholders[p] {
-				return usageErrorf("--%s %q: unknown placeholder %s; use {key}, {token}, {sequencer}, {value}", s.flag, s.tmpl, p)
-			}
-		}
-	}
-	if !strings.Contains(t.url, "{key}") {
-		return usageErrorf("--%s-url %q has no {key}: each case writes a key of its own", kind, t.url)
-	}
-	sample := expand(t.url, map[string]string{"key": "k", "token": "1", "sequencer": "s@1", "value": "v"}, url.PathEscape)
-	u, err := url.Parse(sample)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErrorf("--%s-url %q is not an http:// or https:// URL template", kind, t.url)
-	}
-	return nil
-}
-
-// releaseAll releases the grants still held, even after the run was
-// interrupted; a release that fails is said, and expires with its TTL.
-func (k *checker) releaseAll(ctx context.Context, stderr io.Writer) {
-	ctx = context.WithoutCancel(ctx)
-	for len(k.live) > 0 {
-		g := k.live[0]
-		if err := k.release(ctx, g); err != nil {
-			fmt.Fprintf(stderr, "fence-check: could not release %s (it expires within %s): %s\n", g.sequencer, shortDuration(fenceCheckTTL), userMessage(err))
-			k.live = k.live[1:]
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/fencecheck"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -24,18 +25,18 @@ import (
 // runFenceCheck runs seqd fence-check --json in process against the daemon
 // at daemon, logs the report as a table, and checks that the run released
 // every lease it took.
-func runFenceCheck(t *testing.T, daemon string, args ...string) (int, fenceReport, string) {
+func runFenceCheck(t *testing.T, daemon string, args ...string) (int, fencecheck.Report, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	code, out, errs := runCLI(ctx, append([]string{"fence-check", "--json", "--addr", daemon}, args...)...)
-	var rep fenceReport
+	var rep fencecheck.Report
 	if code == 0 || code == ExitConflict {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("fence-check exited %d with a report that is not JSON (%v):\n%s\n%s", code, err, out, errs)
 		}
 		var tbl strings.Builder
-		rep.writeTable(&tbl)
+		rep.WriteTable(&tbl)
 		t.Logf("exit %d\n%s", code, tbl.String())
 		if held := heldLocks(t, ctx, daemon, "fence-check/"+rep.Run+"/"); len(held) > 0 {
 			t.Errorf("the run left leases held: %q", held)
@@ -64,7 +65,7 @@ func heldLocks(t *testing.T, ctx context.Context, daemon, prefix string) []strin
 }
 
 // verdicts is the report's verdicts in case order: "holds holds fails …".
-func verdicts(rep fenceReport) string {
+func verdicts(rep fencecheck.Report) string {
 	var vs []string
 	for _, c := range rep.Cases {
 		vs = append(vs, c.Verdict)
@@ -72,10 +73,10 @@ func verdicts(rep fenceReport) string {
 	return strings.Join(vs, " ")
 }
 
-func wantVerdicts(t *testing.T, code int, rep fenceReport, errs, want string) {
+func wantVerdicts(t *testing.T, code int, rep fencecheck.Report, errs, want string) {
 	t.Helper()
 	wantCode := 0
-	if strings.Contains(want, verdictFails) {
+	if strings.Contains(want, fencecheck.Fails) {
 		wantCode = ExitConflict
 	}
 	if got := verdicts(rep); code != wantCode || got != want {
@@ -84,9 +85,9 @@ func wantVerdicts(t *testing.T, code int, rep fenceReport, errs, want string) {
 }
 
 // firstFailure is the detail of the first case that fails.
-func firstFailure(rep fenceReport) string {
+func firstFailure(rep fencecheck.Report) string {
 	for _, c := range rep.Cases {
-		if c.Verdict == verdictFails {
+		if c.Verdict == fencecheck.Fails {
 			return c.Detail
 		}
 	}
@@ -219,7 +220,7 @@ func twoRunsAtOnce(t *testing.T, daemon string) {
 	wg.Wait()
 	runs := map[string]bool{}
 	for i := range 2 {
-		var rep fenceReport
+		var rep fencecheck.Report
 		if errs[i] != nil || json.Unmarshal(outs[i], &rep) != nil {
 			t.Fatalf("run %d: %v\n%s", i, errs[i], outs[i])
 		}
@@ -296,7 +297,7 @@ func TestFenceCheckSigned(t *testing.T) {
 	}
 
 	code, rep, errs = runFenceCheck(t, daemon, "--write-url", u, "--token-header", "Fencing-Token")
-	if code != ExitConflict || rep.Cases[0].Verdict != verdictFails || rep.Cases[0].Steps[0].Observed != "403" {
+	if code != ExitConflict || rep.Cases[0].Verdict != fencecheck.Fails || rep.Cases[0].Steps[0].Observed != "403" {
 		t.Fatalf("bare tokens to a store that wants signed sequencers = exit %d, %+v\n%s", code, rep.Cases[0], errs)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,6 +82,9 @@ func storeAction(c *cli.Context) error {
 		Logger:       logger,
 		Repair:       c.Bool("repair"),
 	})
+	if errors.Is(err, store.ErrDamaged) {
+		return fmt.Errorf("%w (seqd store --repair does it)", err)
+	}
 	if err != nil {
 		return err
 	}

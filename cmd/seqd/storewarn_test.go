@@ -93,7 +93,7 @@ func TestDamagedStoreLogExits65(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := runCLI(ctx, "store", "--dir", dir, "--listen", "127.0.0.1:0")
-	if code != ExitDataErr || !strings.Contains(errs, "missing") {
-		t.Fatalf("seqd store on a cut log: exit %d %q, want 65 naming what is missing", code, errs)
+	if code != ExitDataErr || !strings.Contains(errs, "missing") || !strings.Contains(errs, "seqd store --repair") {
+		t.Fatalf("seqd store on a cut log: exit %d %q, want 65 naming what is missing and the flag that repairs it", code, errs)
 	}
 }

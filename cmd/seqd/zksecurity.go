@@ -85,7 +85,7 @@ func zkNoAuth(what, root string, auth *zklock.DigestAuth) error {
 func startError(err error, root string, z zkSecurity) error {
 	var fe *zklock.FloorError
 	if errors.As(err, &fe) {
-		return withCode(ExitUsage, errors.New(sequencer.FloorAdvice(fe)))
+		return withCode(ExitUsage, fmt.Errorf("%s: seqd floor --zk … --raise %d (or seqd floor --zk … --from-floor-file FILE…)", sequencer.FloorAdvice(fe), fe.Issued.Token))
 	}
 	if errors.Is(err, zk.ErrNoAuth) {
 		var nr *zklock.NoAuthRootError

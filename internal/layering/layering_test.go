@@ -33,6 +33,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "fence", onlyStd: true, why: "a resource that imports fence must pull in nothing but the standard library"},
 		{pkg: "api", onlyStd: true, beyond: []string{mod + "fence"}, why: "the wire contract must pull in nothing but the standard library and fence"},
 		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence", mod + "api"}, why: "a program that talks to a daemon must pull in nothing but the standard library, api and fence (no ZooKeeper client, client_golang or protobuf)"},
+		{pkg: "fencecheck", onlyStd: true, beyond: []string{mod + "fence", mod + "api", mod + "client"}, why: "the conformance cases run from a resource's own Go test: they must pull in nothing but the standard library and the daemon's client (no ZooKeeper client, no daemon, no CLI)"},
 		{pkg: "sequencer", forbid: []string{mod + "client"}, why: "the daemon speaks the wire contract (api), not the client"},
 		{pkg: "store", forbid: []string{"github.com/go-zookeeper/zk", mod + "zklock", mod + "sequencer"}, why: "a resource must not pull in ZooKeeper"},
 		{pkg: "zklock", forbid: []string{mod + "metrics", mod + "internal/", mod + "sequencer", "github.com/prometheus/"}, why: "zklock is a library of its own"},

@@ -101,7 +101,7 @@ class AsyncLockTest(unittest.TestCase):
                 async with c.lock(name, ttl="10s"):
                     start = _mono()
                     with self.assertRaises((asyncio.TimeoutError, TimeoutError)):
-                        async with asyncio.timeout(0.5):
+                        async with asyncio.timeout(0.5):  # type: ignore[attr-defined]  # Python 3.11+
                             async with c.lock(name, ttl="10s", wait="60s"):
                                 self.fail("granted a held lock")
                     took = _mono() - start

@@ -12,10 +12,11 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from typing import Any, Dict, List, Tuple
 from unittest import mock
 
 import seqd
-from seqd._durations import format_go_duration, parse_go_duration, parse_time, to_nanoseconds, wire_duration
+from seqd._durations import Duration, format_go_duration, parse_go_duration, parse_time, to_nanoseconds, wire_duration
 from seqd.errors import error_from_answer
 
 PACKAGE = pathlib.Path(seqd.__file__).parent
@@ -36,10 +37,11 @@ class DurationTest(unittest.TestCase):
                 parse_go_duration(text)
 
     def test_every_form_to_wire(self) -> None:
-        for value, wire in [
+        forms: List[Tuple[Duration, str]] = [
             ("15s", "15s"), (15, "15s"), (1.5, "1500ms"), (datetime.timedelta(minutes=2), "2m"),
             ("1m30s", "90s"), (0, "0s"), (0.000001, "1us"), (1e-9, "1ns"),
-        ]:
+        ]
+        for value, wire in forms:
             with self.subTest(value=value):
                 self.assertEqual(wire_duration(value, "ttl"), wire)
                 self.assertEqual(parse_go_duration(wire), to_nanoseconds(value))
@@ -125,7 +127,7 @@ class ClientSettingsTest(unittest.TestCase):
         self.assertIsNone(c._transport._token)
 
     def test_bad_settings(self) -> None:
-        for kwargs, words in [
+        settings: List[Tuple[Dict[str, Any], str]] = [
             ({"addr": "127.0.0.1:7070"}, "base URL"),
             ({"addr": "ftp://x"}, "base URL"),
             ({"addr": "http://x:7070/?a=1"}, "query"),
@@ -133,7 +135,8 @@ class ClientSettingsTest(unittest.TestCase):
             ({"api_token_file": "/nonexistent/token"}, "/nonexistent/token"),
             ({"cert": "c.pem"}, "both cert and key"),
             ({"timeout": 0}, "timeout"),
-        ]:
+        ]
+        for kwargs, words in settings:
             with self.subTest(kwargs=kwargs), self.assertRaises(ValueError) as cm:
                 seqd.Client(**kwargs)
             self.assertIn(words, str(cm.exception))

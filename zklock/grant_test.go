@@ -30,6 +30,7 @@ func hookErr(t *testing.T, ch <-chan error, what string) error {
 // Hooks run once each when the grant ends, with its error, and at once when
 // registered on a grant that has ended.
 func TestAfterEnd(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	ctx := ctxT(t, 30*time.Second)
@@ -86,6 +87,7 @@ func TestAfterEnd(t *testing.T) {
 // Leaderships, semaphore slots and read grants are Grants: their hooks run
 // too.
 func TestAfterEndKinds(t *testing.T) {
+	t.Parallel()
 	c := shared.Get(t)
 	s := dial(t, c.Servers(), Options{})
 	ctx := ctxT(t, 30*time.Second)

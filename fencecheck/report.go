@@ -1,4 +1,4 @@
-package main
+package fencecheck
 
 import (
 	"encoding/json"
@@ -10,50 +10,53 @@ import (
 	"time"
 )
 
-// fenceReport is what a run prints: a table, or this as JSON.
-type fenceReport struct {
-	Run      string       `json:"run"`
-	Locks    string       `json:"locks"`
-	Write    string       `json:"write"`
-	Read     string       `json:"read,omitempty"`
-	Delete   string       `json:"delete,omitempty"`
-	Cases    []caseResult `json:"cases"`
-	Holds    bool         `json:"holds"`
-	Duration string       `json:"duration"`
-	Seconds  float64      `json:"seconds"`
+// Report is what a run prints: a table, or this as JSON.
+type Report struct {
+	Run      string  `json:"run"`
+	Locks    string  `json:"locks"`
+	Write    string  `json:"write"`
+	Read     string  `json:"read,omitempty"`
+	Delete   string  `json:"delete,omitempty"`
+	Cases    []Case  `json:"cases"`
+	Holds    bool    `json:"holds"`
+	Duration string  `json:"duration"`
+	Seconds  float64 `json:"seconds"`
 }
 
-func (k *checker) report(cases []caseResult, took time.Duration) *fenceReport {
-	r := &fenceReport{
+func (k *checker) report(cases []Case, took time.Duration) *Report {
+	r := &Report{
 		Run:      k.id,
 		Locks:    k.lockPrefix + "/" + k.id,
-		Write:    k.res.write.method + " " + k.res.write.url,
+		Write:    k.res.write.Method + " " + k.res.write.URL,
 		Cases:    cases,
 		Holds:    true,
 		Duration: shortDuration(took.Round(time.Millisecond)),
 		Seconds:  took.Seconds(),
 	}
-	if k.res.read.url != "" {
-		r.Read = k.res.read.method + " " + k.res.read.url
+	if k.res.read.URL != "" {
+		r.Read = k.res.read.Method + " " + k.res.read.URL
 	}
-	if k.res.del.url != "" {
-		r.Delete = k.res.del.method + " " + k.res.del.url
+	if k.res.del.URL != "" {
+		r.Delete = k.res.del.Method + " " + k.res.del.URL
 	}
 	for _, c := range cases {
-		if c.Verdict == verdictFails {
+		if c.Verdict == Fails {
 			r.Holds = false
 		}
 	}
 	return r
 }
 
-func (r *fenceReport) writeJSON(w io.Writer) error {
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
-func (r *fenceReport) writeTable(w io.Writer) error {
+// WriteTable writes the report as a table, with the detail of each case
+// that fails or was skipped, and the summary line.
+func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "write: %s\n", r.Write)
 	if r.Read != "" {
 		fmt.Fprintf(w, "read:  %s\n", r.Read)
@@ -76,22 +79,22 @@ func (r *fenceReport) writeTable(w io.Writer) error {
 			fmt.Fprintf(w, "case %d %s: %s\n", c.Case, c.Verdict, c.Detail)
 		}
 	}
-	_, err := fmt.Fprintln(w, r.summary())
+	_, err := fmt.Fprintln(w, r.Summary())
 	return err
 }
 
-// summary is the last line: which cases hold, fail, or were skipped.
-func (r *fenceReport) summary() string {
+// Summary is the last line of the table: which cases hold, fail, or were skipped.
+func (r *Report) Summary() string {
 	by := map[string][]string{}
 	for _, c := range r.Cases {
 		by[c.Verdict] = append(by[c.Verdict], strconv.Itoa(c.Case))
 	}
 	var parts []string
-	if f := by[verdictFails]; len(f) > 0 {
+	if f := by[Fails]; len(f) > 0 {
 		parts = append(parts, fmt.Sprintf("FAILS: case %s", strings.Join(f, ", ")))
 	}
-	parts = append(parts, fmt.Sprintf("%d of %d cases hold", len(by[verdictHolds]), len(r.Cases)))
-	if s := by[verdictSkipped]; len(s) > 0 {
+	parts = append(parts, fmt.Sprintf("%d of %d cases hold", len(by[Holds]), len(r.Cases)))
+	if s := by[Skipped]; len(s) > 0 {
 		parts = append(parts, fmt.Sprintf("not run: %s", strings.Join(s, ", ")))
 	}
 	return fmt.Sprintf("%s (%s)", strings.Join(parts, "; "), r.Duration)

@@ -1,4 +1,4 @@
-package main
+package fencecheck
 
 import (
 	"context"
@@ -21,8 +21,8 @@ var tokenPairs = [][2]uint64{
 // madeUp is a grant that fence-check makes up for case c: a token of its
 // choosing on the case's lock, with a plain sequencer. The daemon never
 // granted it, so a resource that admits only signed sequencers refuses it.
-func (k *checker) madeUp(c int, token uint64) *grant {
-	return &grant{lock: k.lock(c), token: token, sequencer: k.lock(c) + "@" + strconv.FormatUint(token, 10)}
+func (k *checker) madeUp(c int, token uint64) *Grant {
+	return &Grant{Lock: k.lock(c), Token: token, Sequencer: k.lock(c) + "@" + strconv.FormatUint(token, 10)}
 }
 
 // tokenBoundaries is case 7: tokens compared as unsigned 64-bit integers.
@@ -30,15 +30,15 @@ func (k *checker) madeUp(c int, token uint64) *grant {
 // refused. The tokens are made up (no daemon grants 2^63), on keys no
 // holder uses: a resource that will not take a token the daemon did not
 // grant (a signed sequencer) skips the case.
-func (k *checker) tokenBoundaries(ctx context.Context) (caseResult, error) {
+func (k *checker) tokenBoundaries(ctx context.Context) (Case, error) {
 	const name = "tokens compared as integers"
-	var steps []step
+	var steps []Step
 	for i, p := range tokenPairs {
 		key := fmt.Sprintf("%s-%d", k.key(7), i+1)
 		hi, lo := k.madeUp(7, p[0]), k.madeUp(7, p[1])
 		o := k.res.doWrite(ctx, key, hi, k.value(7, 1, fmt.Sprintf("p%02d", i+1)))
 		if i == 0 && o.refused() {
-			return skipped(7, name, fmt.Sprintf("the resource refused token %d, which fence-check made up (does it admit only signed sequencers?): %s", p[0], o.detail())), nil
+			return skipped(7, name, fmt.Sprintf("the resource refused token %d, which the check made up (does it admit only signed sequencers?): %s", p[0], o.detail())), nil
 		}
 		steps = append(steps,
 			expect(fmt.Sprintf("token %d writes", p[0]), true, o),
@@ -50,25 +50,25 @@ func (k *checker) tokenBoundaries(ctx context.Context) (caseResult, error) {
 // deletes is case 8: a delete is fenced like a write, and a fenced delete
 // keeps the key's max. A writes; B writes; A deletes (refused); B deletes
 // (admitted); A writes (refused: the max outlived the value); B writes.
-func (k *checker) deletes(ctx context.Context) (caseResult, error) {
+func (k *checker) deletes(ctx context.Context) (Case, error) {
 	const name = "deletes fenced, max kept"
-	if k.res.del.url == "" {
-		return skipped(8, name, "no --delete-url"), nil
+	if k.res.del.URL == "" {
+		return skipped(8, name, "no delete URL"), nil
 	}
 	key := k.key(8)
 	a, err := k.acquire(ctx, 8, 1)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s1 := expect("the old holder writes", true, k.res.doWrite(ctx, key, a, k.value(8, 1, "w01")))
 	b, err := k.handOver(ctx, a, 8, 2)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s2 := expect("the new holder writes", true, k.res.doWrite(ctx, key, b, k.value(8, 2, "w01")))
-	s3 := expect(fmt.Sprintf("the old holder (token %d) deletes after the new one (token %d) wrote", a.token, b.token), false, k.res.doDelete(ctx, key, a))
+	s3 := expect(fmt.Sprintf("the old holder (token %d) deletes after the new one (token %d) wrote", a.Token, b.Token), false, k.res.doDelete(ctx, key, a))
 	s4 := expect("the new holder deletes", true, k.res.doDelete(ctx, key, b))
-	s5 := expect(fmt.Sprintf("the old holder (token %d) writes after the new one deleted the key", a.token), false, k.res.doWrite(ctx, key, a, k.value(8, 1, "w02")))
+	s5 := expect(fmt.Sprintf("the old holder (token %d) writes after the new one deleted the key", a.Token), false, k.res.doWrite(ctx, key, a, k.value(8, 1, "w02")))
 	s6 := expect("the new holder writes again", true, k.res.doWrite(ctx, key, b, k.value(8, 2, "w02")))
 	return stepsResult(8, name, s1, s2, s3, s4, s5, s6), k.release(ctx, b)
 }

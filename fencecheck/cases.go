@@ -1,8 +1,9 @@
-package main
+package fencecheck
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -11,25 +12,28 @@ import (
 // checker runs the cases of one fence-check run against one resource.
 type checker struct {
 	res        *resource
-	grants     grantor
+	grants     Grantor
 	id         string // random per run: names its locks, keys, owners and values
 	lockPrefix string
 	keyPrefix  string
 	holders    int // in the racing-writers case
 	timeout    time.Duration
-	restart    *restarter // nil: the restart case is not run
-	live       []*grant   // grants not released yet
+	restart    func(context.Context) error // nil: the restart case is not run
+	restartFor time.Duration
+	log        io.Writer
+	live       []*Grant // grants not released yet
 }
 
 // Verdicts of a case.
 const (
-	verdictHolds   = "holds"
-	verdictFails   = "fails"
-	verdictSkipped = "skipped"
+	Holds   = "holds"
+	Fails   = "fails"
+	Skipped = "skipped"
 )
 
-// caseResult is one row of the report.
-type caseResult struct {
+// Case is one row of the report: what a case expected, what it observed,
+// and its verdict (Holds, Fails or Skipped).
+type Case struct {
 	Case     int    `json:"case"`
 	Name     string `json:"name"`
 	Expected string `json:"expected"`
@@ -38,11 +42,11 @@ type caseResult struct {
 	// Detail says what failed (the request and the whole answer), or why
 	// the case was skipped.
 	Detail string `json:"detail,omitempty"`
-	Steps  []step `json:"steps,omitempty"`
+	Steps  []Step `json:"steps,omitempty"`
 }
 
-// step is one request of a case (or the restart), with what it should get.
-type step struct {
+// Step is one request of a case (or the restart), with what it should get.
+type Step struct {
 	What     string `json:"step"`
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
@@ -51,8 +55,8 @@ type step struct {
 }
 
 // expect is a step that wants o admitted (admit) or refused.
-func expect(what string, admit bool, o outcome) step {
-	s := step{What: what, Expected: o.refusal(), Observed: o.String(), detail: o.detail()}
+func expect(what string, admit bool, o outcome) Step {
+	s := Step{What: what, Expected: o.refusal(), Observed: o.String(), detail: o.detail()}
 	if admit {
 		s.Expected = "2xx"
 		s.OK = o.admitted()
@@ -64,14 +68,14 @@ func expect(what string, admit bool, o outcome) step {
 
 // stepsResult is a case made of steps: it holds when each step does, and
 // its detail is the first step that does not.
-func stepsResult(n int, name string, steps ...step) caseResult {
-	r := caseResult{Case: n, Name: name, Verdict: verdictHolds, Steps: steps}
+func stepsResult(n int, name string, steps ...Step) Case {
+	r := Case{Case: n, Name: name, Verdict: Holds, Steps: steps}
 	var exp, obs []string
 	for _, s := range steps {
 		exp = append(exp, s.Expected)
 		obs = append(obs, s.Observed)
-		if !s.OK && r.Verdict == verdictHolds {
-			r.Verdict = verdictFails
+		if !s.OK && r.Verdict == Holds {
+			r.Verdict = Fails
 			r.Detail = fmt.Sprintf("%s: expected %s, got %s", s.What, s.Expected, s.detail)
 		}
 	}
@@ -79,8 +83,8 @@ func stepsResult(n int, name string, steps ...step) caseResult {
 	return r
 }
 
-func skipped(n int, name, why string) caseResult {
-	return caseResult{Case: n, Name: name, Expected: "-", Observed: "not run", Verdict: verdictSkipped, Detail: why}
+func skipped(n int, name, why string) Case {
+	return Case{Case: n, Name: name, Expected: "-", Observed: "not run", Verdict: Skipped, Detail: why}
 }
 
 func (k *checker) lock(c int) string { return fmt.Sprintf("%s/%s/c%d", k.lockPrefix, k.id, c) }
@@ -93,10 +97,10 @@ func (k *checker) value(c, h int, tag string) string {
 }
 
 // acquire takes case c's lock for holder h.
-func (k *checker) acquire(ctx context.Context, c, h int) (*grant, error) {
+func (k *checker) acquire(ctx context.Context, c, h int) (*Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	g, err := k.grants.acquire(ctx, k.lock(c), fmt.Sprintf("fence-check %s holder %d", k.id, h))
+	g, err := k.grants.Acquire(ctx, k.lock(c), fmt.Sprintf("fence-check %s holder %d", k.id, h))
 	if err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", k.lock(c), err)
 	}
@@ -105,19 +109,19 @@ func (k *checker) acquire(ctx context.Context, c, h int) (*grant, error) {
 }
 
 // release releases g and forgets it.
-func (k *checker) release(ctx context.Context, g *grant) error {
+func (k *checker) release(ctx context.Context, g *Grant) error {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	if err := k.grants.release(ctx, *g); err != nil {
-		return fmt.Errorf("release %s: %w", g.sequencer, err)
+	if err := k.grants.Release(ctx, *g); err != nil {
+		return fmt.Errorf("release %s: %w", g.Sequencer, err)
 	}
-	k.live = slices.DeleteFunc(k.live, func(x *grant) bool { return x == g })
+	k.live = slices.DeleteFunc(k.live, func(x *Grant) bool { return x == g })
 	return nil
 }
 
 // handOver releases old (if any) and grants case c's lock to holder h: the
 // old holder's token is then stale, as a paused holder's is.
-func (k *checker) handOver(ctx context.Context, old *grant, c, h int) (*grant, error) {
+func (k *checker) handOver(ctx context.Context, old *Grant, c, h int) (*Grant, error) {
 	if old != nil {
 		if err := k.release(ctx, old); err != nil {
 			return nil, err
@@ -128,12 +132,12 @@ func (k *checker) handOver(ctx context.Context, old *grant, c, h int) (*grant, e
 
 // runCases runs the cases in order; an error is the daemon's (or a
 // resource that never answered), and stops the run.
-func (k *checker) runCases(ctx context.Context) ([]caseResult, error) {
+func (k *checker) runCases(ctx context.Context) ([]Case, error) {
 	out, err := k.holderWrites(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, run := range []func(context.Context) (caseResult, error){k.newHolder, k.fencedReads, k.racingWriters, k.restartCase, k.tokenBoundaries, k.deletes} {
+	for _, run := range []func(context.Context) (Case, error){k.newHolder, k.fencedReads, k.racingWriters, k.restartCase, k.tokenBoundaries, k.deletes} {
 		r, err := run(ctx)
 		if err != nil {
 			return nil, err
@@ -145,7 +149,7 @@ func (k *checker) runCases(ctx context.Context) ([]caseResult, error) {
 
 // holderWrites is cases 1 and 2: the holder's write is admitted, and so is
 // its second write with the same token.
-func (k *checker) holderWrites(ctx context.Context) ([]caseResult, error) {
+func (k *checker) holderWrites(ctx context.Context) ([]Case, error) {
 	a, err := k.acquire(ctx, 1, 1)
 	if err != nil {
 		return nil, err
@@ -153,11 +157,11 @@ func (k *checker) holderWrites(ctx context.Context) ([]caseResult, error) {
 	key := k.key(1)
 	o := k.res.doWrite(ctx, key, a, k.value(1, 1, "w01"))
 	if !k.res.answered.Load() {
-		return nil, &errResourceUnreachable{o.detail()}
+		return nil, &UnreachableError{o.detail()}
 	}
 	first := expect("the holder writes", true, o)
 	second := expect("the holder writes again with the same token", true, k.res.doWrite(ctx, key, a, k.value(1, 1, "w02")))
-	return []caseResult{
+	return []Case{
 		stepsResult(1, "holder writes", first),
 		stepsResult(2, "holder writes again, same token", second),
 	}, k.release(ctx, a)
@@ -165,19 +169,19 @@ func (k *checker) holderWrites(ctx context.Context) ([]caseResult, error) {
 
 // newHolder is case 3: a new holder's write is admitted, then the old
 // holder's write is refused.
-func (k *checker) newHolder(ctx context.Context) (caseResult, error) {
+func (k *checker) newHolder(ctx context.Context) (Case, error) {
 	key := k.key(3)
 	a, err := k.acquire(ctx, 3, 1)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s1 := expect("the old holder writes", true, k.res.doWrite(ctx, key, a, k.value(3, 1, "w01")))
 	b, err := k.handOver(ctx, a, 3, 2)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s2 := expect("the new holder writes", true, k.res.doWrite(ctx, key, b, k.value(3, 2, "w01")))
-	s3 := expect(fmt.Sprintf("the old holder (token %d) writes after the new one (token %d)", a.token, b.token),
+	s3 := expect(fmt.Sprintf("the old holder (token %d) writes after the new one (token %d)", a.Token, b.Token),
 		false, k.res.doWrite(ctx, key, a, k.value(3, 1, "w02")))
 	r := stepsResult(3, "new holder writes, then old holder", s1, s2, s3)
 	return r, k.release(ctx, b)
@@ -186,29 +190,29 @@ func (k *checker) newHolder(ctx context.Context) (caseResult, error) {
 // fencedReads is case 4: once a new holder has written, the old holder's
 // read is refused; and once a newer holder has read, the previous holder's
 // write is refused (reads advance the max).
-func (k *checker) fencedReads(ctx context.Context) (caseResult, error) {
+func (k *checker) fencedReads(ctx context.Context) (Case, error) {
 	const name = "old holder reads; write after newer read"
-	if k.res.read.url == "" {
-		return skipped(4, name, "no --read-url"), nil
+	if k.res.read.URL == "" {
+		return skipped(4, name, "no read URL"), nil
 	}
 	key := k.key(4)
 	a, err := k.acquire(ctx, 4, 1)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s1 := expect("the old holder writes", true, k.res.doWrite(ctx, key, a, k.value(4, 1, "w01")))
 	b, err := k.handOver(ctx, a, 4, 2)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s2 := expect("the new holder writes", true, k.res.doWrite(ctx, key, b, k.value(4, 2, "w01")))
-	s3 := expect(fmt.Sprintf("the old holder (token %d) reads after the new one (token %d) wrote", a.token, b.token), false, k.res.doRead(ctx, key, a))
+	s3 := expect(fmt.Sprintf("the old holder (token %d) reads after the new one (token %d) wrote", a.Token, b.Token), false, k.res.doRead(ctx, key, a))
 	c, err := k.handOver(ctx, b, 4, 3)
 	if err != nil {
-		return caseResult{}, err
+		return Case{}, err
 	}
 	s4 := expect("a newer holder reads", true, k.res.doRead(ctx, key, c))
-	s5 := expect(fmt.Sprintf("the previous holder (token %d) writes after the newer one (token %d) only read", b.token, c.token),
+	s5 := expect(fmt.Sprintf("the previous holder (token %d) writes after the newer one (token %d) only read", b.Token, c.Token),
 		false, k.res.doWrite(ctx, key, b, k.value(4, 2, "w02")))
 	return stepsResult(4, name, s1, s2, s3, s4, s5), k.release(ctx, c)
 }

@@ -1,4 +1,4 @@
-package main
+package fencecheck
 
 import (
 	"context"
@@ -14,17 +14,10 @@ import (
 	"time"
 )
 
-// request is the shape of one kind of request to the resource: a method, a
-// URL template and a body template, with {key}, {token}, {sequencer} and
-// {value} placeholders.
-type request struct {
-	method, url, body string
-}
-
-// resource is the user's HTTP resource as fence-check's flags describe it.
+// resource is the HTTP resource as a Config describes it.
 type resource struct {
-	write, read     request // read.url "": the resource has no read to check
-	del             request // del.url "": no delete to check
+	write, read     Request // read.URL "": the resource has no read to check
+	del             Request // del.URL "": no delete to check
 	tokenHeader     string  // header that carries the bare token, or ""
 	sequencerHeader string  // header that carries the sequencer, or ""
 	headers         http.Header
@@ -98,31 +91,31 @@ func (o outcome) detail() string {
 }
 
 // doWrite sends a write of value to key with g's token.
-func (r *resource) doWrite(ctx context.Context, key string, g *grant, value string) outcome {
+func (r *resource) doWrite(ctx context.Context, key string, g *Grant, value string) outcome {
 	return r.do(ctx, r.write, key, g, value)
 }
 
 // doDelete sends a delete of key with g's token.
-func (r *resource) doDelete(ctx context.Context, key string, g *grant) outcome {
+func (r *resource) doDelete(ctx context.Context, key string, g *Grant) outcome {
 	return r.do(ctx, r.del, key, g, "")
 }
 
 // doRead sends a read of key with g's token.
-func (r *resource) doRead(ctx context.Context, key string, g *grant) outcome {
+func (r *resource) doRead(ctx context.Context, key string, g *Grant) outcome {
 	return r.do(ctx, r.read, key, g, "")
 }
 
-func (r *resource) do(ctx context.Context, t request, key string, g *grant, value string) outcome {
-	vars := map[string]string{"key": key, "token": strconv.FormatUint(g.token, 10), "sequencer": g.sequencer, "value": value}
-	u := expand(t.url, vars, url.PathEscape)
-	o := outcome{req: fmt.Sprintf("%s %s with token %d", t.method, u, g.token), refuse: r.refuse}
+func (r *resource) do(ctx context.Context, t Request, key string, g *Grant, value string) outcome {
+	vars := map[string]string{"key": key, "token": strconv.FormatUint(g.Token, 10), "sequencer": g.Sequencer, "value": value}
+	u := expand(t.URL, vars, url.PathEscape)
+	o := outcome{req: fmt.Sprintf("%s %s with token %d", t.Method, u, g.Token), refuse: r.refuse}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	var body io.Reader
-	if t.body != "" {
-		body = strings.NewReader(expand(t.body, vars, nil))
+	if t.Body != "" {
+		body = strings.NewReader(expand(t.Body, vars, nil))
 	}
-	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
+	req, err := http.NewRequestWithContext(ctx, t.Method, u, body)
 	if err != nil {
 		o.err = err
 		return o
@@ -134,7 +127,7 @@ func (r *resource) do(ctx context.Context, t request, key string, g *grant, valu
 		req.Header.Set(r.tokenHeader, vars["token"])
 	}
 	if r.sequencerHeader != "" {
-		req.Header.Set(r.sequencerHeader, g.sequencer)
+		req.Header.Set(r.sequencerHeader, g.Sequencer)
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
@@ -172,8 +165,8 @@ func expand(tmpl string, vars map[string]string, esc func(string) string) string
 
 // carriesToken reports whether a request built from t carries the token
 // somewhere besides the headers.
-func (t request) carriesToken() bool {
-	for _, s := range []string{t.url, t.body} {
+func (t Request) carriesToken() bool {
+	for _, s := range []string{t.URL, t.Body} {
 		if strings.Contains(s, "{token}") || strings.Contains(s, "{sequencer}") {
 			return true
 		}

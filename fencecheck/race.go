@@ -1,4 +1,4 @@
-package main
+package fencecheck
 
 import (
 	"bytes"
@@ -30,18 +30,18 @@ func (t *raceTally) failed(format string, args ...any) {
 // a read after each round shows the newest holder's value: no late write
 // lands after a newer one. A last wave of late writes from every old holder
 // must all be refused.
-func (k *checker) racingWriters(ctx context.Context) (caseResult, error) {
+func (k *checker) racingWriters(ctx context.Context) (Case, error) {
 	key := k.key(5)
-	var hs []*grant
-	t := raceTally{readBackUnsupported: k.res.read.url == ""}
+	var hs []*Grant
+	t := raceTally{readBackUnsupported: k.res.read.URL == ""}
 	for i := range k.holders {
-		var prev *grant
+		var prev *Grant
 		if i > 0 {
 			prev = hs[i-1]
 		}
 		g, err := k.handOver(ctx, prev, 5, i+1)
 		if err != nil {
-			return caseResult{}, err
+			return Case{}, err
 		}
 		hs = append(hs, g)
 		k.raceRound(ctx, key, hs, &t)
@@ -54,7 +54,7 @@ func (k *checker) racingWriters(ctx context.Context) (caseResult, error) {
 
 // raceRound fires the newest holder's write and one late write of each
 // older holder at once.
-func (k *checker) raceRound(ctx context.Context, key string, hs []*grant, t *raceTally) {
+func (k *checker) raceRound(ctx context.Context, key string, hs []*Grant, t *raceTally) {
 	i := len(hs) - 1
 	tag := func(j int) string {
 		if j == i {
@@ -70,14 +70,14 @@ func (k *checker) raceRound(ctx context.Context, key string, hs []*grant, t *rac
 			if o.admitted() {
 				t.writesOK++
 			} else {
-				t.failed("holder %d's write (token %d), expected admitted, got %s", j+1, hs[j].token, o.detail())
+				t.failed("holder %d's write (token %d), expected admitted, got %s", j+1, hs[j].Token, o.detail())
 			}
 		case j == i-1:
 			t.racing++
 			if o.admitted() {
 				t.racingFirst++
 			} else if !o.refused() {
-				t.failed("holder %d's late write (token %d) racing holder %d's, expected admitted or refused, got %s", j+1, hs[j].token, i+1, o.detail())
+				t.failed("holder %d's late write (token %d) racing holder %d's, expected admitted or refused, got %s", j+1, hs[j].Token, i+1, o.detail())
 			}
 		default:
 			t.lateWrite(j, hs, o)
@@ -87,7 +87,7 @@ func (k *checker) raceRound(ctx context.Context, key string, hs []*grant, t *rac
 
 // lateWave fires a late write of every holder but the newest at once, after
 // the newest has written: each must be refused.
-func (k *checker) lateWave(ctx context.Context, key string, hs []*grant, t *raceTally) {
+func (k *checker) lateWave(ctx context.Context, key string, hs []*Grant, t *raceTally) {
 	old := hs[:len(hs)-1]
 	outs := k.fire(ctx, key, old, func(int) string { return fmt.Sprintf("l%02d", len(hs)+1) })
 	for j, o := range outs {
@@ -96,19 +96,19 @@ func (k *checker) lateWave(ctx context.Context, key string, hs []*grant, t *race
 }
 
 // lateWrite counts the late write of holder j, which must be refused.
-func (t *raceTally) lateWrite(j int, hs []*grant, o outcome) {
+func (t *raceTally) lateWrite(j int, hs []*Grant, o outcome) {
 	t.late++
 	if o.refused() {
 		t.lateRefused++
 		return
 	}
 	t.failed("holder %d's late write (token %d) after a newer holder's (token %d) was admitted, expected refused, got %s",
-		j+1, hs[j].token, hs[len(hs)-1].token, o.detail())
+		j+1, hs[j].Token, hs[len(hs)-1].Token, o.detail())
 }
 
 // fire sends a write of each holder of gs at once (holder j+1 writes the
 // value tagged tag(j)) and returns the outcomes in the order of gs.
-func (k *checker) fire(ctx context.Context, key string, gs []*grant, tag func(j int) string) []outcome {
+func (k *checker) fire(ctx context.Context, key string, gs []*Grant, tag func(j int) string) []outcome {
 	outs := make([]outcome, len(gs))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -127,7 +127,7 @@ func (k *checker) fire(ctx context.Context, key string, gs []*grant, tag func(j 
 
 // readBack reads key as the newest holder: the answer must show that
 // holder's own write.
-func (k *checker) readBack(ctx context.Context, key string, hs []*grant, t *raceTally) {
+func (k *checker) readBack(ctx context.Context, key string, hs []*Grant, t *raceTally) {
 	if t.readBackUnsupported {
 		return
 	}
@@ -162,21 +162,21 @@ func (k *checker) describeValue(body []byte) string {
 func trimZero(b []byte) string { return string(bytes.TrimLeft(b, "0")) }
 
 // result is the case's row.
-func (t *raceTally) result(holders int) caseResult {
-	r := caseResult{
+func (t *raceTally) result(holders int) Case {
+	r := Case{
 		Case:     5,
 		Name:     fmt.Sprintf("%d holders in turn, late writes racing", holders),
 		Expected: "writes 2xx, late writes refused, reads newest",
-		Verdict:  verdictHolds,
+		Verdict:  Holds,
 	}
 	reads := fmt.Sprintf("reads %d/%d newest", t.readsNewest, t.reads)
 	if t.readBackUnsupported {
-		reads = "no reads (no --read-url)"
+		reads = "no reads (no read URL)"
 	}
 	r.Observed = fmt.Sprintf("writes %d/%d 2xx, late %d/%d refused (+%d racing, %d first), %s",
 		t.writesOK, t.writes, t.lateRefused, t.late, t.racing, t.racingFirst, reads)
 	if t.fail != "" {
-		r.Verdict, r.Detail = verdictFails, t.fail
+		r.Verdict, r.Detail = Fails, t.fail
 	}
 	return r
 }

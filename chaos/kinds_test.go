@@ -194,6 +194,11 @@ type kindModel struct {
 	workers int
 	ttl     time.Duration
 	stallN  int // one round in stallN stalls (default 5)
+	// controlStallN, when set, is stallN in the control, and minControl
+	// the shortest control attempt: a control whose bug shows only after
+	// a client stalls must have its stalls.
+	controlStallN int
+	minControl    time.Duration
 	// minRun is the shortest run under faults: a lock-delay's rounds
 	// take a delay each.
 	minRun time.Duration
@@ -331,7 +336,11 @@ func TestKinds(t *testing.T) {
 				mr := &modelRun{}
 				urls := m.control(t, e, mr)
 				name := fmt.Sprintf("%s-control-%d", m.name, a)
-				ops, _, stalls := runKind(t, e, m, name, seed+uint64(a)+1, *kindsControlFlag, urls, nil, mr)
+				mc := m
+				if m.controlStallN > 0 {
+					mc.stallN = m.controlStallN
+				}
+				ops, _, stalls := runKind(t, e, mc, name, seed+uint64(a)+1, max(*kindsControlFlag, m.minControl), urls, nil, mr)
 				res := m.check(t, e, ops)
 				t.Logf("%s: %d operations, %d client stalls; %s", name, len(ops), stalls, res.Summary())
 				if len(res.Violations) > 0 {
@@ -534,6 +543,10 @@ func lockDelayModel() kindModel {
 	const name = "chaos/lock-delay"
 	return kindModel{
 		name: "lock-delay", workers: 3, stallN: 2, minRun: 8 * time.Second,
+		// The control's bug (no delay after an unclean end) shows only
+		// after a stall: every round of it stalls, and an attempt lasts
+		// a stall, the TTL's expiry and the next grant.
+		controlStallN: 1, minControl: 6 * time.Second,
 		work: func(ctx context.Context, w *worker, _ *modelRun) {
 			for ctx.Err() == nil {
 				w.leaseRound(ctx, name, "", func(c *seqdclient.Client) (api.Lease, error) {

@@ -82,6 +82,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Session, error)
 	s.log.Info("session established", "session", fmt.Sprintf("0x%x", s.conn.SessionID()), "timeout", s.Timeout())
 	s.spawn(s.run)
 	s.spawn(s.watchSilence)
+	s.spawn(s.runMonitor)
 	return s, nil
 }
 
@@ -134,6 +135,7 @@ func newSession(opts Options) (*Session, error) {
 	}
 	s.timeout.init(opts.SessionTimeout)
 	s.janitor.init()
+	s.mon.init()
 	// The session cannot be older than this moment: a safe first "heard".
 	s.base = s.clock.Now()
 	return s, nil
@@ -153,6 +155,7 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 		zk.WithDialer(dialer),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
+				s.mon.event(ev)
 				return
 			}
 			s.onState(ev.State)

@@ -54,8 +54,8 @@
 //     on this session and is gone, we are the lowest without reading the
 //     children again. Invariant: a contender that was once the lowest has
 //     nothing lower after it (sequence numbers only grow); a node planted
-//     below is seen by the grant's monitor right after.
-//   - lookEvery: a grant's monitor reads what it watches at most every
+//     below is seen by the grant's look right after.
+//   - lookEvery: a grant's look reads what it watches at most every
 //     lookEvery, so a holder released within it reads nothing. Invariant:
 //     the read only finds a loss sooner; the session deadline, not the read,
 //     bounds how late a loss is declared.

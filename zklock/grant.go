@@ -24,12 +24,15 @@ type Grant struct {
 	Path  string // our contender node
 	Token uint64 // fencing token: higher than every earlier grant of this lock
 
-	m     *Mutex
-	guid  string
-	at    time.Time     // when it was granted
-	lost  chan struct{} // closed when the grant ends, for any reason
-	stop  chan struct{} // closed by Release to end the monitor
-	ended chan struct{} // closed when the monitor has returned
+	m    *Mutex
+	guid string
+	at   time.Time     // when it was granted
+	lost chan struct{} // closed when the grant ends, for any reason
+	stop chan struct{} // closed by Release to end a look
+	// looked is when what the grant watches was last read (by its look:
+	// one at a time); mon is where the session's monitor has it.
+	looked time.Time
+	mon    monState
 
 	mu       sync.Mutex
 	err      error
@@ -72,6 +75,7 @@ func (g *Grant) Err() error {
 // (with what report adds).
 func (g *Grant) end(err error, report ...func()) bool {
 	defer g.runAfterEnd() // deferred first, so it runs after the unlock
+	defer g.forget()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.err != nil {
@@ -98,205 +102,6 @@ type loss struct {
 	orphan bool   // the contender may still exist: the janitor deletes it
 }
 
-// monitor watches the grant until it is released or lost, and ends it when
-// it is lost. ch is a watch set while acquiring (nil if none): on the
-// lock's children, or the semaphore's leases.
-func (g *Grant) monitor(ch <-chan zk.Event) {
-	defer close(g.ended)
-	l := g.watch(ch)
-	if l == nil || !g.end(l.err) {
-		return // released, or ended (and reported) by overtaken
-	}
-	s := g.m.s
-	s.log.Warn("lock lost", "lock", g.Name, "token", g.Token, "reason", l.reason)
-	if l.orphan {
-		// Should the session survive, the node must not: its holder was
-		// told it lost the lock.
-		s.deleteLater(g.m.path, g.guid)
-	}
-}
-
-// watch waits until the grant is lost, and says why, or released (nil).
-// A lock's grant watches the lock's children: our contender deleted, or
-// one appearing below it, ends the grant as soon as the holder looks, at
-// most lookEvery after the change (and a look costs one read). A semaphore's lease, whose neighbours do not matter, watches its
-// own node. ch is the watch being waited on; nil while it must be set
-// again.
-func (g *Grant) watch(ch <-chan zk.Event) *loss {
-	s := g.m.s
-	looked := time.Now() // when what the grant watches was last read: at its grant
-	for {
-		if s.overdue(s.clock.Now()) {
-			return &loss{
-				err: fmt.Errorf("%w: zookeeper not heard from since %s (session timeout %v): the session may have expired",
-					ErrLockLost, s.LastHeard().Format("15:04:05.000"), s.Timeout()),
-				reason: "zookeeper silent",
-				orphan: true,
-			}
-		}
-		if ch == nil {
-			// Until the watch is set again, the deadline and the session
-			// decide.
-			if l, done := g.pace(looked); done {
-				return l
-			}
-			looked = time.Now()
-			var l *loss
-			if ch, l = g.arm(); l != nil || g.Err() != nil {
-				return l // lost; nil when ended by overtaken
-			}
-			if ch == nil {
-				if l, done := g.pause(); done {
-					return l
-				}
-				continue
-			}
-		}
-		ev, l, done := g.next(ch)
-		if done {
-			return l
-		}
-		switch {
-		case ev == nil: // the session's deadline passed: overdue decides
-		case ev.Type == zk.EventNotWatching && s.Err() != nil:
-			// go-zookeeper ends the watches right after it reports the
-			// expiry: say the real reason.
-			return g.sessionLoss()
-		case ev.Type == zk.EventNotWatching:
-			reason := fmt.Sprintf("watch ended: %v", ev.Err)
-			return &loss{err: fmt.Errorf("%w: %s", ErrLockLost, reason), reason: reason}
-		default:
-			ch = nil // something changed: look again
-		}
-	}
-}
-
-// next waits for the session's silence signal (its deadline passed), an
-// event on ch, a release or the end of the session. ev is nil on the
-// signal; done means the watch is over, with l nil on release.
-func (g *Grant) next(ch <-chan zk.Event) (ev *zk.Event, l *loss, done bool) {
-	s := g.m.s
-	select {
-	case <-g.stop:
-		return nil, nil, true
-	case <-g.lost: // ended from outside the monitor (Grant.Verify, Holder)
-		return nil, nil, true
-	case <-s.done:
-		return nil, g.sessionLoss(), true
-	case <-s.silent():
-		return nil, nil, false
-	case e := <-ch:
-		return &e, nil, false
-	}
-}
-
-// arm sets the grant's watch again and looks at what it watches, bounded by
-// the session deadline so that watch keeps checking it. It returns the new
-// watch; or a loss if the contender is gone; or, when a contender below
-// ours took the lock, neither with the grant ended; or neither if
-// ZooKeeper did not answer.
-func (g *Grant) arm() (<-chan zk.Event, *loss) {
-	s := g.m.s
-	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
-	defer cancel()
-	var ch <-chan zk.Event
-	if g.m.leaseSet {
-		var (
-			ok bool
-			st *zk.Stat
-		)
-		e, err := callCtx(ctx, s, s.existsWOp(g.Path))
-		ok, st, ch = e.ok, e.stat, e.ch
-		switch {
-		case err == nil && ok:
-			if l := g.notOwn(st); l != nil {
-				return nil, l
-			}
-			return ch, nil
-		case err == nil || errors.Is(err, zk.ErrNoNode):
-			return nil, contenderDeleted()
-		}
-		return nil, nil
-	}
-	var children []string
-	l, err := callCtx(ctx, s, s.childrenWOp(g.m.path))
-	children, ch = l.names, l.ch
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return nil, contenderDeleted()
-	case err != nil:
-		return nil, nil
-	}
-	lower, ok := g.below(sortContenders(children))
-	switch {
-	case !ok:
-		return nil, contenderDeleted()
-	case lower != "":
-		g.overtaken(context.Background(), lower)
-		return nil, nil
-	}
-	return ch, nil
-}
-
-// lookEvery is the least time between two reads of what a grant watches
-// (Session.lookEvery, which tests change).
-// On a hot lock every waiter that joins changes the lock's children and
-// fires the holder's watch, and a holder that read them again each time
-// would cost ZooKeeper a read per cycle, and one more when it is granted
-// by a hand-over without a look (awaitGrant); paced, a grant released
-// within lookEvery reads nothing. What the read looks for (our contender
-// gone, one planted below it) is then seen up to lookEvery later. Real
-// time: it spaces requests, it decides nothing.
-const lookEvery = 10 * time.Millisecond
-
-// pace waits until lookEvery has passed since looked; done means the watch
-// is over (released, ended, or the session is), with l nil on release.
-func (g *Grant) pace(looked time.Time) (l *loss, done bool) {
-	wait := time.Until(looked.Add(g.m.s.lookEvery))
-	if wait <= 0 {
-		return nil, false
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil, false
-	case <-g.stop:
-		return nil, true
-	case <-g.lost:
-		return nil, true
-	case <-g.m.s.done:
-		return g.sessionLoss(), true
-	}
-}
-
-// pause waits a moment before the watch is set again; done means the watch
-// is over, with l nil on release.
-func (g *Grant) pause() (l *loss, done bool) {
-	s := g.m.s
-	tc, t := s.clock.NewTimer(100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-tc:
-		return nil, false
-	case <-g.stop:
-		return nil, true
-	case <-g.lost:
-		return nil, true
-	case <-s.done:
-		return g.sessionLoss(), true
-	}
-}
-
-func (g *Grant) sessionLoss() *loss {
-	err := g.m.s.Err()
-	return &loss{err: fmt.Errorf("%w: %w", ErrLockLost, err), reason: err.Error()}
-}
-
-func contenderDeleted() *loss {
-	return &loss{err: fmt.Errorf("%w: contender deleted", ErrLockLost), reason: "contender deleted"}
-}
-
 // Release deletes the contender and ends the grant. Releasing a lost grant
 // returns its loss error (the holder learns it had lost); releasing twice
 // returns nil. If ZooKeeper cannot be reached before ctx ends, the session's
@@ -314,11 +119,11 @@ func (g *Grant) release(ctx context.Context, clean bool) error {
 	return g.released(g.deleteOwn(ctx, clean))
 }
 
-// halt stops the grant's monitor and waits for it; it returns the grant's
-// error (nil while it holds).
+// halt stops watching the grant, waiting for a look under way; it returns
+// the grant's error (nil while it holds).
 func (g *Grant) halt() error {
 	g.stopOnce.Do(func() { close(g.stop) })
-	<-g.ended
+	g.stopWatching()
 	return g.Err()
 }
 

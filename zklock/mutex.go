@@ -365,21 +365,22 @@ func (m *Mutex) awaitGone(ctx context.Context, pred string) (lowest bool, err er
 	}
 }
 
-// newGrant declares the grant of own and starts its loss monitor on kids,
+// newGrant declares the grant of own and hands it to the session's monitor
+// with kids,
 // the watch set on the lock's children (or the semaphore's leases) while
 // acquiring, if any.
 func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, kids <-chan zk.Event) (*Grant, error) {
 	s := m.s
 	g := &Grant{
-		Name:  m.name,
-		Path:  own,
-		Token: token,
-		m:     m,
-		lost:  make(chan struct{}),
-		stop:  make(chan struct{}),
-		ended: make(chan struct{}),
-		guid:  guid,
-		at:    s.clock.Now(),
+		Name:   m.name,
+		Path:   own,
+		Token:  token,
+		m:      m,
+		lost:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		guid:   guid,
+		at:     s.clock.Now(),
+		looked: time.Now(),
 	}
 	m.mu.Lock()
 	m.grant = g
@@ -392,9 +393,8 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, k
 	}
 	m.observer().Granted(m.name, waited)
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "granted", slog.String("lock", m.name), slog.Uint64("token", token), slog.String("path", own))
-	if !s.spawn(func() { g.monitor(kids) }) {
+	if !s.admit(g, kids) {
 		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
-		close(g.ended)
 		return nil, ErrClosed
 	}
 	return g, nil

@@ -69,7 +69,8 @@ type Session struct {
 	modes     claimedModes
 	delayDirs delayDirs
 	silence   silence
-	// lookEvery paces the reads of a grant's monitor (the constant).
+	mon       monitor
+	// lookEvery paces the reads of a grant's look (the constant).
 	lookEvery time.Duration
 	// without turns shortcuts off, for the benchmark that measures them
 	// (the package doc lists them); always zero outside it.

@@ -34,11 +34,11 @@ import (
 // monitor is a session's one loss monitor (Session.mon).
 type monitor struct {
 	mu     sync.Mutex
-	parked map[string]map[*Grant]struct{} // by the path watched
-	woken  []wakeUp                       // for the loop to start their looks
-	recent []parking                      // parked, their channel still polled
-	closed bool                           // the session ended: nothing parks
-	wake   chan struct{}                  // capacity 1: the loop has work
+	parked map[string]*Grant // by the path watched: the first, linked by monState.next
+	woken  []wakeUp          // for the loop to start their looks
+	recent []parking         // parked, their channel still polled
+	closed bool              // the session ended: nothing parks
+	wake   chan struct{}     // capacity 1: the loop has work
 	// events counts the node events the callback has seen; each is sent
 	// by the receive loop, after everything before it was delivered.
 	events atomic.Uint64
@@ -59,6 +59,7 @@ type monState struct {
 	ch     <-chan zk.Event // the watch, while parked
 	done   chan struct{}   // closed when the look (or ending) is over
 	halted bool            // Release has begun: nothing parks it again
+	next   *Grant          // the next grant parked on the same path
 }
 
 type wakeUp struct {
@@ -76,7 +77,7 @@ type parking struct {
 }
 
 func (mon *monitor) init() {
-	mon.parked = map[string]map[*Grant]struct{}{}
+	mon.parked = map[string]*Grant{}
 	mon.wake = make(chan struct{}, 1)
 }
 
@@ -103,8 +104,10 @@ func (mon *monitor) event(ev zk.Event) {
 		mon.events.Add(1)
 	}
 	mon.mu.Lock()
-	for g := range mon.parked[ev.Path] {
+	for g := mon.parked[ev.Path]; g != nil; {
+		next := g.mon.next
 		mon.wakeLocked(g, ev)
+		g = next
 	}
 	mon.mu.Unlock()
 }
@@ -122,13 +125,20 @@ func (mon *monitor) unparkLocked(g *Grant) {
 		return
 	}
 	p := g.watchedPath()
-	if set := mon.parked[p]; set != nil {
-		delete(set, g)
-		if len(set) == 0 {
-			delete(mon.parked, p)
+	switch head := mon.parked[p]; {
+	case head == g && g.mon.next == nil:
+		delete(mon.parked, p)
+	case head == g:
+		mon.parked[p] = g.mon.next
+	default:
+		for h := head; h != nil; h = h.mon.next {
+			if h.mon.next == g {
+				h.mon.next = g.mon.next
+				break
+			}
 		}
 	}
-	g.mon.state, g.mon.ch = unwatched, nil
+	g.mon.state, g.mon.ch, g.mon.next = unwatched, nil, nil
 }
 
 // park parks g, which holds with its watch ch set: a new grant, or one
@@ -147,14 +157,9 @@ func (s *Session) park(g *Grant, ch <-chan zk.Event) bool {
 	case g.mon.halted || g.Err() != nil:
 		g.mon.state = unwatched
 	default:
-		g.mon.state, g.mon.ch = parked, ch
 		p := g.watchedPath()
-		set := mon.parked[p]
-		if set == nil {
-			set = map[*Grant]struct{}{}
-			mon.parked[p] = set
-		}
-		set[g] = struct{}{}
+		g.mon.state, g.mon.ch, g.mon.next = parked, ch, mon.parked[p]
+		mon.parked[p] = g
 		mon.recent = append(mon.recent, parking{g: g, ch: ch, events: mon.events.Load(), at: s.clock.Now()})
 		if len(mon.recent) == 1 {
 			mon.poke() // the loop starts polling
@@ -304,8 +309,8 @@ func (s *Session) endParked(closed bool) {
 		mon.closed = true
 	}
 	var gs []*Grant
-	for _, set := range mon.parked {
-		for g := range set {
+	for _, head := range mon.parked {
+		for g := head; g != nil; g = g.mon.next {
 			gs = append(gs, g)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -21,6 +23,7 @@ const (
 	maxBenchClients  = 1000
 	maxBenchRTT      = time.Second
 	maxBenchRounds   = 1000
+	maxBenchScale    = 1000000
 )
 
 func benchCommand() *cli.Command {
@@ -38,6 +41,8 @@ func benchCommand() *cli.Command {
 			Usage: "which to run, comma-separated: raw (create+delete), gozk (go-zookeeper's zk.Lock), zklock, http (the daemon); default all"},
 		&cli.BoolFlag{Name: "latency", EnvVars: []string{"SEQD_LATENCY"},
 			Usage: "measure the latency figures instead of throughput: hand-over on a hot lock, loss detection (session expired → holder told) and crash to successor, each holder and daemon a process of its own"},
+		&cli.StringFlag{Name: "scale", EnvVars: []string{"SEQD_SCALE"},
+			Usage: fmt.Sprintf("measure what held leases cost a daemon instead of throughput: for each `N` (comma-separated, 1..%d) a fresh daemon, a process of its own, is given N leases by --clients clients, which renew them all for --duration; prints RSS, heap and goroutines per lease and renewals per second", maxBenchScale)},
 		&cli.IntFlag{Name: "rounds", Value: 5, EnvVars: []string{"SEQD_ROUNDS"},
 			Usage: fmt.Sprintf("with --latency: `N` rounds of each loss and crash figure (each a session timeout or a TTL long), 1..%d; hand-overs are ten times as many", maxBenchRounds)},
 		&cli.BoolFlag{Name: "json", EnvVars: []string{"SEQD_JSON"},
@@ -76,6 +81,9 @@ func benchCommand() *cli.Command {
 			}
 			if c.Bool("latency") {
 				return benchLatency(c, cfg)
+			}
+			if c.IsSet("scale") {
+				return benchScale(c, cfg)
 			}
 			rep, err := bench.Run(c.Context, cfg)
 			if rep != nil && len(rep.Results) > 0 {
@@ -130,6 +138,37 @@ func benchLatency(c *cli.Context, cfg bench.Config) error {
 	return benchError(c, err)
 }
 
+// benchScale runs the scale figures and prints what was measured.
+func benchScale(c *cli.Context, cfg bench.Config) error {
+	sizes, _ := scaleSizes(c.String("scale")) // checked by benchConfig
+	rep, err := bench.RunScale(c.Context, cfg, bench.ScaleOptions{Sizes: sizes, Clients: cfg.Clients, Renewing: cfg.Duration})
+	if rep != nil && len(rep.Results) > 0 {
+		var perr error
+		if c.Bool("json") {
+			perr = rep.WriteJSON(c.App.Writer)
+		} else {
+			perr = rep.WriteTable(c.App.Writer)
+		}
+		if err == nil {
+			err = perr
+		}
+	}
+	return benchError(c, err)
+}
+
+// scaleSizes parses --scale.
+func scaleSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxBenchScale {
+			return nil, usageErrorf("--scale %q: give lease counts 1..%d, comma-separated (e.g. 10000,100000)", s, maxBenchScale)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
 // benchConfig checks the command line before anything is touched: every
 // mistake is a usage error.
 func benchConfig(c *cli.Context) (bench.Config, error) {
@@ -160,6 +199,16 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		}
 	} else if c.IsSet("rounds") {
 		return cfg, usageErrorf("--rounds is for --latency")
+	}
+	if c.IsSet("scale") {
+		if _, err := scaleSizes(c.String("scale")); err != nil {
+			return cfg, err
+		}
+		for _, f := range []string{"latency", "addr", "in-process", "cases", "cpu-profile"} {
+			if c.IsSet(f) {
+				return cfg, usageErrorf("--%s does not go with --scale: the scale figures start a daemon of their own for each size", f)
+			}
+		}
 	}
 	kinds, err := bench.ParseKinds(c.String("cases"))
 	if err != nil {

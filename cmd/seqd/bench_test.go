@@ -532,3 +532,55 @@ func TestBenchLatency(t *testing.T) {
 		t.Errorf("--latency --clients: exit %d, %q; want 64 and a sentence", code, errs)
 	}
 }
+
+// The scale figures: a daemon of its own given leases, all renewed, and
+// what each costs. Held leases add no goroutine (the daemon's own, from
+// its /metrics: beside the idle ones, about one per client connection);
+// every renewal is answered 200.
+func TestBenchScale(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const leases, clients = 400, 8
+	code, out, errs := runCLI(ctx, "bench", "--dev", "--scale", strconv.Itoa(leases), "--duration", "1s", "--clients", strconv.Itoa(clients), "--json")
+	if code != 0 {
+		t.Fatalf("seqd bench --dev --scale: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		Clients int `json:"clients"`
+		Sizes   []struct {
+			Leases int `json:"leases"`
+			Idle   struct {
+				RSS        float64 `json:"rss_bytes"`
+				Goroutines float64 `json:"goroutines"`
+			} `json:"idle"`
+			Held struct {
+				RSS        float64 `json:"rss_bytes"`
+				Goroutines float64 `json:"goroutines"`
+			} `json:"held"`
+			Renewed int64 `json:"renewed"`
+			Passes  int   `json:"passes"`
+			Failed  int64 `json:"failed"`
+		} `json:"sizes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, out)
+	}
+	if len(rep.Sizes) != 1 || rep.Clients != clients {
+		t.Fatalf("report of %d sizes for %d clients, want 1 for %d:\n%s", len(rep.Sizes), rep.Clients, clients, out)
+	}
+	s := rep.Sizes[0]
+	switch {
+	case s.Leases != leases || s.Passes < 1 || s.Renewed != int64(s.Passes)*leases || s.Failed != 0:
+		t.Errorf("%d leases, %d passes, %d renewed, %d failed: want %d leases each renewed every pass", s.Leases, s.Passes, s.Renewed, s.Failed, leases)
+	case s.Idle.RSS <= 0 || s.Held.RSS <= 0 || s.Idle.Goroutines <= 0:
+		t.Errorf("footprints idle %+v, held %+v: the daemon's /metrics were not read", s.Idle, s.Held)
+	case s.Held.Goroutines-s.Idle.Goroutines > 2*clients+10:
+		t.Errorf("%d held leases cost the daemon %.0f goroutines (%.0f idle, %.0f held): want none per lease",
+			leases, s.Held.Goroutines-s.Idle.Goroutines, s.Idle.Goroutines, s.Held.Goroutines)
+	}
+	for _, args := range [][]string{{"--scale", "0"}, {"--scale", "10,x"}, {"--scale", "10", "--latency"}, {"--scale", "10", "--cases", "http"}} {
+		if code, _, errs := runCLI(ctx, append([]string{"bench"}, args...)...); code != 64 || !strings.Contains(errs, "--scale") {
+			t.Errorf("bench %q: exit %d, %q; want 64 and a sentence naming --scale", args, code, errs)
+		}
+	}
+}

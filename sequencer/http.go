@@ -200,6 +200,21 @@ func releaseIn(f api.Family) func(*Service, context.Context, string, api.LeaseRe
 	}
 }
 
+// breakIn serves POST /v1/{family}/{name}/break: only with the admin
+// token.
+func breakIn(f api.Family) action {
+	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
+		if err := h.mayBreak(r, f, name); err != nil {
+			return nil, err
+		}
+		var req api.BreakRequest
+		if err := decode(w, r, &req); err != nil {
+			return nil, err
+		}
+		return h.s.Break(r.Context(), f, name, req, r.RemoteAddr)
+	}
+}
+
 // auth lets through the calls that carry the API token or the admin
 // token (any call, when there is no API token).
 //
@@ -378,6 +393,37 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request, f *family, name
 	h.answer(w, r, v, err)
 }
 
+// overview serves GET /v1/{family}?all=1[&index=I&wait=D].
+func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family) {
+	vals, err := splitQuery(r.URL.RawQuery)
+	if err == nil && (len(vals["all"]) != 1 || vals["all"][0] != "1") {
+		err = badRequest("all takes the value 1: ?all=1 lists every name under the root")
+	}
+	var q query
+	if err == nil {
+		var rest []string
+		for _, part := range strings.Split(r.URL.RawQuery, "&") {
+			if k, _, _ := strings.Cut(part, "="); k != "all" {
+				rest = append(rest, part)
+			}
+		}
+		q, err = parseQuery(strings.Join(rest, "&"))
+	}
+	if err == nil && q.leaseID != "" {
+		err = badRequest("an overview takes no lease_id")
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
+	o = visibleOverview(r.Context(), f, o)
+	if err == nil {
+		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
+	}
+	h.answer(w, r, o, err)
+}
+
 // safeFor is the safe_for_ms of a status read that names a lease of this
 // daemon; nil when it names none.
 func (h *handler) safeFor(f api.Family, name string, q query) *int64 {
@@ -489,6 +535,23 @@ func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.renewManyAnswer(req, leases, errs, func(err error) (int, api.ErrorBody) { return h.failure(r, err) }))
 }
 
+// renewManyAnswer is the answer of POST /v1/renew for what RenewMany did.
+func (h *handler) renewManyAnswer(req api.RenewManyRequest, leases []api.Lease, errs []error, fail func(error) (int, api.ErrorBody)) api.RenewManyResponse {
+	resp := api.RenewManyResponse{Results: make([]api.RenewResult, len(leases))}
+	for i := range leases {
+		res := api.RenewResult{Name: req.Leases[i].Name, Status: 200}
+		if errs[i] != nil {
+			var body api.ErrorBody
+			res.Status, body = fail(errs[i])
+			res.Error, res.Code, res.CurrentToken = body.Error, body.Code, body.CurrentToken
+		} else {
+			res.Lease = &leases[i]
+		}
+		resp.Results[i] = res
+	}
+	return resp
+}
+
 // answer writes v, or the error.
 func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
 	switch {
@@ -583,4 +646,48 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// LeaseUpkeep reports whether r keeps leases alive or ends them: a renew,
+// release or resign of a lease of any family, or the batch renew. These are
+// the requests a busy server serves ahead of all others, since a renewal
+// that waits behind them lets a live lease expire. It looks at the method
+// and path only: whether the lease is live is for the handler to say, at
+// once (a renewal of an unknown lease costs no ZooKeeper request).
+func LeaseUpkeep(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	p, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+	if !ok {
+		return false
+	}
+	if p == "renew" {
+		return true
+	}
+	switch p[strings.LastIndexByte(p, '/')+1:] {
+	case "renew", "release", "resign":
+		return strings.Contains(p, "/")
+	}
+	return false
+}
+
+// ProvesLease reports whether r, answered status, proved that its client
+// holds a live lease: a lease granted (acquire, campaign) or the renewal of
+// one lease, answered 200 (the batch renew answers 200 whatever becomes of
+// its leases). A server may keep such a client's connection for its next
+// renewal.
+func ProvesLease(r *http.Request, status int) bool {
+	if status != http.StatusOK || r.Method != http.MethodPost || r.URL.Path == "/v1/renew" {
+		return false
+	}
+	p, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+	if !ok || !strings.Contains(p, "/") {
+		return false
+	}
+	switch p[strings.LastIndexByte(p, '/')+1:] {
+	case "acquire", "campaign", "renew":
+		return true
+	}
+	return false
 }

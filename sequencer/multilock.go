@@ -27,25 +27,6 @@ import (
 // exclusive sequencer.
 const kindMulti fence.Kind = "multilock"
 
-// holding is what a lease holds: one grant, or a multi-lock's.
-type holding interface {
-	Err() error
-	Verify(context.Context) error
-	Release(context.Context) error
-	Abandon(context.Context) error
-	ReleaseOnClose(context.Context) error
-	SafeFor() time.Duration
-	AfterEnd(func(error))
-}
-
-// held is what l holds.
-func (l *lease) held() holding {
-	if l.set != nil {
-		return l.set.grant
-	}
-	return l.grant
-}
-
 // lockSet is a multi-lock lease's locks.
 type lockSet struct {
 	grant  *zklock.MultiGrant
@@ -55,30 +36,6 @@ type lockSet struct {
 	// whenever the lease is renewed or ends, for blocking reads.
 	index   uint64
 	changed chan struct{}
-}
-
-// changedLocked wakes the blocking reads of a multi-lock lease; s.mu must
-// be held. Other leases' reads watch ZooKeeper instead.
-func (l *lease) changedLocked() {
-	if l.set == nil {
-		return
-	}
-	l.set.index++
-	close(l.set.changed)
-	l.set.changed = make(chan struct{})
-}
-
-// sign makes l's signed sequencers, once, at grant.
-func (l *lease) sign(signer *fence.Signer) {
-	switch {
-	case signer == nil:
-	case l.set != nil:
-		for _, h := range l.set.grant.Locks {
-			l.set.signed = append(l.set.signed, signer.Sign(fence.Sequencer{Name: h.Name, Token: h.Token}))
-		}
-	default:
-		l.signed = signer.Sign(l.seq())
-	}
 }
 
 // multiView is the API form of the multi-lock lease l as its holder sees

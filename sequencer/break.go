@@ -57,7 +57,7 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	// The line goes to the audit log, synced, before anything is broken:
 	// a break that cannot be recorded is not made.
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: identityOf(ctx)}
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: IdentityOf(ctx)}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
 		s.auditFailed(e, err)
 		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)

@@ -13,10 +13,10 @@ import (
 // Check: whether a token is its grantor's current holder's, read from
 // ZooKeeper so that it answers for grants held through any daemon.
 
-// parseSequencer reads a sequencer sent to check: a signed one must verify
+// ParseSequencer reads a sequencer sent to check: a signed one must verify
 // with the daemon's keys (a plain one is read as it is: check compares its
 // token with ZooKeeper's anyway).
-func (s *Service) parseSequencer(seq string) (fence.Sequencer, error) {
+func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
 	if s.cfg.Verifier != nil {
 		got, err := s.cfg.Verifier.Verify(seq)
 		if !errors.Is(err, fence.ErrUnsigned) {

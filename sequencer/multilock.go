@@ -317,19 +317,16 @@ func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reas
 }
 
 // MultiLockStatus reads the live multi-lock lease id of this daemon, as
-// its holder sees it. With q.blocking it answers once the lease's index
-// differs from q.index (it was renewed, or it ended), or when q.wait has
+// its holder sees it. blocking makes it answer once the lease's index
+// differs from index (it was renewed, or it ended), or when wait has
 // passed. A lease that is not live here is a 409 lost.
-func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (api.MultiLockStatus, error) {
-	switch {
-	case !api.ValidLeaseID(id):
+func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
+	if !api.ValidLeaseID(id) {
 		return api.MultiLockStatus{}, badRequest("%.40q is not a lease id: GET /v1/multilocks/{lease_id} takes the 32 lowercase hex digits of a multi-lock lease", id)
-	case q.leaseID != "":
-		return api.MultiLockStatus{}, badRequest("the lease id is in the path: GET /v1/multilocks/{lease_id} takes no lease_id parameter")
 	}
 	var tc <-chan time.Time
-	if q.blocking {
-		c, t := s.clock.NewTimer(q.wait)
+	if blocking {
+		c, t := s.clock.NewTimer(wait)
 		defer t.Stop()
 		tc = c
 	}
@@ -344,7 +341,7 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (api.
 		st := api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
 		changed := l.set.changed
 		s.mu.Unlock()
-		if !q.blocking || st.Index != q.index {
+		if !blocking || st.Index != index {
 			return st, nil
 		}
 		select {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -47,7 +48,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv := &http.Server{Handler: sequencer.NewHandler(svc, sequencer.HandlerOptions{})}
+	srv := &http.Server{Handler: httpapi.NewHandler(svc, httpapi.HandlerOptions{})}
 	go srv.Serve(ln)
 	defer srv.Close()
 	daemon.addr, daemon.zk, daemon.svc = "http://"+ln.Addr().String(), zk, svc

@@ -15,6 +15,7 @@ import (
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/fencecheck"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -47,7 +48,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv := &http.Server{Handler: sequencer.NewHandler(svc, sequencer.HandlerOptions{})}
+	srv := &http.Server{Handler: httpapi.NewHandler(svc, httpapi.HandlerOptions{})}
 	go srv.Serve(ln)
 	defer srv.Close()
 	daemonAddr = "http://" + ln.Addr().String()

@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,13 +17,6 @@ import (
 // Grants of every kind: validating the request, the idempotent retry by
 // lease id, and making a grant a lease. Acquire (locks) is here; semaphores
 // and elections have files of their own.
-
-func validateTTL(ttl time.Duration) error {
-	if ttl < api.MinTTL || ttl > api.MaxTTL {
-		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, api.MinTTL, api.MaxTTL)
-	}
-	return nil
-}
 
 // validateName checks a name of family f: a lock name, and for a
 // semaphore no segment that reaches its own nodes.
@@ -340,8 +332,10 @@ func poke(ch chan struct{}) {
 	}
 }
 
-func newLeaseID() leaseID {
-	var id leaseID
-	rand.Read(id[:]) // never fails (crypto/rand)
-	return id
+// contenderData is stored in each contender node. `seqd lock` writes the
+// same keys (owner, command), so that Status names its holders too.
+type contenderData struct {
+	Owner   string `json:"owner"`
+	Daemon  string `json:"daemon,omitempty"`
+	Command string `json:"command,omitempty"`
 }

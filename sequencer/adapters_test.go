@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 // Adapters that give the tests one call shape for the Service in process
 // and for the client over HTTP: positional owner, ttl and wait, and a lease
@@ -8,6 +8,8 @@ package sequencer
 import (
 	"context"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
@@ -107,7 +109,7 @@ func leaseRequest(leaseID string, token uint64, ttl time.Duration) api.LeaseRequ
 }
 
 // tsvc is the Service with the tests' call shapes.
-type tsvc struct{ *Service }
+type tsvc struct{ *sequencer.Service }
 
 func (s tsvc) Acquire(ctx context.Context, name, owner string, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
 	return s.Service.Acquire(ctx, name, acquireRequest(owner, ttl, wait, opts))

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/sequencer"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seqd/seqd/api"
@@ -17,18 +19,18 @@ import (
 )
 
 // auditLines reads the audit file at path as events.
-func auditLines(t *testing.T, path string) []AuditEvent {
+func auditLines(t *testing.T, path string) []sequencer.AuditEvent {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []AuditEvent
+	var out []sequencer.AuditEvent
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line == "" {
 			continue
 		}
-		var e AuditEvent
+		var e sequencer.AuditEvent
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
@@ -49,20 +51,20 @@ func TestAuditFile(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := OpenAuditFile(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if a, err := sequencer.OpenAuditFile(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		a.Close()
 		t.Errorf("a symbolic link: %v, want refused as one", err)
 	}
 	open := filepath.Join(dir, "open.log")
 	os.WriteFile(open, nil, 0o600)
 	os.Chmod(open, 0o666)
-	if a, err := OpenAuditFile(open); err == nil || !strings.Contains(err.Error(), "writable by others") {
+	if a, err := sequencer.OpenAuditFile(open); err == nil || !strings.Contains(err.Error(), "writable by others") {
 		a.Close()
 		t.Errorf("a file others can write: %v, want refused", err)
 	}
 
 	path := filepath.Join(dir, "audit.log")
-	a, err := OpenAuditFile(path)
+	a, err := sequencer.OpenAuditFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestAuditFile(t *testing.T) {
 	}
 	line := func(name string) {
 		t.Helper()
-		if err := a.Record(AuditEvent{Time: time.Now(), Event: AuditGrant, Kind: "lock", Name: name, Token: 1}, true); err != nil {
+		if err := a.Record(sequencer.AuditEvent{Time: time.Now(), Event: sequencer.AuditGrant, Kind: "lock", Name: name, Token: 1}, true); err != nil {
 			t.Fatalf("record %s: %v", name, err)
 		}
 	}
@@ -101,7 +103,7 @@ func TestAuditFile(t *testing.T) {
 	// the line is refused, the target untouched.
 	os.Remove(path)
 	os.Symlink(target, path)
-	if err := a.Record(AuditEvent{Time: time.Now(), Event: AuditBreak, Name: "four"}, true); err == nil {
+	if err := a.Record(sequencer.AuditEvent{Time: time.Now(), Event: sequencer.AuditBreak, Name: "four"}, true); err == nil {
 		t.Error("a line written through a planted symbolic link, want refused")
 	}
 	if b, _ := os.ReadFile(target); string(b) != "precious\n" {
@@ -120,7 +122,7 @@ func TestBreakRefusedWithoutItsAuditLine(t *testing.T) {
 	defer full.Close()
 	zkc := sharedZK.Get(t)
 	reg := prometheus.NewRegistry()
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), adminToken: testAdminToken, audit: NewAuditLog(full, full.Sync), reg: reg})
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), adminToken: testAdminToken, audit: sequencer.NewAuditLog(full, full.Sync), reg: reg})
 	ctx := ctxT(t, time.Minute)
 	userc, _ := client.New(d.srv.URL, client.WithoutEnv())
 	admin, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAdminToken))

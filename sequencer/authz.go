@@ -3,7 +3,6 @@ package sequencer
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
@@ -14,35 +13,35 @@ import (
 // the caller may read. Without a policy every check lets everything
 // through, as before there were policies.
 
-// ask is what a grant request asks for, as the policy judges it.
-type ask struct {
-	family  api.Family
-	kind    string // a policy kind word
-	names   []string
-	ttl     *api.Duration
-	leaseID string
+// Ask is what a grant request asks for, as the policy judges it.
+type Ask struct {
+	Family  api.Family
+	Kind    string // a policy kind word: KindLockWord, KindSharedWord...
+	Names   []string
+	TTL     *api.Duration
+	LeaseID string // a retry's lease id, which takes nothing more of the quota
 }
 
-// authorize lets the caller of ctx make the grant a, within its quota,
+// Authorize lets the caller of ctx make the grant a, within its quota,
 // counting it until done is called; otherwise the error says which rule
 // or quota refused it. Names are validated first: a bad name is a 400
 // whatever the policy says.
-func (s *Service) authorize(ctx context.Context, a ask) (done func(), err error) {
+func (s *Service) Authorize(ctx context.Context, a Ask) (done func(), err error) {
 	c := callerOf(ctx)
 	if c.policy == nil {
 		return func() {}, nil
 	}
-	keys := make([]string, 0, len(a.names))
-	for _, n := range a.names {
-		if err := validateName(a.family, n); err != nil {
+	keys := make([]string, 0, len(a.Names))
+	for _, n := range a.Names {
+		if err := validateName(a.Family, n); err != nil {
 			return nil, err
 		}
-		if err := s.judge(c, c.decide(a.kind, ActAcquire, n)); err != nil {
+		if err := s.judge(c, c.decide(a.Kind, ActAcquire, n)); err != nil {
 			return nil, err
 		}
-		keys = append(keys, nameKey(a.family, n))
+		keys = append(keys, nameKey(a.Family, n))
 	}
-	done, err = s.reserve(ctx, keys, a.ttl, a.leaseID)
+	done, err = s.reserve(ctx, keys, a.TTL, a.LeaseID)
 	var pe *PolicyError
 	if errors.As(err, &pe) {
 		return nil, s.judge(c, pe)
@@ -61,6 +60,18 @@ func (s *Service) judge(c *caller, e *PolicyError) error {
 	}
 	s.m.PolicyRefused(c.label, code)
 	return e
+}
+
+// MayAct refuses the caller of ctx action on name of family f, with the
+// rule that refuses it.
+func (s *Service) MayAct(ctx context.Context, f api.Family, action, name string) error {
+	return s.may(ctx, familyKinds(f)[0], action, name)
+}
+
+// MayCheck refuses the caller of ctx a check of seq, with the rule that
+// refuses it.
+func (s *Service) MayCheck(ctx context.Context, seq fence.Sequencer) error {
+	return s.may(ctx, policyKind(seq.Kind), ActCheck, seq.Name)
 }
 
 // may refuses the caller of ctx action on the name of kind, with the rule
@@ -86,9 +97,9 @@ func readable(ctx context.Context, f api.Family, name string) bool {
 	return false
 }
 
-// mayRead refuses a status read of name of family f the caller may not
+// MayRead refuses a status read of name of family f the caller may not
 // make.
-func (s *Service) mayRead(ctx context.Context, f api.Family, name string) error {
+func (s *Service) MayRead(ctx context.Context, f api.Family, name string) error {
 	if readable(ctx, f, name) {
 		return nil
 	}
@@ -116,53 +127,8 @@ func policyKind(k fence.Kind) string {
 	return kindWord(k)
 }
 
-// checkedGrant is do after the caller's grant, as ask says it, passed the
-// policy and the quotas.
-func checkedGrant[Req, Resp any](what func(name string, req Req) ask, do func(*Service, context.Context, string, Req) (Resp, error)) func(*Service, context.Context, string, Req) (Resp, error) {
-	return func(s *Service, ctx context.Context, name string, req Req) (Resp, error) {
-		done, err := s.authorize(ctx, what(name, req))
-		if err != nil {
-			var zero Resp
-			return zero, err
-		}
-		defer done()
-		return do(s, ctx, name, req)
-	}
-}
-
-func lockAsk(name string, req api.AcquireRequest) ask {
-	kind := KindLockWord
-	if req.Mode == api.ModeShared {
-		kind = KindSharedWord
-	}
-	return ask{family: api.Locks, kind: kind, names: []string{name}, ttl: req.TTL, leaseID: req.LeaseID}
-}
-
-func semaphoreAsk(name string, req api.SemaphoreAcquireRequest) ask {
-	return ask{family: api.Semaphores, kind: KindSemaphoreWord, names: []string{name}, ttl: req.TTL, leaseID: req.LeaseID}
-}
-
-func campaignAsk(name string, req api.CampaignRequest) ask {
-	return ask{family: api.Elections, kind: KindElectionWord, names: []string{name}, ttl: req.TTL, leaseID: req.LeaseID}
-}
-
-func multiAsk(_ string, req api.MultiAcquireRequest) ask {
-	return ask{family: api.Locks, kind: KindMultiWord, names: req.Names, ttl: req.TTL, leaseID: req.LeaseID}
-}
-
-// checkedRenew is do after the renewal's TTL passed the caller's quota.
-func checkedRenew[Resp any](do func(*Service, context.Context, string, api.LeaseRequest) (Resp, error)) func(*Service, context.Context, string, api.LeaseRequest) (Resp, error) {
-	return func(s *Service, ctx context.Context, name string, req api.LeaseRequest) (Resp, error) {
-		if err := s.renewTTL(ctx, req.TTL); err != nil {
-			var zero Resp
-			return zero, err
-		}
-		return do(s, ctx, name, req)
-	}
-}
-
-// renewTTL refuses a renewal's new TTL beyond the caller's max_ttl.
-func (s *Service) renewTTL(ctx context.Context, ttl *api.Duration) error {
+// AuthorizeRenew refuses a renewal's new TTL beyond the caller's max_ttl.
+func (s *Service) AuthorizeRenew(ctx context.Context, ttl *api.Duration) error {
 	c := callerOf(ctx)
 	q := c.policy.quotaOf(c.id)
 	if ttl == nil || q == nil {
@@ -175,19 +141,8 @@ func (s *Service) renewTTL(ctx context.Context, ttl *api.Duration) error {
 	return nil
 }
 
-// mayBreak refuses a break the caller may not make: without a policy, one
-// without the admin token; with one, one no rule allows (the admin token
-// may always break).
-func (h *handler) mayBreak(r *http.Request, f api.Family, name string) error {
-	c := callerOf(r.Context())
-	if h.policy.Load() == nil || c.id == IdentityAdmin {
-		return h.admin(r)
-	}
-	return h.s.may(r.Context(), familyKinds(f)[0], ActBreak, name)
-}
-
-// visibleLeases are the leases of family f the caller of ctx may read.
-func visibleLeases(ctx context.Context, f api.Family, ls []api.Lease) []api.Lease {
+// VisibleLeases are the leases of family f the caller of ctx may read.
+func VisibleLeases(ctx context.Context, f api.Family, ls []api.Lease) []api.Lease {
 	if callerOf(ctx).policy == nil {
 		return ls
 	}
@@ -200,9 +155,9 @@ func visibleLeases(ctx context.Context, f api.Family, ls []api.Lease) []api.Leas
 	return out
 }
 
-// visibleMulti are the multi-lock leases whose every lock the caller of
+// VisibleMultiLeases are the multi-lock leases whose every lock the caller of
 // ctx may read.
-func visibleMulti(ctx context.Context, ls []api.MultiLease) []api.MultiLease {
+func VisibleMultiLeases(ctx context.Context, ls []api.MultiLease) []api.MultiLease {
 	if callerOf(ctx).policy == nil {
 		return ls
 	}
@@ -219,8 +174,8 @@ next:
 	return out
 }
 
-// visibleOverview is o without the names the caller of ctx may not read.
-func visibleOverview(ctx context.Context, f api.Family, o api.Overview) api.Overview {
+// VisibleOverview is o without the names the caller of ctx may not read.
+func VisibleOverview(ctx context.Context, f api.Family, o api.Overview) api.Overview {
 	if callerOf(ctx).policy == nil {
 		return o
 	}

@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -58,7 +57,7 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	// The line goes to the audit log, synced, before anything is broken:
 	// a break that cannot be recorded is not made.
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: identityOf(ctx)}
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: IdentityOf(ctx)}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
 		s.auditFailed(e, err)
 		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)
@@ -122,62 +121,3 @@ func (s *Service) leaseAt(f api.Family, name string, token uint64, path string) 
 	}
 	return nil
 }
-
-// brokenSet remembers the last maxBroken leases broken on this daemon, so
-// that their holders' renew or release answers broken with the reason.
-type brokenSet struct {
-	m     map[string]brokenLease
-	order []string
-}
-
-const maxBroken = 1024
-
-type brokenLease struct {
-	kind   fence.Kind
-	name   string
-	token  uint64
-	reason string
-}
-
-// add remembers l as broken; s.mu must be held.
-func (b *brokenSet) add(l *lease, reason string) {
-	if b.m == nil {
-		b.m = map[string]brokenLease{}
-	}
-	id := l.id.String()
-	if len(b.order) >= maxBroken {
-		delete(b.m, b.order[0])
-		b.order = b.order[1:]
-	}
-	b.m[id] = brokenLease{kind: l.kind, name: l.name, token: l.grant.Token, reason: reason}
-	b.order = append(b.order, id)
-}
-
-// get finds a broken lease by its id; s.mu must be held.
-func (b *brokenSet) get(id string) (brokenLease, bool) {
-	l, ok := b.m[id]
-	return l, ok
-}
-
-// breakAction serves POST /v1/{family}/{name}/break: only with the admin
-// token.
-func breakIn(f api.Family) action {
-	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
-		if err := h.mayBreak(r, f, name); err != nil {
-			return nil, err
-		}
-		var req api.BreakRequest
-		if err := decode(w, r, &req); err != nil {
-			return nil, err
-		}
-		return h.s.Break(r.Context(), f, name, req, r.RemoteAddr)
-	}
-}
-
-// ForbiddenError is a request the caller's token does not allow: a 403.
-type ForbiddenError struct{ Msg string }
-
-func (e *ForbiddenError) Error() string { return e.Msg }
-
-// Is makes errors.Is(err, client.ErrUnauthorized) true.
-func (e *ForbiddenError) Is(target error) bool { return target == api.ErrUnauthorized }

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestDeletedSemaphoreLeaseIsLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		leases[i] = l
-		dir := d.svc.cfg.SemaphoreRoot + "/" + name + "/leases"
+		dir := d.svc.Config().SemaphoreRoot + "/" + name + "/leases"
 		kids, _, err := rogue.Children(dir)
 		if err != nil || len(kids) != 1 {
 			t.Fatalf("%s: children %v, %v; want the one lease node", dir, kids, err)

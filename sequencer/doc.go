@@ -1,6 +1,5 @@
 // Package sequencer is seqd's daemon core: it grants leases on named locks,
-// each with a fencing token, serves them over an HTTP/JSON API and speaks
-// that API as a Go client.
+// semaphores, elections and multi-locks, each with a fencing token.
 //
 // Service holds leases for owners over zklock, all on one ZooKeeper session
 // per daemon: Acquire grants a lease with a fencing token (a new grant always
@@ -8,8 +7,8 @@
 // Renew keeps it alive for its TTL, Release ends it, and Check answers
 // whether a token is a lock's current one by reading ZooKeeper, so that it
 // works for locks held through other daemons (Chubby's CheckSequencer).
-// NewHandler serves the HTTP API, whose wire types are in api.go, and
-// Client speaks it.
+// The HTTP API over a Service is package sequencer/httpapi; the wire types
+// are package api's. This package imports no net/http.
 //
 // A lease is never guaranteed: it ends when its TTL passes without renewal
 // or when the daemon's session is lost. The token is what makes that safe.

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/client"
 
@@ -181,7 +183,7 @@ func TestBlockingReadsWake(t *testing.T) {
 // awaitWatching waits until the daemon watches n names.
 func awaitWatching(t *testing.T, d *daemon, n int) {
 	t.Helper()
-	zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d watched names", n), func() bool { return d.svc.watches.watching() >= n })
+	zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d watched names", n), func() bool { return d.svc.WatchWatching() >= n })
 	time.Sleep(20 * time.Millisecond) // the read is subscribed; give its first state a moment
 }
 
@@ -207,7 +209,7 @@ func zkReceived(t *testing.T, addr string) int64 {
 func TestBlockedReadersCost(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	d.svc.watches.linger = 100 * time.Millisecond
+	d.svc.SetWatchLinger(100 * time.Millisecond)
 	ctx := ctxT(t, 2*time.Minute)
 	st, err := d.client.Election(ctx, "crowd")
 	if err != nil {
@@ -244,7 +246,7 @@ func TestBlockedReadersCost(t *testing.T) {
 	var during runtime.MemStats
 	runtime.ReadMemStats(&during)
 	goroutinesDuring := runtime.NumGoroutine()
-	if n := d.svc.watches.watching(); n != 1 {
+	if n := d.svc.WatchWatching(); n != 1 {
 		t.Fatalf("%d names watched for one election's readers, want 1", n)
 	}
 
@@ -277,7 +279,7 @@ func TestBlockedReadersCost(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	cancel2()
 	wg2.Wait()
-	zktest.Eventually(t, 10*time.Second, "no name watched once the readers left", func() bool { return d.svc.watches.watching() == 0 })
+	zktest.Eventually(t, 10*time.Second, "no name watched once the readers left", func() bool { return d.svc.WatchWatching() == 0 })
 	hc.CloseIdleConnections()
 	zkIdle := zkReceived(t, zkc.Servers()[0])
 	time.Sleep(time.Second)
@@ -300,7 +302,7 @@ func TestOwnCampaignsOneSelf(t *testing.T) {
 	ds := make([]*daemon, n)
 	for i := range ds {
 		ds[i] = startDaemon(t, daemonOpts{servers: zkc.Servers(), identity: fmt.Sprintf("d%d", i),
-			campaigns: []Candidate{{Name: "sidecar", Value: fmt.Sprintf("pod-%d", i)}}})
+			campaigns: []sequencer.Candidate{{Name: "sidecar", Value: fmt.Sprintf("pod-%d", i)}}})
 	}
 	s := newSelfSampler(ds, "sidecar")
 	defer s.stop()

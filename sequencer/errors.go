@@ -153,3 +153,11 @@ func tokenWord(k fence.Kind) string {
 	}
 	return "token"
 }
+
+// ForbiddenError is a request the caller's token does not allow: a 403.
+type ForbiddenError struct{ Msg string }
+
+func (e *ForbiddenError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, client.ErrUnauthorized) true.
+func (e *ForbiddenError) Is(target error) bool { return target == api.ErrUnauthorized }

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"fmt"

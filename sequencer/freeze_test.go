@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"fmt"
@@ -90,8 +90,7 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 	go get("overview opened before the freeze", fmt.Sprintf("/v1/locks?all=1&index=%d&wait=60s", o.Index))
 	zktest.Eventually(t, 10*time.Second, "the blocking reads waiting on a state", func() bool {
 		// Both subscribed to the lock's state: the overview has listed.
-		key := watchKey{kind: fence.KindLock, name: "frozen"}
-		return d.svc.watches.waiting() == 2 && hasState(d.svc.Service, key) && subscribers(d.svc.Service, key) == 2
+		return d.svc.WatchWaiting() == 2 && d.svc.WatchHasState(fence.KindLock, "frozen") && d.svc.WatchSubscribers(fence.KindLock, "frozen") == 2
 	})
 
 	if err := zkc.Members[0].Pause(); err != nil {
@@ -115,29 +114,4 @@ func TestBlockingReadDuringFreeze(t *testing.T) {
 		_, err := d.svc.WaitLock(ctx, "frozen", 0, time.Second)
 		return err == nil
 	})
-}
-
-// subscribers is how many readers are subscribed to key's watch.
-func subscribers(s *Service, key watchKey) int {
-	h := s.watches
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if w := h.names[key]; w != nil {
-		return w.readers
-	}
-	return 0
-}
-
-// hasState reports whether key is watched and its state read.
-func hasState(s *Service, key watchKey) bool {
-	h := s.watches
-	h.mu.Lock()
-	w := h.names[key]
-	h.mu.Unlock()
-	if w == nil {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.have
 }

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 // Helpers shared by the package's tests and benchmarks.
 
@@ -15,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +58,7 @@ type daemonOpts struct {
 	signer  *fence.Signer
 	// campaigns are the daemon's own; their elections live under
 	// <root>.elections (semaphores under <root>.semaphores).
-	campaigns []Candidate
+	campaigns []sequencer.Candidate
 	identity  string
 	zkAuth    *zklock.DigestAuth
 	zkTLS     *tls.Config
@@ -63,7 +66,7 @@ type daemonOpts struct {
 	// apiToken and adminToken are the handler's; audit the service's
 	// audit log.
 	apiToken, adminToken string
-	audit                *AuditLog
+	audit                *sequencer.AuditLog
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -80,7 +83,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	if o.logger == nil {
 		o.logger = testLogger(t)
 	}
-	svc := New(Config{
+	svc := sequencer.New(sequencer.Config{
 		Servers:        o.servers,
 		Root:           o.root,
 		SessionTimeout: o.timeout,
@@ -101,7 +104,7 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(svc, HandlerOptions{Gatherer: o.reg, APIToken: o.apiToken, AdminToken: o.adminToken}))
+	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.HandlerOptions{Gatherer: o.reg, APIToken: o.apiToken, AdminToken: o.adminToken}))
 	t.Cleanup(func() {
 		srv.Close()
 		svc.Close(context.Background())
@@ -279,4 +282,36 @@ func httpTestServer(t testing.TB, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// httpDoWith is httpDo with headers ("Host" sets the request's Host).
+func httpDoWith(t testing.TB, method, url, body string, headers map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, sb.String()
 }

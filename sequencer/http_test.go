@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer/httpapi"
 
 	"github.com/seqd/seqd/client"
 )
@@ -105,10 +107,10 @@ func TestBadInput(t *testing.T) {
 	if len(ls) != 1 || ls[0].Name != held.Name || ls[0].Token != held.Token || !ls[0].ExpiresAt.Equal(held.ExpiresAt) {
 		t.Fatalf("leases after bad input = %+v, want only %+v unchanged", ls, held)
 	}
-	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root); len(ch) != 1 || ch[0] != "held" {
+	if ch := zkChildren(t, zkc.Servers(), d.svc.Config().Root); len(ch) != 1 || ch[0] != "held" {
 		t.Fatalf("lock nodes after bad input = %v, want [held]", ch)
 	}
-	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root+"/held"); len(ch) != 1 {
+	if ch := zkChildren(t, zkc.Servers(), d.svc.Config().Root+"/held"); len(ch) != 1 {
 		t.Fatalf("contenders of held = %v, want 1", ch)
 	}
 	for _, m := range []string{"seqd_renewals_total", "seqd_releases_total", "seqd_stale_tokens_rejected_total"} {
@@ -124,7 +126,7 @@ func TestBadInput(t *testing.T) {
 func TestAuthAndProbes(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	srv := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret"}))
+	srv := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{APIToken: "s3cret"}))
 	if st, body := httpDo(t, "GET", srv+"/v1/locks", ""); st != 401 || !strings.Contains(body, "bearer token") {
 		t.Fatalf("no token: %d %s, want 401", st, body)
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 
@@ -147,10 +146,10 @@ func readPrivate(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// lookup is the identity whose token is tok. Every token is compared, in
+// Lookup is the identity whose token is tok. Every token is compared, in
 // constant time, whichever matches: the time taken says nothing about
 // which one is near.
-func (t *Tokens) lookup(tok string) (string, bool) {
+func (t *Tokens) Lookup(tok string) (string, bool) {
 	if t == nil || tok == "" {
 		return "", false
 	}
@@ -188,61 +187,6 @@ func (t *Tokens) Names() []string {
 	return append([]string(nil), t.names...)
 }
 
-// bearer is the token of an "Authorization: Bearer <token>" header, "" if
-// there is none.
-func bearer(r *http.Request) string {
-	v := r.Header.Get("Authorization")
-	if len(v) < 7 || !strings.EqualFold(v[:7], "Bearer ") {
-		return ""
-	}
-	return v[7:]
-}
-
-// How a caller was named.
-const (
-	viaNone  = iota // anonymous
-	viaAdmin        // the admin token
-	viaCert         // a client certificate
-	viaToken        // a named token
-)
-
-// identify names the caller of r, and says how: the admin token, else a
-// named token, else its client certificate (when the handler trusts
-// certificates), else anonymous. A named token names its caller on a
-// connection with a certificate too: there the certificate opens the
-// connection (mutual TLS), the token says who calls.
-func (h *handler) identify(r *http.Request) (id string, via int, err error) {
-	if h.isAdmin(r) {
-		return IdentityAdmin, viaAdmin, nil
-	}
-	if name, ok := h.tokens.Load().lookup(bearer(r)); ok {
-		return name, viaToken, nil
-	}
-	if h.certIDs && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		byCert := CertIdentity(r.TLS.PeerCertificates[0])
-		why := validIdentity(byCert)
-		switch {
-		case why == "":
-			return byCert, viaCert, nil
-		case h.policy.Load() != nil:
-			return "", viaNone, &ForbiddenError{Msg: "the client certificate names no identity a policy can name: " + why}
-		}
-		// No policy to name it in: anonymous, as before identities.
-	}
-	return IdentityAnonymous, viaNone, nil
-}
-
-// label is identity id as a metric label: the identities the tokens file
-// or the policy names, anonymous and admin keep their name; any other
-// (a certificate's) is metrics.OtherIdentity, so that the series stay
-// bounded whatever certificates callers present.
-func (h *handler) label(id string) string {
-	if id == IdentityAnonymous || id == IdentityAdmin || h.policy.Load().Named(id) || h.tokens.Load().named(id) {
-		return id
-	}
-	return metrics.OtherIdentity
-}
-
 // caller is who sent a request and the policy that judges it (nil: none,
 // or the admin), carried in the request's context to the Service, whose
 // leases keep the identity (for the quotas and the audit log).
@@ -254,6 +198,23 @@ type caller struct {
 }
 
 type callerKey struct{}
+
+// WithCaller is ctx carrying the caller named id, judged by p (nil: no
+// policy) and, for its metric label, known to the tokens t.
+func WithCaller(ctx context.Context, id string, p *Policy, t *Tokens) context.Context {
+	return withCaller(ctx, &caller{id: id, label: label(id, p, t), policy: p})
+}
+
+// label is identity id as a metric label: the identities the tokens file
+// or the policy names, anonymous and admin keep their name; any other
+// (a certificate's) is metrics.OtherIdentity, so that the series stay
+// bounded whatever certificates callers present.
+func label(id string, p *Policy, t *Tokens) string {
+	if id == IdentityAnonymous || id == IdentityAdmin || p.Named(id) || t.named(id) {
+		return id
+	}
+	return metrics.OtherIdentity
+}
 
 // withCaller is ctx carrying the caller.
 func withCaller(ctx context.Context, c *caller) context.Context {
@@ -291,5 +252,5 @@ func (c *caller) name() string {
 	return c.id
 }
 
-// identityOf is the identity ctx carries, "" when none.
-func identityOf(ctx context.Context) string { return callerOf(ctx).id }
+// IdentityOf is the identity ctx carries, "" when none.
+func IdentityOf(ctx context.Context) string { return callerOf(ctx).id }

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"bytes"
@@ -18,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,7 +50,7 @@ const (
 type idDaemon struct {
 	d       *daemon
 	url     string
-	policy  *Watched[Policy]
+	policy  *sequencer.Watched[sequencer.Policy]
 	pfile   string
 	clients map[string]*http.Client // by identity; "ops" presents no certificate
 	audit   *syncBuffer
@@ -78,16 +81,16 @@ func startIDDaemon(t *testing.T, policy string) *idDaemon {
 	tfile := filepath.Join(dir, "tokens")
 	writeFile(t, pfile, policy)
 	writeFile(t, tfile, "ops "+opsTk+"\n")
-	pol, err := WatchPolicy(pfile)
+	pol, err := sequencer.WatchPolicy(pfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := WatchTokens(tfile)
+	toks, err := sequencer.WatchTokens(tfile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	audit := &syncBuffer{}
-	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), audit: NewAuditLog(audit, nil)})
+	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), audit: sequencer.NewAuditLog(audit, nil)})
 	ca, err := security.NewCA("test CA", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +109,7 @@ func startIDDaemon(t *testing.T, policy string) *idDaemon {
 		return p
 	}
 	logs := &syncBuffer{}
-	h := NewHandler(d.svc.Service, HandlerOptions{Tokens: toks, Policy: pol, CertIdentities: true, Gatherer: d.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	h := httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Tokens: toks, Policy: pol, CertIdentities: true, Gatherer: d.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{pair(ca.IssueServer([]string{"127.0.0.1"}, time.Hour))},
@@ -179,7 +182,7 @@ func want(t *testing.T, what string, status int, body map[string]any, wantStatus
 // read with a ZooKeeper client of its own.
 func (c *idDaemon) contenders(t *testing.T, name string) []string {
 	t.Helper()
-	return zkChildren(t, sharedZK.Get(t).Servers(), c.d.svc.cfg.Root+"/"+name)
+	return zkChildren(t, sharedZK.Get(t).Servers(), c.d.svc.Config().Root+"/"+name)
 }
 
 // Two identities by certificate and one by named token under one policy:
@@ -272,12 +275,12 @@ func TestPolicyJudgesEachIdentity(t *testing.T) {
 	// The audit log: who took each lease, who broke team-a's.
 	var sawGrant, sawBreak bool
 	for _, line := range strings.Split(strings.TrimSpace(c.audit.String()), "\n") {
-		var ev AuditEvent
+		var ev sequencer.AuditEvent
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
 		}
-		sawGrant = sawGrant || ev.Event == AuditGrant && ev.Name == "team-b/y" && ev.Identity == teamB
-		sawBreak = sawBreak || ev.Event == AuditBreak && ev.Name == "team-a/x" && ev.Identity == "ops"
+		sawGrant = sawGrant || ev.Event == sequencer.AuditGrant && ev.Name == "team-b/y" && ev.Identity == teamB
+		sawBreak = sawBreak || ev.Event == sequencer.AuditBreak && ev.Name == "team-a/x" && ev.Identity == "ops"
 	}
 	if !sawGrant || !sawBreak {
 		t.Fatalf("audit log lacks team-b's grant (%v) or ops's break (%v) with the identity:\n%s", sawGrant, sawBreak, c.audit.String())
@@ -391,12 +394,12 @@ func TestPolicyReload(t *testing.T) {
 	st, e := c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "before the reload", st, e, 403, api.CodeForbidden, "")
 	writeFile(t, c.pfile, "allow "+teamA+" * * read\n"+testPolicy)
-	ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.m, c.policy)
+	sequencer.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
 	st, e = c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "after the reload", st, e, 200, "", "")
 
 	writeFile(t, c.pfile, "allow "+teamA+" * * read\nallow * bogus * *\n")
-	ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.m, c.policy)
+	sequencer.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
 	st, e = c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "after a bad reload", st, e, 200, "", "")
 	st, e = c.call(t, teamA, "POST", "/v1/locks/team-a/x/acquire", `{"owner":"o"}`)
@@ -412,7 +415,7 @@ func TestPolicyReload(t *testing.T) {
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	polled := make(chan struct{})
-	go func() { Poll(ctx, tick, nil, c.d.svc.m, c.policy); close(polled) }()
+	go func() { sequencer.Poll(ctx, tick, nil, c.d.svc.Metrics(), c.policy); close(polled) }()
 	defer func() { cancel(); <-polled }()
 	tick <- time.Now()
 	tick <- time.Now() // the first tick's reload is done once the second is taken
@@ -429,7 +432,7 @@ func TestWithoutPolicyEveryoneSeesAll(t *testing.T) {
 	c := startIDDaemon(t, testPolicy)
 	c.call(t, teamA, "POST", "/v1/locks/team-a/x/acquire", `{"owner":"o"}`)
 	c.call(t, teamB, "POST", "/v1/locks/team-b/y/acquire", `{"owner":"o"}`)
-	h := NewHandler(c.d.svc.Service, HandlerOptions{})
+	h := httpapi.NewHandler(c.d.svc.Service, httpapi.HandlerOptions{})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/v1/locks", nil))
 	var list map[string]any

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/go-zookeeper/zk"
 
@@ -82,7 +84,7 @@ func TestEveryFamilyRefusesTheSameAttacks(t *testing.T) {
 				{"key in another case", "POST", u + "/x/" + f.grant, `{"OWNER":"a"}`, 400, `must be spelt "owner"`},
 				{"unknown field", "POST", u + "/x/" + f.grant, `{"owner":"a","colour":"red"` + f.extra + `}`, 400, `unknown field "colour"`},
 				{"repeated key in a renew", "POST", u + "/attacked/renew", lease(fmt.Sprintf(`,"token":%d`, l.Token)), 400, `the key "token" appears twice`},
-				{"a lease of another family", "POST", u + "/other/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, otherLease.LeaseID, otherLease.Token), 400, `is for ` + noun(kindOfFamily(other))},
+				{"a lease of another family", "POST", u + "/other/renew", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, otherLease.LeaseID, otherLease.Token), 400, `is for ` + sequencer.Noun(kindOfFamily(other))},
 				{"retry as another owner", "POST", u + "/attacked/" + f.grant, fmt.Sprintf(`{"owner":"thief","lease_id":%q%s}`, l.LeaseID, f.extra), 400, "whose owner differs"},
 				{"retry of another name", "POST", u + "/elsewhere/" + f.grant, retry(f.extra), 400, "whose name differs"},
 				{"retry with another family's lease id", "POST", u + "/other/" + f.grant, fmt.Sprintf(`{"owner":"o","lease_id":%q%s}`, otherLease.LeaseID, f.extra), 400, "differs"},
@@ -206,7 +208,7 @@ func TestRefusalsNameTheKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An unclean end: the contender deleted by someone else.
-	if err := zkConn(t, zkc.Servers()).Delete(d.svc.cfg.Root+"/delayed/"+pathBase(d, "delayed", delayed.Token), -1); err != nil {
+	if err := zkConn(t, zkc.Servers()).Delete(d.svc.Config().Root+"/delayed/"+pathBase(d, "delayed", delayed.Token), -1); err != nil {
 		t.Fatal(err)
 	}
 	zktest.Eventually(t, 30*time.Second, "the deleted lease to be lost", func() bool {
@@ -233,14 +235,8 @@ func TestRefusalsNameTheKind(t *testing.T) {
 
 // pathBase is the contender node of the lease with token on the lock name.
 func pathBase(d *daemon, name string, token uint64) string {
-	d.svc.mu.Lock()
-	defer d.svc.mu.Unlock()
-	for _, l := range d.svc.leases {
-		if l.name == name && l.grant.Token == token {
-			return l.grant.Path[strings.LastIndexByte(l.grant.Path, '/')+1:]
-		}
-	}
-	return ""
+	p := d.svc.LeasePath(name, token)
+	return p[strings.LastIndexByte(p, '/')+1:]
 }
 
 // TestSemaphoreLimitIsRecorded: the first acquirer records the limit; an
@@ -278,7 +274,7 @@ func TestSemaphoreLimitIsRecorded(t *testing.T) {
 		done <- err
 	}()
 	zktest.Eventually(t, 30*time.Second, "the waiter's lease node", func() bool {
-		return len(zkChildren(t, zkc.Servers(), d.svc.cfg.SemaphoreRoot+"/pool/leases")) == 3
+		return len(zkChildren(t, zkc.Servers(), d.svc.Config().SemaphoreRoot+"/pool/leases")) == 3
 	})
 	if st, err := d.client.SemaphoreStatus(ctx, "pool"); err != nil || st.Holders != 2 {
 		t.Fatalf("status with a waiter = %+v, %v; want 2 holders", st, err)
@@ -331,7 +327,7 @@ func TestSemaphoreBlockingRead(t *testing.T) {
 // election "x").
 func TestNestedRootsAreRefused(t *testing.T) {
 	zkc := sharedZK.Get(t)
-	svc := New(Config{Servers: zkc.Servers(), Root: "/seqd-nest", ElectionRoot: "/seqd-nest/elections", SemaphoreRoot: "/seqd-nest-sem", Logger: testLogger(t)})
+	svc := sequencer.New(sequencer.Config{Servers: zkc.Servers(), Root: "/seqd-nest", ElectionRoot: "/seqd-nest/elections", SemaphoreRoot: "/seqd-nest-sem", Logger: testLogger(t)})
 	err := svc.Start(ctxT(t, 10*time.Second))
 	if err == nil {
 		svc.Close(context.Background())
@@ -364,7 +360,7 @@ func TestOpenRootIsRefusedUnderCreatorACL(t *testing.T) {
 	if _, err := conn.Create(root+"-elections", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatal(err)
 	}
-	svc := New(Config{Servers: zkc.Servers(), Root: root, SemaphoreRoot: root + "-semaphores", ElectionRoot: root + "-elections",
+	svc := sequencer.New(sequencer.Config{Servers: zkc.Servers(), Root: root, SemaphoreRoot: root + "-semaphores", ElectionRoot: root + "-elections",
 		ZKAuth: &zklock.DigestAuth{User: "seqd", Password: "pw-0123456789"}, ZKACL: zklock.ACLCreator, Logger: testLogger(t)})
 	err := svc.Start(ctxT(t, 10*time.Second))
 	if err == nil {
@@ -383,7 +379,7 @@ func TestVersionModeElectionRootRefusal(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	root := "/seqd-test/" + t.Name()
 	startDaemon(t, daemonOpts{servers: zkc.Servers(), root: root}) // records zxid on root.elections
-	svc := New(Config{Servers: zkc.Servers(), Root: root + "-v", SemaphoreRoot: root + "-v.semaphores", ElectionRoot: root + ".elections", TokenMode: zklock.TokenVersion, Logger: testLogger(t)})
+	svc := sequencer.New(sequencer.Config{Servers: zkc.Servers(), Root: root + "-v", SemaphoreRoot: root + "-v.semaphores", ElectionRoot: root + ".elections", TokenMode: zklock.TokenVersion, Logger: testLogger(t)})
 	err := svc.Start(ctxT(t, 10*time.Second))
 	if err == nil {
 		svc.Close(context.Background())

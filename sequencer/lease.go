@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -104,6 +105,12 @@ func parseLeaseID(s string) (id leaseID, ok bool) {
 	return id, err == nil
 }
 
+func newLeaseID() leaseID {
+	var id leaseID
+	rand.Read(id[:]) // never fails (crypto/rand)
+	return id
+}
+
 // lookupLocked is the live lease with the id s (in wire form), or nil; s.mu
 // must be held.
 func (s *Service) lookupLocked(id string) *lease {
@@ -152,12 +159,47 @@ func (l *lease) listed() api.Lease {
 	return v
 }
 
-// contenderData is stored in each contender node. `seqd lock` writes the
-// same keys (owner, command), so that Status names its holders too.
-type contenderData struct {
-	Owner   string `json:"owner"`
-	Daemon  string `json:"daemon,omitempty"`
-	Command string `json:"command,omitempty"`
+// holding is what a lease holds: one grant, or a multi-lock's.
+type holding interface {
+	Err() error
+	Verify(context.Context) error
+	Release(context.Context) error
+	Abandon(context.Context) error
+	ReleaseOnClose(context.Context) error
+	SafeFor() time.Duration
+	AfterEnd(func(error))
+}
+
+// held is what l holds.
+func (l *lease) held() holding {
+	if l.set != nil {
+		return l.set.grant
+	}
+	return l.grant
+}
+
+// changedLocked wakes the blocking reads of a multi-lock lease; s.mu must
+// be held. Other leases' reads watch ZooKeeper instead.
+func (l *lease) changedLocked() {
+	if l.set == nil {
+		return
+	}
+	l.set.index++
+	close(l.set.changed)
+	l.set.changed = make(chan struct{})
+}
+
+// sign makes l's signed sequencers, once, at grant.
+func (l *lease) sign(signer *fence.Signer) {
+	switch {
+	case signer == nil:
+	case l.set != nil:
+		for _, h := range l.set.grant.Locks {
+			l.set.signed = append(l.set.signed, signer.Sign(fence.Sequencer{Name: h.Name, Token: h.Token}))
+		}
+	default:
+		l.signed = signer.Sign(l.seq())
+	}
 }
 
 // end moves a live lease to state, counts and logs it, and releases its
@@ -323,6 +365,58 @@ func (s *Service) lostError(l *lease, token uint64) error {
 	return &ConflictError{Err: api.ErrLost, Kind: l.kind, Name: l.name, Token: token, Ended: s.endedAs(l)}
 }
 
+// currentToken reads the current token of a kind with one holder at a
+// time: a lock's holder's, an election's term (0 if none is known: nobody
+// holds it, in zxid mode). A shared hold or a semaphore has no single
+// current token: 0.
+func (s *Service) currentToken(ctx context.Context, k fence.Kind, name string) (uint64, error) {
+	switch k {
+	case fence.KindElection:
+		l, err := s.leader(ctx, name)
+		return l.Term, err
+	case fence.KindLock:
+		h, err := s.holder(ctx, name)
+		return h.Token, err
+	}
+	return 0, nil
+}
+
+const maxBroken = 1024
+
+// brokenSet remembers the last maxBroken leases broken on this daemon, so
+// that their holders' renew or release answers broken with the reason.
+type brokenSet struct {
+	m     map[string]brokenLease
+	order []string
+}
+
+type brokenLease struct {
+	kind   fence.Kind
+	name   string
+	token  uint64
+	reason string
+}
+
+// add remembers l as broken; s.mu must be held.
+func (b *brokenSet) add(l *lease, reason string) {
+	if b.m == nil {
+		b.m = map[string]brokenLease{}
+	}
+	id := l.id.String()
+	if len(b.order) >= maxBroken {
+		delete(b.m, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.m[id] = brokenLease{kind: l.kind, name: l.name, token: l.grant.Token, reason: reason}
+	b.order = append(b.order, id)
+}
+
+// get finds a broken lease by its id; s.mu must be held.
+func (b *brokenSet) get(id string) (brokenLease, bool) {
+	l, ok := b.m[id]
+	return l, ok
+}
+
 // auditEnd records the end of l in the audit log: a break has recorded
 // its own line, and a release at Close is a release.
 func (s *Service) auditEnd(l *lease, state leaseState, closing bool) {
@@ -362,6 +456,13 @@ func optionalTTL(d *api.Duration) (time.Duration, error) {
 		return 0, nil
 	}
 	return time.Duration(*d), validateTTL(time.Duration(*d))
+}
+
+func validateTTL(ttl time.Duration) error {
+	if ttl < api.MinTTL || ttl > api.MaxTTL {
+		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, api.MinTTL, api.MaxTTL)
+	}
+	return nil
 }
 
 // renewLease extends the live lease l (ttl 0 keeps its TTL), after checking

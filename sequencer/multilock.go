@@ -27,25 +27,6 @@ import (
 // exclusive sequencer.
 const kindMulti fence.Kind = "multilock"
 
-// holding is what a lease holds: one grant, or a multi-lock's.
-type holding interface {
-	Err() error
-	Verify(context.Context) error
-	Release(context.Context) error
-	Abandon(context.Context) error
-	ReleaseOnClose(context.Context) error
-	SafeFor() time.Duration
-	AfterEnd(func(error))
-}
-
-// held is what l holds.
-func (l *lease) held() holding {
-	if l.set != nil {
-		return l.set.grant
-	}
-	return l.grant
-}
-
 // lockSet is a multi-lock lease's locks.
 type lockSet struct {
 	grant  *zklock.MultiGrant
@@ -55,30 +36,6 @@ type lockSet struct {
 	// whenever the lease is renewed or ends, for blocking reads.
 	index   uint64
 	changed chan struct{}
-}
-
-// changedLocked wakes the blocking reads of a multi-lock lease; s.mu must
-// be held. Other leases' reads watch ZooKeeper instead.
-func (l *lease) changedLocked() {
-	if l.set == nil {
-		return
-	}
-	l.set.index++
-	close(l.set.changed)
-	l.set.changed = make(chan struct{})
-}
-
-// sign makes l's signed sequencers, once, at grant.
-func (l *lease) sign(signer *fence.Signer) {
-	switch {
-	case signer == nil:
-	case l.set != nil:
-		for _, h := range l.set.grant.Locks {
-			l.set.signed = append(l.set.signed, signer.Sign(fence.Sequencer{Name: h.Name, Token: h.Token}))
-		}
-	default:
-		l.signed = signer.Sign(l.seq())
-	}
 }
 
 // multiView is the API form of the multi-lock lease l as its holder sees
@@ -360,19 +317,16 @@ func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reas
 }
 
 // MultiLockStatus reads the live multi-lock lease id of this daemon, as
-// its holder sees it. With q.blocking it answers once the lease's index
-// differs from q.index (it was renewed, or it ended), or when q.wait has
+// its holder sees it. blocking makes it answer once the lease's index
+// differs from index (it was renewed, or it ended), or when wait has
 // passed. A lease that is not live here is a 409 lost.
-func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (api.MultiLockStatus, error) {
-	switch {
-	case !api.ValidLeaseID(id):
+func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
+	if !api.ValidLeaseID(id) {
 		return api.MultiLockStatus{}, badRequest("%.40q is not a lease id: GET /v1/multilocks/{lease_id} takes the 32 lowercase hex digits of a multi-lock lease", id)
-	case q.leaseID != "":
-		return api.MultiLockStatus{}, badRequest("the lease id is in the path: GET /v1/multilocks/{lease_id} takes no lease_id parameter")
 	}
 	var tc <-chan time.Time
-	if q.blocking {
-		c, t := s.clock.NewTimer(q.wait)
+	if blocking {
+		c, t := s.clock.NewTimer(wait)
 		defer t.Stop()
 		tc = c
 	}
@@ -387,7 +341,7 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, q query) (api.
 		st := api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
 		changed := l.set.changed
 		s.mu.Unlock()
-		if !q.blocking || st.Index != q.index {
+		if !blocking || st.Index != index {
 			return st, nil
 		}
 		select {

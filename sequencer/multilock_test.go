@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
@@ -218,7 +220,7 @@ func TestLimitsAgreeWithZklock(t *testing.T) {
 func TestMultiLockAudit(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	var audit auditLog
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), audit: NewAuditLog(&audit, nil)})
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), audit: sequencer.NewAuditLog(&audit, nil)})
 	ctx := ctxT(t, 30*time.Second)
 	l, err := d.client.Client.AcquireMulti(ctx, []string{"audit/a", "audit/b"})
 	if err != nil {

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 
 	"go.yaml.in/yaml/v3"
 
@@ -229,10 +232,10 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), signer: signer})
 	closed := startDaemon(t, daemonOpts{servers: zkc.Servers()})
 	closed.svc.Close(context.Background())
-	authed := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret-token-for-tests"}))
+	authed := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{APIToken: "s3cret-token-for-tests"}))
 	const adminToken = "admin-token-for-tests-0123456789"
-	admin := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{AdminToken: adminToken}))
-	closedAdmin := httpTestServer(t, NewHandler(closed.svc.Service, HandlerOptions{AdminToken: adminToken}))
+	admin := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{AdminToken: adminToken}))
+	closedAdmin := httpTestServer(t, httpapi.NewHandler(closed.svc.Service, httpapi.HandlerOptions{AdminToken: adminToken}))
 	c := &apiCheck{t: t, spec: spec, seen: map[string]bool{}, bearer: map[string]string{admin: adminToken, closedAdmin: adminToken}}
 	u := d.srv.URL
 	for _, f := range testFamilies {
@@ -397,13 +400,12 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 // a handler with a policy file: anonymous may take ok/* within a minute.
 func policyAnswers(c *apiCheck, d *daemon) {
 	t := c.t
-	p, err := ParsePolicy("policy", []byte("allow anonymous * ok/* *\nquota anonymous max_ttl=1m\n"))
+	p, err := sequencer.ParsePolicy("policy", []byte("allow anonymous * ok/* *\nquota anonymous max_ttl=1m\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Watched[Policy]{}
-	w.cur.Store(p)
-	u := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{Policy: w}))
+	w := sequencer.WatchedValue(p)
+	u := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Policy: w}))
 	for _, f := range testFamilies {
 		grant := fmt.Sprintf("/v1/%s/{name}/%s", f.name, f.grant)
 		renew := fmt.Sprintf("/v1/%s/{name}/renew", f.name)

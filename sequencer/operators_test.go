@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -29,14 +31,14 @@ const (
 // auditLog is an audit log's writer that a test reads.
 type auditLog struct{ zktest.Buffer }
 
-func (b *auditLog) events(t *testing.T) []AuditEvent {
+func (b *auditLog) events(t *testing.T) []sequencer.AuditEvent {
 	t.Helper()
-	var out []AuditEvent
+	var out []sequencer.AuditEvent
 	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}
-		var e AuditEvent
+		var e sequencer.AuditEvent
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
@@ -146,7 +148,7 @@ func TestBreak(t *testing.T) {
 	zkc := sharedZK.Get(t)
 	var audit auditLog
 	reg := prometheus.NewRegistry()
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), apiToken: testAPIToken, adminToken: testAdminToken, audit: NewAuditLog(&audit, nil), reg: reg, identity: "daemon-1"})
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), apiToken: testAPIToken, adminToken: testAdminToken, audit: sequencer.NewAuditLog(&audit, nil), reg: reg, identity: "daemon-1"})
 	ctx := ctxT(t, time.Minute)
 	userc, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAPIToken))
 	admin, _ := client.New(d.srv.URL, client.WithoutEnv(), client.WithAPIToken(testAdminToken))

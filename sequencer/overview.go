@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,37 +21,6 @@ import (
 // overviewRelist is how often a blocking overview looks for names that
 // appeared or went: the names' own changes wake it at once.
 const overviewRelist = time.Second
-
-// overview serves GET /v1/{family}?all=1[&index=I&wait=D].
-func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family) {
-	vals, err := splitQuery(r.URL.RawQuery)
-	if err == nil && (len(vals["all"]) != 1 || vals["all"][0] != "1") {
-		err = badRequest("all takes the value 1: ?all=1 lists every name under the root")
-	}
-	var q query
-	if err == nil {
-		var rest []string
-		for _, part := range strings.Split(r.URL.RawQuery, "&") {
-			if k, _, _ := strings.Cut(part, "="); k != "all" {
-				rest = append(rest, part)
-			}
-		}
-		q, err = parseQuery(strings.Join(rest, "&"))
-	}
-	if err == nil && q.leaseID != "" {
-		err = badRequest("an overview takes no lease_id")
-	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
-	o = visibleOverview(r.Context(), f, o)
-	if err == nil {
-		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
-	}
-	h.answer(w, r, o, err)
-}
 
 // Overview reads the status of every name of family f under its root (at
 // most client.MaxOverview). blocking makes it wait, up to wait, for a state

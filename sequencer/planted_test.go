@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ func TestPlantedPersistentContenderIsNoHolder(t *testing.T) {
 	c := sharedZK.Get(t)
 	d := startDaemon(t, daemonOpts{servers: c.Servers()})
 	rogue := zkConn(t, c.Servers())
-	lockNode := prepareLock(t, rogue, d.svc.cfg.Root, "planted")
+	lockNode := prepareLock(t, rogue, d.svc.Config().Root, "planted")
 	if _, err := rogue.Create(lockNode+"/x-lock-0000000000", []byte(`{"owner":"mallory"}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestLowerContenderEndsTheLease(t *testing.T) {
 			c := sharedZK.Get(t)
 			d := startDaemon(t, daemonOpts{servers: c.Servers()})
 			rogue := zkConn(t, c.Servers())
-			lockNode := prepareLock(t, rogue, d.svc.cfg.Root, "overtaken")
+			lockNode := prepareLock(t, rogue, d.svc.Config().Root, "overtaken")
 			l, err := d.client.Acquire(ctxT(t, 10*time.Second), "overtaken", "alice", 30*time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -148,7 +148,7 @@ func TestRewrittenOwnerIsNotShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockNode := d.svc.cfg.Root + "/rewritten"
+	lockNode := d.svc.Config().Root + "/rewritten"
 	kids, _, err := rogue.Children(lockNode)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children = %v, %v", kids, err)

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"fmt"
@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 )
 
 // What a policy costs per request: one daemon's Service served by two
@@ -39,17 +42,17 @@ func BenchmarkPolicyCost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	p, err := WatchPolicy(pfile)
+	p, err := sequencer.WatchPolicy(pfile)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tk, err := WatchTokens(tfile)
+	tk, err := sequencer.WatchTokens(tfile)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bare := httptest.NewServer(NewHandler(d.svc.Service, HandlerOptions{}))
+	bare := httptest.NewServer(httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{}))
 	defer bare.Close()
-	judged := httptest.NewServer(NewHandler(d.svc.Service, HandlerOptions{Policy: p, Tokens: tk}))
+	judged := httptest.NewServer(httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Policy: p, Tokens: tk}))
 	defer judged.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	do := func(url, method, path, body string, token bool) string {
@@ -120,12 +123,12 @@ func BenchmarkPolicyDecide(b *testing.B) {
 		fmt.Fprintf(&pol, "allow team-%02d lock,shared team-%02d/* acquire,read,check\n", i, i)
 	}
 	pol.WriteString("allow bench * bench/* *\n")
-	p, err := ParsePolicy("p", []byte(pol.String()))
+	p, err := sequencer.ParsePolicy("p", []byte(pol.String()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if e := p.decide("bench", "lock", "acquire", "bench/cycle"); e != nil {
+		if e := p.Decide("bench", "lock", "acquire", "bench/cycle"); e != nil {
 			b.Fatal(e)
 		}
 	}

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"crypto/x509"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 )
 
 // A bad line is refused with a sentence naming file and line.
@@ -24,7 +26,7 @@ func TestParsePolicyRefusesBadLines(t *testing.T) {
 		{"quota a holders=2", `p:1: unknown quota "holders"`},
 		{"quota a names=2 names=3", "p:1: names is given twice"},
 	} {
-		_, err := ParsePolicy("p", []byte(c.text))
+		_, err := sequencer.ParsePolicy("p", []byte(c.text))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("ParsePolicy(%q) = %v, want an error starting %q", c.text, err, c.want)
 		}
@@ -34,7 +36,7 @@ func TestParsePolicyRefusesBadLines(t *testing.T) {
 // The first matching line decides; none matching refuses; the admin and a
 // nil policy pass everything.
 func TestPolicyDecides(t *testing.T) {
-	p, err := ParsePolicy("p", []byte(`
+	p, err := sequencer.ParsePolicy("p", []byte(`
 deny  *       *            secret/*  *
 allow team-*  lock,shared  team/*    acquire,read
 allow *       *            *         read
@@ -57,22 +59,22 @@ quota team-*  leases=5
 		{"team-a", "lock", "read", "secret/k", false, "p:2 (deny * * secret/* *) refuses team-a to read lock \"secret/k\""},
 		{"admin", "lock", "break", "secret/k", true, ""},
 	} {
-		e := p.decide(c.id, c.kind, c.action, c.name)
+		e := p.Decide(c.id, c.kind, c.action, c.name)
 		if (e == nil) != c.allowed || e != nil && !strings.Contains(e.Msg, c.says) {
 			t.Errorf("decide(%s %s %s %s) = %v, want allowed=%v saying %q", c.id, c.kind, c.action, c.name, e, c.allowed, c.says)
 		}
 	}
-	if q := p.quotaOf("team-a"); q == nil || q.Leases != 1 || q.At != "p:5" {
+	if q := p.QuotaOf("team-a"); q == nil || q.Leases != 1 || q.At != "p:5" {
 		t.Errorf("team-a's quota = %+v, want the line p:5", q)
 	}
-	if q := p.quotaOf("team-b"); q == nil || q.Leases != 5 {
+	if q := p.QuotaOf("team-b"); q == nil || q.Leases != 5 {
 		t.Errorf("team-b's quota = %+v, want the pattern's", q)
 	}
-	if q := p.quotaOf("admin"); q != nil {
+	if q := p.QuotaOf("admin"); q != nil {
 		t.Errorf("the admin has quota %+v", q)
 	}
-	var none *Policy
-	if e := none.decide("x", "lock", "break", "y"); e != nil {
+	var none *sequencer.Policy
+	if e := none.Decide("x", "lock", "break", "y"); e != nil {
 		t.Errorf("no policy refused: %v", e)
 	}
 	if !p.Named("team-a") || p.Named("team-*") || p.Named("team-b") {
@@ -89,22 +91,21 @@ func TestGlob(t *testing.T) {
 		{"*c", "a/b/c", true}, {"a*c", "ac", true}, {"a*c", "abc", true}, {"ab*bc", "abc", false},
 		{"a*b*c", "axxbyyc", true}, {"a*b*c", "axxcyyb", false}, {"spiffe://x/*", "spiffe://x/ns/a", true},
 	} {
-		g, _ := parseGlob("x", c.pat)
-		if got := g.match(c.s); got != c.want {
+		if got := sequencer.GlobMatches(c.pat, c.s); got != c.want {
 			t.Errorf("%q matches %q: %v, want %v", c.pat, c.s, got, c.want)
 		}
 	}
 }
 
 func TestParseTokens(t *testing.T) {
-	tok, err := ParseTokens("t", []byte("# named tokens\nops  0123456789abcdef0\n\nci 0123456789abcdef1\n"))
+	tok, err := sequencer.ParseTokens("t", []byte("# named tokens\nops  0123456789abcdef0\n\nci 0123456789abcdef1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, ok := tok.lookup("0123456789abcdef1"); !ok || id != "ci" {
+	if id, ok := tok.Lookup("0123456789abcdef1"); !ok || id != "ci" {
 		t.Errorf("lookup = %q %v, want ci", id, ok)
 	}
-	if _, ok := tok.lookup("0123456789abcdef2"); ok {
+	if _, ok := tok.Lookup("0123456789abcdef2"); ok {
 		t.Error("an unknown token named someone")
 	}
 	for _, c := range []struct{ text, want string }{
@@ -115,7 +116,7 @@ func TestParseTokens(t *testing.T) {
 		{"a 0123456789abcdef0\na 0123456789abcdef1", `t:2: "a" has a token already, at line 1`},
 		{"a\x01b 0123456789abcdef0", "t:1: identity"},
 	} {
-		if _, err := ParseTokens("t", []byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := sequencer.ParseTokens("t", []byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("ParseTokens(%q) = %v, want an error starting %q", c.text, err, c.want)
 		}
 	}
@@ -131,7 +132,7 @@ func TestCertIdentity(t *testing.T) {
 		{&x509.Certificate{DNSNames: []string{"d.example"}, Subject: pkix.Name{CommonName: "cn"}}, "d.example"},
 		{&x509.Certificate{Subject: pkix.Name{CommonName: "cn"}}, "cn"},
 	} {
-		if got := CertIdentity(c.cert); got != c.want {
+		if got := sequencer.CertIdentity(c.cert); got != c.want {
 			t.Errorf("CertIdentity = %q, want %q", got, c.want)
 		}
 	}
@@ -143,7 +144,7 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/p"
 	writeFile(t, path, "allow a * * *\n")
-	w, err := WatchPolicy(path)
+	w, err := sequencer.WatchPolicy(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 	if changed, err := w.Reload(); !changed || err != nil || w.Load() == old {
 		t.Fatalf("a good change: %v %v", changed, err)
 	}
-	if _, err := WatchPolicy(dir + "/missing"); err == nil {
+	if _, err := sequencer.WatchPolicy(dir + "/missing"); err == nil {
 		t.Fatal("a missing policy file loaded")
 	}
 }
@@ -171,13 +172,13 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 func TestTokensFileMustBePrivate(t *testing.T) {
 	path := t.TempDir() + "/tokens"
 	writeFile(t, path, "ops 0123456789abcdef0\n")
-	if _, err := WatchTokens(path); err != nil {
+	if _, err := sequencer.WatchTokens(path); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WatchTokens(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := sequencer.WatchTokens(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a world-readable tokens file: %v", err)
 	}
 }
@@ -186,15 +187,15 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add(testPolicy)
 	f.Add("quota a max_ttl=1m leases=2\nallow * * * *")
 	f.Fuzz(func(t *testing.T, text string) {
-		p, err := ParsePolicy("f", []byte(text))
+		p, err := sequencer.ParsePolicy("f", []byte(text))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f:") {
 				t.Fatalf("error %q does not name the file", err)
 			}
 			return
 		}
-		p.decide("a", "lock", "read", "x")
-		if q := p.quotaOf("a"); q != nil && q.MaxTTL != 0 && q.MaxTTL < time.Second {
+		p.Decide("a", "lock", "read", "x")
+		if q := p.QuotaOf("a"); q != nil && q.MaxTTL != 0 && q.MaxTTL < time.Second {
 			t.Fatalf("max_ttl %v below 1s", q.MaxTTL)
 		}
 	})

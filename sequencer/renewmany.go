@@ -63,20 +63,3 @@ func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]ap
 	wg.Wait()
 	return leases, errs, nil
 }
-
-// renewManyAnswer is the answer of POST /v1/renew for what RenewMany did.
-func (h *handler) renewManyAnswer(req api.RenewManyRequest, leases []api.Lease, errs []error, fail func(error) (int, api.ErrorBody)) api.RenewManyResponse {
-	resp := api.RenewManyResponse{Results: make([]api.RenewResult, len(leases))}
-	for i := range leases {
-		res := api.RenewResult{Name: req.Leases[i].Name, Status: 200}
-		if errs[i] != nil {
-			var body api.ErrorBody
-			res.Status, body = fail(errs[i])
-			res.Error, res.Code, res.CurrentToken = body.Error, body.Code, body.CurrentToken
-		} else {
-			res.Lease = &leases[i]
-		}
-		resp.Results[i] = res
-	}
-	return resp
-}

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 )
 
 // One POST /v1/renew renews many leases, each answered as its own renew
@@ -118,7 +120,7 @@ func BenchmarkRenewMany(b *testing.B) {
 	var one, many time.Duration
 	for b.Loop() {
 		start := time.Now()
-		slots := make(chan struct{}, renewParallel)
+		slots := make(chan struct{}, sequencer.RenewParallel)
 		errs := make(chan error, n)
 		for _, it := range items {
 			slots <- struct{}{}

@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/testenv"
@@ -118,7 +120,7 @@ func TestPausedHolderIsFencedFakeClock(t *testing.T) {
 		t.Fatalf("B's token %d not above A's %d", r.l.Token, a.Token)
 	}
 	_, err = d.svc.Renew(ctx, name, a.LeaseID, a.Token, 0)
-	var ce *ConflictError
+	var ce *sequencer.ConflictError
 	if !errors.As(err, &ce) || !errors.Is(err, fence.ErrStaleToken) || ce.CurrentToken != r.l.Token {
 		t.Fatalf("A's late renew = %v, want stale with current %d", err, r.l.Token)
 	}
@@ -286,7 +288,7 @@ func TestClientGoneWithdraws(t *testing.T) {
 		st, err := d.svc.Status(ctx, name)
 		return err == nil && st.Waiters == 0
 	})
-	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root+"/"+name); len(ch) != 1 {
+	if ch := zkChildren(t, zkc.Servers(), d.svc.Config().Root+"/"+name); len(ch) != 1 {
 		t.Fatalf("children = %v; want only A's", ch)
 	}
 	if err := d.client.Release(ctx, name, a.LeaseID, a.Token); err != nil {
@@ -305,7 +307,7 @@ func TestSessionExpiryLosesLeases(t *testing.T) {
 	}
 	cut := followers[0]
 	d := startDaemon(t, daemonOpts{servers: []string{cut.ClientAddr}, timeout: 2 * time.Second})
-	other := startDaemon(t, daemonOpts{servers: []string{followers[1].ClientAddr}, root: d.svc.cfg.Root})
+	other := startDaemon(t, daemonOpts{servers: []string{followers[1].ClientAddr}, root: d.svc.Config().Root})
 	const name = "expiry"
 	l, err := d.svc.Acquire(ctx, name, "A", time.Minute, 0)
 	if err != nil {
@@ -478,7 +480,7 @@ func TestTokenModeMismatchRefusesStart(t *testing.T) {
 	c := sharedZK.Get(t)
 	root := "/seqd-test/" + t.Name()
 	startDaemon(t, daemonOpts{servers: c.Servers(), root: root})
-	svc := New(Config{Servers: c.Servers(), Root: root, TokenMode: zklock.TokenVersion, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
+	svc := sequencer.New(sequencer.Config{Servers: c.Servers(), Root: root, TokenMode: zklock.TokenVersion, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
 	err := svc.Start(ctxT(t, 30*time.Second))
 	if err == nil {
 		svc.Close(context.Background())

@@ -184,3 +184,24 @@ func FloorAdvice(fe *zklock.FloorError) string {
 	}
 	return what + fmt.Sprintf("; its tokens would go back, so nothing is granted there until its floor is raised to %d (or to the highest floor file of every daemon)", fe.Issued.Token)
 }
+
+// liveSession is the session, if it can be trusted now.
+func (s *Service) liveSession() (*zklock.Session, error) {
+	sess, err := s.session()
+	if err != nil {
+		return nil, err
+	}
+	if !sess.Connected() || !sess.Live() {
+		return nil, unavailable("disconnected from zookeeper", nil)
+	}
+	return sess, nil
+}
+
+// readError is the answer to a read that ZooKeeper did not answer: the
+// caller's own cancellation, or unavailable.
+func (s *Service) readError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return unavailable("zookeeper did not answer", err)
+}

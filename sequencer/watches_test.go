@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -24,9 +26,9 @@ import (
 func TestWatchesReturnToBaseline(t *testing.T) {
 	zkc := zktest.StartT(t, testenv.Options{})
 	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	d.svc.watches.linger = 100 * time.Millisecond
+	d.svc.SetWatchLinger(100 * time.Millisecond)
 	const maxReads = 600 // the churn's 500 readers and the staying ones fit
-	d.svc.watches.max = maxReads
+	d.svc.SetWatchMax(maxReads)
 	ctx := ctxT(t, 120*time.Second)
 	addr := zkc.Servers()[0]
 	before := totalWatches(t, addr)
@@ -61,7 +63,7 @@ func TestWatchesReturnToBaseline(t *testing.T) {
 		}()
 	}
 	defer func() { stopStaying(); stayed.Wait() }()
-	zktest.Eventually(t, 10*time.Second, "the staying readers waiting", func() bool { return d.svc.watches.waiting() == stay })
+	zktest.Eventually(t, 10*time.Second, "the staying readers waiting", func() bool { return d.svc.WatchWaiting() == stay })
 	waiting := totalWatches(t, addr)
 
 	// The churn: 15,000 names, each read once for a moment.
@@ -96,7 +98,7 @@ func TestWatchesReturnToBaseline(t *testing.T) {
 			defer wg.Done()
 			for i := next.Add(1); i <= names; i = next.Add(1) {
 				_, err := d.svc.WaitLock(ctx, fmt.Sprintf("churn/%d", i), 0, 200*time.Millisecond)
-				var ue *UnavailableError
+				var ue *sequencer.UnavailableError
 				switch {
 				case errors.As(err, &ue):
 					unread.Add(1) // not read within the wait: a 503, as under any load
@@ -112,7 +114,7 @@ func TestWatchesReturnToBaseline(t *testing.T) {
 	t.Logf("%d blocking reads on new names in %v (%d unavailable: not read within their wait)", names, time.Since(start).Round(time.Millisecond), unread.Load())
 
 	// The churning readers have left: their watches must go.
-	const slack = 3 * recycleMin // names left behind, too few to replace the session for
+	const slack = 3 * sequencer.RecycleMin // names left behind, too few to replace the session for
 	var after int
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -124,9 +126,9 @@ func TestWatchesReturnToBaseline(t *testing.T) {
 	}
 	t.Logf("ZooKeeper's watches: %d before, %d with %d readers waiting, %d at the peak of the churn, %d after", before, waiting, stay, peak.Load(), after)
 	// At most maxReads names are watched, and as many again left behind
-	// (at least recycleMin) before the watch session is replaced: three
+	// (at least sequencer.RecycleMin) before the watch session is replaced: three
 	// watches a name at most.
-	if bound := waiting + 3*(2*maxReads+recycleMin); peak.Load() > int64(bound) {
+	if bound := waiting + 3*(2*maxReads+sequencer.RecycleMin); peak.Load() > int64(bound) {
 		t.Errorf("%d watches at the peak of the churn, want at most %d", peak.Load(), bound)
 	}
 	if after > waiting+slack {
@@ -137,8 +139,8 @@ func TestWatchesReturnToBaseline(t *testing.T) {
 		t.Error(err)
 	default:
 	}
-	if d.svc.watches.waiting() != stay {
-		t.Errorf("%d readers waiting after the churn, want the %d staying ones", d.svc.watches.waiting(), stay)
+	if d.svc.WatchWaiting() != stay {
+		t.Errorf("%d readers waiting after the churn, want the %d staying ones", d.svc.WatchWaiting(), stay)
 	}
 }
 

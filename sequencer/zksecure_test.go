@@ -1,4 +1,4 @@
-package sequencer
+package sequencer_test
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ func TestDaemonOverMutualTLSWithAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	rogue := zkConn(t, c.Servers())
-	lockNode := d.svc.cfg.Root + "/secure"
+	lockNode := d.svc.Config().Root + "/secure"
 	kids, _, err := rogue.Children(lockNode)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children of %s = %v, %v", lockNode, kids, err)

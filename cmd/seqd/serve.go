@@ -14,6 +14,7 @@ import (
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -270,7 +271,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err := svc.Start(ctx); err != nil {
 		return startError(err, c.String("root"), zkSec)
 	}
-	h := sequencer.NewHandler(svc, sequencer.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
+	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
 		Tokens: ids.tokens, Policy: ids.policy, CertIdentities: c.String("tls-client-ca-file") != ""})
 	stopReloads := ids.poll(ctx, logger, m)
 	defer stopReloads()
@@ -278,8 +279,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
 		WriteTimeout: api.MaxWait + 30*time.Second,
 		// Renewals and releases are served ahead of everything else.
-		Priority: sequencer.LeaseUpkeep,
-		Keep:     sequencer.ProvesLease,
+		Priority: httpapi.LeaseUpkeep,
+		Keep:     httpapi.ProvesLease,
 	}, logger)
 	if err != nil {
 		svc.Close(context.Background())

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/seqd/seqd/client"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -62,7 +62,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	const apiTok, adminTok = "api-token-0123456789abcdef", "admin-token-0123456789abcdef"
 	addr, _ := startServe(t, "--zk", zkc.ConnectString(), "--api-token-file", writeToken(t, "api", apiTok), "--admin-token-file", writeToken(t, "admin", adminTok))
 	shots := artifactsDir(t)
-	t.Logf("the status page is %d bytes", sequencer.UIPageSize)
+	t.Logf("the status page is %d bytes", httpapi.UIPageSize)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

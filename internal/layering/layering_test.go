@@ -18,7 +18,8 @@ const mod = "github.com/seqd/seqd/"
 // api, the wire contract, adds only fence to it; client, what a program
 // that talks to a daemon links, adds only api and fence (no ZooKeeper
 // client, no Prometheus, no protobuf); the daemon core (sequencer) does
-// not link the client; zklock is a library
+// not link the client and does not import net/http itself (how a request
+// becomes a call is sequencer/httpapi's); zklock is a library
 // of its own, linking neither seqd's metrics nor internal packages; and the
 // seqd binary does not link package testing.
 func TestImportRules(t *testing.T) {
@@ -28,17 +29,29 @@ func TestImportRules(t *testing.T) {
 		// onlyStd: outside the standard library, nothing but these.
 		onlyStd bool
 		beyond  []string
-		why     string
+		// noImport: the package's own files import none of these. A
+		// dependency rule cannot say it of net/http, which client_golang
+		// links into every package that counts.
+		noImport []string
+		why      string
 	}{
 		{pkg: "fence", onlyStd: true, why: "a resource that imports fence must pull in nothing but the standard library"},
 		{pkg: "api", onlyStd: true, beyond: []string{mod + "fence"}, why: "the wire contract must pull in nothing but the standard library and fence"},
 		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence", mod + "api"}, why: "a program that talks to a daemon must pull in nothing but the standard library, api and fence (no ZooKeeper client, client_golang or protobuf)"},
 		{pkg: "fencecheck", onlyStd: true, beyond: []string{mod + "fence", mod + "api", mod + "client"}, why: "the conformance cases run from a resource's own Go test: they must pull in nothing but the standard library and the daemon's client (no ZooKeeper client, no daemon, no CLI)"},
 		{pkg: "sequencer", forbid: []string{mod + "client"}, why: "the daemon speaks the wire contract (api), not the client"},
+		{pkg: "sequencer", noImport: []string{"net/http"}, why: "sequencer is the lease service: routes, decoding and statuses belong to sequencer/httpapi, which calls it"},
 		{pkg: "store", forbid: []string{"github.com/go-zookeeper/zk", mod + "zklock", mod + "sequencer"}, why: "a resource must not pull in ZooKeeper"},
 		{pkg: "zklock", forbid: []string{mod + "metrics", mod + "internal/", mod + "sequencer", "github.com/prometheus/"}, why: "zklock is a library of its own"},
 		{pkg: "cmd/seqd", forbid: []string{"testing"}, why: "the binary must not link package testing"},
 	} {
+		if len(r.noImport) > 0 {
+			for _, imp := range listImports(t, mod+r.pkg, "{{join .Imports \"\\n\"}}") {
+				if slices.Contains(r.noImport, imp) {
+					t.Errorf("%s imports %s: %s", r.pkg, imp, r.why)
+				}
+			}
+		}
 		for _, dep := range listDeps(t, mod+r.pkg) {
 			if dep == mod+r.pkg {
 				continue

@@ -21,6 +21,7 @@ import (
 
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -243,7 +244,7 @@ func startDaemon(t *testing.T, servers []string) string {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatalf("start the daemon: %v", err)
 	}
-	srv := httptest.NewServer(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}))
+	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.HandlerOptions{Gatherer: reg, Logger: logger}))
 	t.Cleanup(func() {
 		srv.Close()
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -22,6 +22,7 @@ import (
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/httpapi"
 )
 
 // The daemon the http kind measures: started here as a process of its own
@@ -195,7 +196,7 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
-	srv := httpserve.New(sequencer.NewHandler(svc, sequencer.HandlerOptions{Gatherer: reg, Logger: logger}),
+	srv := httpserve.New(httpapi.NewHandler(svc, httpapi.HandlerOptions{Gatherer: reg, Logger: logger}),
 		httpserve.Options{WriteTimeout: api.MaxWait + 30*time.Second})
 	served := make(chan struct{})
 	go func() {

@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/seqd/seqd/api"
@@ -11,79 +10,13 @@ import (
 	"github.com/seqd/seqd/zklock"
 )
 
-// ZooKeeper reads: a lock's current holder and token, an election's leader,
-// for check, status and the answers to a renew or release of a lease that
-// has ended. They work for grants held through any daemon.
+// Check: whether a token is its grantor's current holder's, read from
+// ZooKeeper so that it answers for grants held through any daemon.
 
-// currentToken reads the current token of a kind with one holder at a
-// time: a lock's holder's, an election's term (0 if none is known: nobody
-// holds it, in zxid mode). A shared hold or a semaphore has no single
-// current token: 0.
-func (s *Service) currentToken(ctx context.Context, k fence.Kind, name string) (uint64, error) {
-	switch k {
-	case fence.KindElection:
-		l, err := s.leader(ctx, name)
-		return l.Term, err
-	case fence.KindLock:
-		h, err := s.holder(ctx, name)
-		return h.Token, err
-	}
-	return 0, nil
-}
-
-// liveSession is the session, if it can be trusted now.
-func (s *Service) liveSession() (*zklock.Session, error) {
-	sess, err := s.session()
-	if err != nil {
-		return nil, err
-	}
-	if !sess.Connected() || !sess.Live() {
-		return nil, unavailable("disconnected from zookeeper", nil)
-	}
-	return sess, nil
-}
-
-// readError is the answer to a read that ZooKeeper did not answer: the
-// caller's own cancellation, or unavailable.
-func (s *Service) readError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return unavailable("zookeeper did not answer", err)
-}
-
-// holder reads name's holder. It answers unavailable at once while the
-// session is down or past its deadline, and within a fraction of the
-// session timeout when ZooKeeper stops answering (zklock bounds the reads).
-func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error) {
-	sess, err := s.liveSession()
-	if err != nil {
-		return zklock.Holder{}, err
-	}
-	mu, err := s.mutex(sess, name)
-	if err != nil {
-		return zklock.Holder{}, err
-	}
-	h, err := mu.Holder(ctx)
-	if err != nil {
-		return zklock.Holder{}, s.readError(ctx, err)
-	}
-	return h, nil
-}
-
-// mutex names the lock name on sess for a read.
-func (s *Service) mutex(sess *zklock.Session, name string) (*zklock.Mutex, error) {
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	return mu, nil
-}
-
-// parseSequencer reads a sequencer sent to check: a signed one must verify
+// ParseSequencer reads a sequencer sent to check: a signed one must verify
 // with the daemon's keys (a plain one is read as it is: check compares its
 // token with ZooKeeper's anyway).
-func (s *Service) parseSequencer(seq string) (fence.Sequencer, error) {
+func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
 	if s.cfg.Verifier != nil {
 		got, err := s.cfg.Verifier.Verify(seq)
 		if !errors.Is(err, fence.ErrUnsigned) {
@@ -172,35 +105,4 @@ func (s *Service) current(ctx context.Context, seq fence.Sequencer) (held bool, 
 		cur = h.Token // a writer holds: older readers are stale
 	}
 	return held, cur, nil
-}
-
-// Status reads a lock's state from ZooKeeper.
-func (s *Service) Status(ctx context.Context, name string) (api.LockStatus, error) {
-	if err := validateName(api.Locks, name); err != nil {
-		return api.LockStatus{}, err
-	}
-	h, err := s.holder(ctx, name)
-	if err != nil {
-		return api.LockStatus{}, err
-	}
-	st := s.lockStatus(name, h)
-	return st, s.queueLock(ctx, &st)
-}
-
-// lockStatus is the API form of h; s.mu must not be held.
-func (s *Service) lockStatus(name string, h zklock.Holder) api.LockStatus {
-	st := api.LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
-	if h.Held {
-		var cd contenderData
-		if json.Unmarshal(h.Data, &cd) == nil {
-			st.Owner, st.Command = cd.Owner, cd.Command
-		}
-		s.mu.Lock()
-		if l := s.byName[byNameKey{fence.KindLock, name}]; l != nil && l.grant.Token == h.Token {
-			exp := l.expires.UTC()
-			st.ExpiresAt = &exp
-		}
-		s.mu.Unlock()
-	}
-	return st
 }

@@ -1,4 +1,4 @@
-package sequencer
+package httpapi
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/api"
 )
 
 // A request with both Content-Length and Transfer-Encoding is one that a
@@ -17,15 +19,15 @@ import (
 // a handler sees it, and no seqd client sends a chunked body, so every
 // request body with a Transfer-Encoding is refused.
 func TestChunkedWithLengthRefusedAndClosed(t *testing.T) {
-	zkc := sharedZK.Get(t)
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	svc := startService(t)
+	url := serve(t, svc, HandlerOptions{})
 	body := `{"owner":"smuggled"}`
 	for _, tc := range []struct{ name, headers string }{
 		{"Content-Length and chunked", "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"},
 		{"chunked alone", "Transfer-Encoding: chunked\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", strings.TrimPrefix(d.srv.URL, "http://"))
+			c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +53,7 @@ func TestChunkedWithLengthRefusedAndClosed(t *testing.T) {
 			}
 		})
 	}
-	if ls := d.svc.Leases(); len(ls) != 0 {
+	if ls := svc.Leases(api.Locks); len(ls) != 0 {
 		t.Fatalf("leases after the refusals: %+v, want none", ls)
 	}
 }

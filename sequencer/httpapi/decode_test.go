@@ -1,4 +1,4 @@
-package sequencer
+package httpapi
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/seqd/seqd/api"
 )
@@ -116,7 +118,7 @@ func FuzzDecodeBody(f *testing.F) {
 					t.Fatalf("%T: %q decoded to %+v; its encoding %s to %+v, %v", v, body, v, b, again, err)
 				}
 			}
-			var re *RequestError
+			var re *sequencer.RequestError
 			if err != nil && !errors.As(err, &re) {
 				t.Fatalf("%T: %q refused with %v, not a 400", v, body, err)
 			}

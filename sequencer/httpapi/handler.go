@@ -1,8 +1,7 @@
-package sequencer
+package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seqd/seqd/sequencer"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,7 +36,7 @@ type HandlerOptions struct {
 	AllowedHosts []string
 	// Tokens, if set, are named bearer tokens: each is accepted wherever
 	// the API token is, and names its caller.
-	Tokens *Watched[Tokens]
+	Tokens *sequencer.Watched[sequencer.Tokens]
 	// CertIdentities names a caller by its client certificate (see
 	// CertIdentity). Set it only when the TLS layer verifies client
 	// certificates against a CA (mutual TLS).
@@ -43,7 +44,7 @@ type HandlerOptions struct {
 	// Policy, if set, judges every request by its caller's identity, and
 	// limits what each identity takes (see ParsePolicy); without it every
 	// caller may do everything a token lets it.
-	Policy *Watched[Policy]
+	Policy *sequencer.Watched[sequencer.Policy]
 	// Gatherer serves /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -51,8 +52,8 @@ type HandlerOptions struct {
 
 // NewHandler serves the HTTP API over s: the routes of the families in
 // routes, /v1/check and /v1/renew, plus /healthz, /readyz and, with a
-// Gatherer, /metrics. The wire types are package client's.
-func NewHandler(s *Service, opts HandlerOptions) http.Handler {
+// Gatherer, /metrics. The wire types are package api's.
+func NewHandler(s *sequencer.Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,172 +86,15 @@ func NewHandler(s *Service, opts HandlerOptions) http.Handler {
 }
 
 type handler struct {
-	s          *Service
+	s          *sequencer.Service
 	token      string
 	adminToken string
 	log        *slog.Logger
 	families   map[api.Family]*family
 	guard      *guard
-	tokens     *Watched[Tokens]
+	tokens     *sequencer.Watched[sequencer.Tokens]
 	certIDs    bool
-	policy     *Watched[Policy]
-}
-
-// family is the routes of one family of leases, one row of the table in
-// routes:
-//
-//	POST /v1/{family}/{name}/{action}   actions
-//	GET  /v1/{family}/{name}[?query]    status
-//	GET  /v1/{family}                   the family's leases on this daemon
-//
-// A bare family's actions take no name (POST /v1/{family}/{action}: the
-// body names what they act on), and its status is read by lease id.
-type family struct {
-	actions map[string]action
-	status  func(h *handler, r *http.Request, name string, q query) (any, uint64, error)
-	bare    bool
-	list    func(h *handler, r *http.Request) any // the listing, when not a LeaseList
-}
-
-// action serves a POST to an action of a family: it reads the body and
-// returns the answer.
-type action func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error)
-
-// routes is the table of every family's routes: what differs between the
-// families is a row here.
-func routes() map[api.Family]*family {
-	return map[api.Family]*family{
-		api.Locks: {
-			actions: map[string]action{
-				"acquire": post(checkedGrant(lockAsk, (*Service).Acquire)),
-				"renew":   post(checkedRenew(renewIn(api.Locks))),
-				"release": post(releaseIn(api.Locks)),
-				"break":   breakIn(api.Locks),
-			},
-			status: lockStatus,
-		},
-		api.Semaphores: {
-			actions: map[string]action{
-				"acquire": post(checkedGrant(semaphoreAsk, (*Service).AcquireSemaphore)),
-				"renew":   post(checkedRenew(renewIn(api.Semaphores))),
-				"release": post(releaseIn(api.Semaphores)),
-				"break":   breakIn(api.Semaphores),
-			},
-			status: semaphoreStatusRead,
-		},
-		api.Elections: {
-			actions: map[string]action{
-				"campaign": post(checkedGrant(campaignAsk, (*Service).Campaign)),
-				"renew":    post(checkedRenew(renewIn(api.Elections))),
-				"resign":   post(releaseIn(api.Elections)),
-				"proclaim": post((*Service).Proclaim),
-				"break":    breakIn(api.Elections),
-			},
-			status: electionStatusRead,
-		},
-		api.MultiLocks: {
-			bare: true,
-			actions: map[string]action{
-				"acquire": post(checkedGrant(multiAsk, func(s *Service, ctx context.Context, _ string, req api.MultiAcquireRequest) (api.MultiLease, error) {
-					return s.AcquireMulti(ctx, req)
-				})),
-				"renew": postBare(func(s *Service, ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
-					if err := s.renewTTL(ctx, req.TTL); err != nil {
-						return api.MultiLease{}, err
-					}
-					return s.RenewMulti(ctx, req)
-				}),
-				"release": postBare((*Service).ReleaseMulti),
-			},
-			status: multiLockStatusRead,
-			list: func(h *handler, r *http.Request) any {
-				return api.MultiLeaseList{MultiLocks: visibleMulti(r.Context(), h.s.MultiLeases())}
-			},
-		},
-	}
-}
-
-// post is the action that decodes the body strictly into a Req and answers
-// with what do returns.
-func post[Req, Resp any](do func(*Service, context.Context, string, Req) (Resp, error)) action {
-	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
-		var req Req
-		if err := decode(w, r, &req); err != nil {
-			return nil, err
-		}
-		return do(h.s, r.Context(), name, req)
-	}
-}
-
-// postBare is post for an action of a bare family, which names nothing in
-// its path.
-func postBare[Req, Resp any](do func(*Service, context.Context, Req) (Resp, error)) action {
-	return post(func(s *Service, ctx context.Context, _ string, req Req) (Resp, error) { return do(s, ctx, req) })
-}
-
-func renewIn(f api.Family) func(*Service, context.Context, string, api.LeaseRequest) (api.Lease, error) {
-	return func(s *Service, ctx context.Context, name string, req api.LeaseRequest) (api.Lease, error) {
-		return s.Renew(ctx, f, name, req)
-	}
-}
-
-func releaseIn(f api.Family) func(*Service, context.Context, string, api.LeaseRequest) (api.ReleaseResponse, error) {
-	return func(s *Service, ctx context.Context, name string, req api.LeaseRequest) (api.ReleaseResponse, error) {
-		return api.ReleaseResponse{Released: true}, s.Release(ctx, f, name, req)
-	}
-}
-
-// auth lets through the calls that carry the API token or the admin
-// token (any call, when there is no API token).
-//
-// It names the caller too (see identify), for the policy, and carries the
-// caller in the request's context. With named tokens, a call needs a
-// bearer token (the API token, the admin token or a named one) or, where
-// certificates name callers, a client certificate.
-func (h *handler) auth(next http.Handler) http.Handler {
-	want := []byte("Bearer " + h.token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, via, err := h.identify(r)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		ok := true
-		switch {
-		case via == viaAdmin, via == viaToken, via == viaCert && h.token == "":
-			// the admin token, a named token, or a certificate on a
-			// daemon without an API token
-		case h.token != "":
-			ok = subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
-		case h.tokens != nil:
-			ok = false // a named token or a certificate is needed
-		}
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="seqd"`)
-			writeError(w, http.StatusUnauthorized, api.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: api.CodeUnauthorized})
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), &caller{id: id, label: h.label(id), policy: h.policy.Load()})))
-	})
-}
-
-// isAdmin reports whether r carries the admin token.
-func (h *handler) isAdmin(r *http.Request) bool {
-	if h.adminToken == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.adminToken)) == 1
-}
-
-// admin refuses a request that does not carry the admin token (403).
-func (h *handler) admin(r *http.Request) error {
-	switch {
-	case h.adminToken == "":
-		return &ForbiddenError{Msg: "breaking a holder needs the admin token, and this daemon has none: start it with --admin-token-file"}
-	case !h.isAdmin(r):
-		return &ForbiddenError{Msg: "breaking a holder needs the admin token (the daemon's --admin-token-file): send Authorization: Bearer <admin token>; the API token is not enough"}
-	}
-	return nil
+	policy     *sequencer.Watched[sequencer.Policy]
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
@@ -303,13 +147,13 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusOK, f.list(h, r))
 				return
 			}
-			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: visibleLeases(r.Context(), api.Family(fam), h.s.Leases(api.Family(fam)))})
+			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: sequencer.VisibleLeases(r.Context(), api.Family(fam), h.s.Leases(api.Family(fam)))})
 		}
 	case r.Method == http.MethodPost:
 		h.act(w, r, api.Family(fam), f, rest)
 	case r.Method == http.MethodGet:
 		if !f.bare {
-			if err := h.s.mayRead(r.Context(), api.Family(fam), rest); err != nil {
+			if err := h.s.MayRead(r.Context(), api.Family(fam), rest); err != nil {
 				h.fail(w, r, err)
 				return
 			}
@@ -350,20 +194,6 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, fam api.Family, f 
 	h.answer(w, r, v, err)
 }
 
-// split cuts the path after the family into the name and the action it
-// would have as a POST: the last segment (the whole of it in a bare
-// family).
-func (f *family) split(rest string) (name, action string) {
-	if f.bare {
-		return "", rest
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i < 0 {
-		return rest, ""
-	}
-	return rest[:i], rest[i+1:]
-}
-
 // status serves GET /v1/{family}/{name}[?index=I&wait=D&lease_id=ID].
 func (h *handler) status(w http.ResponseWriter, r *http.Request, f *family, name string) {
 	q, err := parseQuery(r.URL.RawQuery)
@@ -376,6 +206,37 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request, f *family, name
 		w.Header().Set(api.IndexHeader, strconv.FormatUint(index, 10))
 	}
 	h.answer(w, r, v, err)
+}
+
+// overview serves GET /v1/{family}?all=1[&index=I&wait=D].
+func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family) {
+	vals, err := splitQuery(r.URL.RawQuery)
+	if err == nil && (len(vals["all"]) != 1 || vals["all"][0] != "1") {
+		err = badRequest("all takes the value 1: ?all=1 lists every name under the root")
+	}
+	var q query
+	if err == nil {
+		var rest []string
+		for _, part := range strings.Split(r.URL.RawQuery, "&") {
+			if k, _, _ := strings.Cut(part, "="); k != "all" {
+				rest = append(rest, part)
+			}
+		}
+		q, err = parseQuery(strings.Join(rest, "&"))
+	}
+	if err == nil && q.leaseID != "" {
+		err = badRequest("an overview takes no lease_id")
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
+	o = sequencer.VisibleOverview(r.Context(), f, o)
+	if err == nil {
+		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
+	}
+	h.answer(w, r, o, err)
 }
 
 // safeFor is the safe_for_ms of a status read that names a lease of this
@@ -408,7 +269,10 @@ func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64,
 }
 
 func multiLockStatusRead(h *handler, r *http.Request, id string, q query) (any, uint64, error) {
-	st, err := h.s.MultiLockStatus(r.Context(), id, q)
+	if q.leaseID != "" && api.ValidLeaseID(id) {
+		return nil, 0, badRequest("the lease id is in the path: GET /v1/multilocks/{lease_id} takes no lease_id parameter")
+	}
+	st, err := h.s.MultiLockStatus(r.Context(), id, q.blocking, q.index, q.wait)
 	return st, st.Index, err
 }
 
@@ -446,17 +310,17 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("send either sequencer or name and token, not both")
 	case req.Sequencer != "":
 		var err error
-		if seq, err = h.s.parseSequencer(req.Sequencer); err != nil {
+		if seq, err = h.s.ParseSequencer(req.Sequencer); err != nil {
 			return nil, err
 		}
 	case req.Name == "":
 		return nil, badRequest(`send {"sequencer":"[kind:]name@token"} or {"name":"…","token":N}`)
 	}
-	if err := h.s.may(r.Context(), policyKind(seq.Kind), ActCheck, seq.Name); err != nil {
+	if err := h.s.MayCheck(r.Context(), seq); err != nil {
 		return nil, err
 	}
 	cur, err := h.s.Check(r.Context(), seq)
-	var ce *ConflictError
+	var ce *sequencer.ConflictError
 	if errors.As(err, &ce) {
 		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
 		return nil, errAnswered
@@ -467,9 +331,6 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	return api.CheckResponse{Valid: true, CurrentToken: cur}, nil
 }
 
-// errAnswered: the handler wrote the answer itself.
-var errAnswered = errors.New("answered")
-
 // renewMany serves POST /v1/renew.
 func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 	var req api.RenewManyRequest
@@ -477,7 +338,7 @@ func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.s.renewTTL(r.Context(), req.TTL); err != nil {
+	if err := h.s.AuthorizeRenew(r.Context(), req.TTL); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -489,80 +350,21 @@ func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.renewManyAnswer(req, leases, errs, func(err error) (int, api.ErrorBody) { return h.failure(r, err) }))
 }
 
-// answer writes v, or the error.
-func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
-	switch {
-	case errors.Is(err, errAnswered):
-	case err != nil:
-		h.fail(w, r, err)
-	default:
-		writeJSON(w, http.StatusOK, v)
-	}
-}
-
-func conflictCode(ce *ConflictError) string {
-	switch {
-	case errors.Is(ce.Err, api.ErrBroken):
-		return api.CodeBroken
-	case errors.Is(ce.Err, fence.ErrStaleToken):
-		return api.CodeStaleToken
-	case errors.Is(ce.Err, api.ErrHeld):
-		return api.CodeHeld
-	case errors.Is(ce.Err, api.ErrNotHeld):
-		return api.CodeNotHeld
-	case errors.Is(ce.Err, api.ErrLimitMismatch):
-		return api.CodeLimitMismatch
-	}
-	return api.CodeLost
-}
-
-// fail writes the answer to err.
-func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, body := h.failure(r, err)
-	writeError(w, status, body)
-}
-
-// failure is the status and body that answer err.
-func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
-	var (
-		ce *ConflictError
-		re *RequestError
-		ue *UnavailableError
-		se *fence.SequencerError
-		fe *ForbiddenError
-		pe *PolicyError
-	)
-	switch {
-	case errors.As(err, &pe) && pe.Quota:
-		return http.StatusTooManyRequests, api.ErrorBody{Error: pe.Msg, Code: api.CodeQuotaExceeded}
-	case errors.As(err, &pe):
-		return http.StatusForbidden, api.ErrorBody{Error: pe.Msg, Code: api.CodeForbidden}
-	case errors.As(err, &fe):
-		return http.StatusForbidden, api.ErrorBody{Error: fe.Msg, Code: api.CodeForbidden}
-	case errors.As(err, &ce):
-		body := api.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
-		if ce.CurrentToken != 0 {
-			body.CurrentToken = &ce.CurrentToken
+// renewManyAnswer is the answer of POST /v1/renew for what RenewMany did.
+func (h *handler) renewManyAnswer(req api.RenewManyRequest, leases []api.Lease, errs []error, fail func(error) (int, api.ErrorBody)) api.RenewManyResponse {
+	resp := api.RenewManyResponse{Results: make([]api.RenewResult, len(leases))}
+	for i := range leases {
+		res := api.RenewResult{Name: req.Leases[i].Name, Status: 200}
+		if errs[i] != nil {
+			var body api.ErrorBody
+			res.Status, body = fail(errs[i])
+			res.Error, res.Code, res.CurrentToken = body.Error, body.Code, body.CurrentToken
+		} else {
+			res.Lease = &leases[i]
 		}
-		if errors.Is(ce.Err, api.ErrLimitMismatch) {
-			body.Limit = &ce.Limit
-		}
-		body.Reason = ce.Reason
-		return http.StatusConflict, body
-	case errors.As(err, &re):
-		return http.StatusBadRequest, api.ErrorBody{Error: re.Msg, Code: api.CodeBadRequest}
-	case errors.As(err, &se) && errors.Is(se.Err, fence.ErrBadSignature):
-		return http.StatusForbidden, api.ErrorBody{Error: "bad sequencer signature: " + se.Reason + ": seqd did not sign this sequencer", Code: api.CodeBadSignature}
-	case errors.As(err, &se):
-		return http.StatusBadRequest, api.ErrorBody{Error: "invalid sequencer: " + se.Reason, Code: api.CodeBadRequest}
-	case errors.As(err, &ue):
-		return http.StatusServiceUnavailable, api.ErrorBody{Error: ue.Error(), Code: api.CodeUnavailable}
-	case errors.Is(err, context.Canceled):
-		// The client went away; nobody reads this.
-		return 499, api.ErrorBody{Error: "request canceled", Code: "canceled"}
+		resp.Results[i] = res
 	}
-	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	return http.StatusInternalServerError, api.ErrorBody{Error: err.Error(), Code: api.CodeInternal}
+	return resp
 }
 
 // allow answers 405 with Allow unless r's method is one of methods.

@@ -1,4 +1,4 @@
-package sequencer
+package httpapi
 
 import (
 	"net/http"
@@ -14,10 +14,9 @@ import (
 // path, each served through the handler with the checks and without them,
 // interleaved in one run. Reports ns per request of both and their ratio.
 func BenchmarkGuardCost(b *testing.B) {
-	zkc := sharedZK.Get(b)
-	d := startDaemon(b, daemonOpts{servers: zkc.Servers()})
-	with := NewHandler(d.svc.Service, HandlerOptions{}).(http.HandlerFunc)
-	hh := &handler{s: d.svc.Service, log: d.svc.log, families: routes(), guard: newGuard(nil)}
+	svc := startService(b)
+	with := NewHandler(svc, HandlerOptions{}).(http.HandlerFunc)
+	hh := &handler{s: svc, log: discard, families: routes(), guard: newGuard(nil)}
 	bare := http.HandlerFunc(hh.v1) // the routes without the checks
 	reqs := []func() *http.Request{
 		func() *http.Request { return httptest.NewRequest("GET", "http://127.0.0.1:7070/v1/locks", nil) },

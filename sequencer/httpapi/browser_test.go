@@ -1,13 +1,12 @@
-package sequencer
+package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/seqd/seqd/api"
 )
 
 // What a web page can make a browser send to a daemon on loopback: a form
@@ -15,9 +14,8 @@ import (
 // origin, and, after DNS rebinding, a Host that is the page's name. None of
 // them reaches /v1/; the daemon's own page and every client do.
 func TestBrowserRequestsRefused(t *testing.T) {
-	zkc := sharedZK.Get(t)
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	own := d.srv.URL
+	svc := startService(t)
+	own := serve(t, svc, HandlerOptions{})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(own, "http://"))
 	acquire := own + "/v1/locks/csrf/acquire"
 	body := `{"owner":"evil=","ttl":"1h"}`
@@ -43,7 +41,7 @@ func TestBrowserRequestsRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, got := httpDoWith(t, tc.method, tc.url, tc.body, tc.headers)
-			var eb ErrorBody
+			var eb api.ErrorBody
 			if err := json.Unmarshal([]byte(got), &eb); err != nil {
 				t.Fatalf("body %q is not an error object: %v", got, err)
 			}
@@ -52,10 +50,10 @@ func TestBrowserRequestsRefused(t *testing.T) {
 			}
 		})
 	}
-	if ls := d.svc.Leases(); len(ls) != 0 {
+	if ls := svc.Leases(api.Locks); len(ls) != 0 {
 		t.Fatalf("leases after refused requests = %+v, want none", ls)
 	}
-	if ch := zkChildren(t, zkc.Servers(), d.svc.cfg.Root); len(ch) != 0 {
+	if ch := zkChildren(t, rootOf(t)); len(ch) != 0 {
 		t.Fatalf("lock nodes after refused requests = %v, want none", ch)
 	}
 
@@ -71,7 +69,7 @@ func TestBrowserRequestsRefused(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("request %d %v: got %d %s, want 200", i, h, status, got)
 		}
-		var l Lease
+		var l api.Lease
 		json.Unmarshal([]byte(got), &l)
 		if st, got := httpDoWith(t, "POST", own+"/v1/locks/ok/release", `{"lease_id":"`+l.LeaseID+`","token":`+jsonNum(l.Token)+`}`, h); st != 200 {
 			t.Fatalf("release %d: %d %s", i, st, got)
@@ -90,9 +88,7 @@ func TestBrowserRequestsRefused(t *testing.T) {
 // A name given to the daemon is served; a token does not lift the Host
 // rule.
 func TestAllowedHosts(t *testing.T) {
-	zkc := sharedZK.Get(t)
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers()})
-	srv := httpTestServer(t, NewHandler(d.svc.Service, HandlerOptions{APIToken: "s3cret-s3cret-s3cret", AllowedHosts: []string{"seqd.internal", "Other.Example."}}))
+	srv := serve(t, startService(t), HandlerOptions{APIToken: "s3cret-s3cret-s3cret", AllowedHosts: []string{"seqd.internal", "Other.Example."}})
 	auth := "Bearer s3cret-s3cret-s3cret"
 	for _, tc := range []struct {
 		host   string
@@ -110,58 +106,4 @@ func TestAllowedHosts(t *testing.T) {
 			t.Errorf("Host %q: got %d %s, want %d", tc.host, st, got, tc.status)
 		}
 	}
-}
-
-// The address a connection arrived on is no rebinding: a page whose
-// origin is that address came from the daemon itself.
-func TestHostOfTheConnection(t *testing.T) {
-	r, _ := http.NewRequest("GET", "http://10.1.2.3:7070/v1/locks", nil)
-	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 7070}))
-	g := newGuard(nil)
-	if err := g.host(r); err != nil {
-		t.Fatalf("Host of the local address: %v, want served", err)
-	}
-	r.Host = "10.9.9.9:7070"
-	if err := g.host(r); err == nil {
-		t.Fatal("Host of another address: served, want refused")
-	}
-	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/seqd.sock", Net: "unix"}))
-	r.Host = "unix"
-	if err := g.host(r); err != nil {
-		t.Fatalf("a unix socket: %v, want served (no browser reaches it)", err)
-	}
-}
-
-func jsonNum(n uint64) string { b, _ := json.Marshal(n); return string(b) }
-
-// httpDoWith is httpDo with headers ("Host" sets the request's Host).
-func httpDoWith(t testing.TB, method, url, body string, headers map[string]string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, sb.String()
 }

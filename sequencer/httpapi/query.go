@@ -1,4 +1,4 @@
-package sequencer
+package httpapi
 
 import (
 	"net/url"

@@ -143,7 +143,8 @@ func (r *runner) scale(ctx context.Context, n int, o ScaleOptions) (res *ScaleRe
 			err = serr
 		}
 	}()
-	c, err := client.New(d.addr, client.WithoutEnv())
+	// A renewal of a whole batch waits behind the others in flight.
+	c, err := client.New(d.addr, client.WithoutEnv(), client.WithTimeout(renewTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func (r *runner) scale(ctx context.Context, n int, o ScaleOptions) (res *ScaleRe
 	for res.Passes == 0 || time.Since(renewStart) < o.Renewing {
 		r.progress(fmt.Sprintf("scale %d: renewal pass %d", n, res.Passes+1))
 		pass := time.Now()
-		renewed, failed, err := renewAll(ctx, c, leases, o.Clients)
+		renewed, failed, err := renewAll(ctx, c, leases, renewBatches(o.Clients))
 		if err != nil {
 			return nil, err
 		}
@@ -195,6 +196,14 @@ func (r *runner) scale(ctx context.Context, n int, o ScaleOptions) (res *ScaleRe
 		n, res.PerLease().RSS, res.PerLease().Goroutines, res.RenewRate, res.Failed))
 	return res, nil
 }
+
+// renewTimeout bounds one request of the scale run.
+const renewTimeout = 30 * time.Second
+
+// renewBatches is how many renewal requests go at once for clients: a
+// client that holds many leases renews them in batches, and a few batches
+// of 500 keep the daemon as busy as many.
+func renewBatches(clients int) int { return max(1, clients/16) }
 
 // renewAll renews every lease once, api.MaxRenewBatch to a request,
 // clients requests at a time; failed counts the leases not renewed.

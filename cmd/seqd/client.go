@@ -396,7 +396,7 @@ func checkCommand() *cli.Command {
 				return perr
 			}
 			if err != nil {
-				return &exitError{code: ExitConflict, err: err, quiet: true}
+				return &exitError{Code: ExitConflict, Err: err, Quiet: true}
 			}
 			return nil
 		},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/underlock"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -91,7 +92,7 @@ func runFloor(c *cli.Context) error {
 			return usageErrorf("a floor of %d for %s is above the highest floor, %d", n, root, uint64(zklock.MaxTokenFloor))
 		}
 	}
-	ctx, cancel := context.WithTimeout(c.Context, max(c.Duration("session-timeout"), minDialTimeout))
+	ctx, cancel := context.WithTimeout(c.Context, max(c.Duration("session-timeout"), underlock.MinDialTimeout))
 	defer cancel()
 	sess, err := zklock.Dial(ctx, servers, zklock.Options{SessionTimeout: c.Duration("session-timeout"), Auth: zs.auth, ACL: zs.acl, TLS: zs.tls})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/testenv"
 )
@@ -32,7 +33,7 @@ func devSecureFlags() []cli.Flag {
 
 // devLockdown is the material of a `seqd dev --secure` run.
 type devLockdown struct {
-	l     lockdown
+	l     lockdown.Dir
 	write bool // the directory has none of the files yet
 	temp  bool // a directory of our own, removed at exit
 	zkTLS bool
@@ -57,28 +58,28 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.l.dir, d.write, d.temp = tmp, true, true
+		d.l.Path, d.write, d.temp = tmp, true, true
 		return d, nil
 	}
 	var err error
-	if d.l.dir, err = filepath.Abs(dir); err != nil {
+	if d.l.Path, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
 	// Another user's directory, or one others can write, is refused
 	// before anything in it is read or written.
 	var unsafe *security.UnsafeDirError
-	switch err := security.CheckPrivateDir(d.l.dir); {
+	switch err := security.CheckPrivateDir(d.l.Path); {
 	case errors.As(err, &unsafe):
 		return nil, usageErrorf("--dir: %v", err)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	if w := security.ParentWarning(d.l.dir); w != "" {
+	if w := security.ParentWarning(d.l.Path); w != "" {
 		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
 	}
 	var have, missing []string
-	for _, f := range lockdownFiles {
-		if _, err := os.Stat(d.l.path(f)); err == nil {
+	for _, f := range lockdown.Files() {
+		if _, err := os.Stat(d.l.File(f)); err == nil {
 			have = append(have, f)
 		} else {
 			missing = append(missing, f)
@@ -118,32 +119,32 @@ func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, erro
 		servers = zk.SecureServers()
 		files["zk-tls-ca-file"], files["zk-tls-cert-file"], files["zk-tls-key-file"] = zk.CA.CertFile, cert, key
 		d.zkTLSVars = []string{
-			"SEQD_ZK_TLS_CA_FILE=" + shellWord(zk.CA.CertFile),
-			"SEQD_ZK_TLS_CERT_FILE=" + shellWord(cert),
-			"SEQD_ZK_TLS_KEY_FILE=" + shellWord(key),
+			"SEQD_ZK_TLS_CA_FILE=" + lockdown.ShellWord(zk.CA.CertFile),
+			"SEQD_ZK_TLS_CERT_FILE=" + lockdown.ShellWord(cert),
+			"SEQD_ZK_TLS_KEY_FILE=" + lockdown.ShellWord(key),
 		}
 	}
-	d.l.zk = strings.Join(servers, ",")
+	d.l.ZK = strings.Join(servers, ",")
 	if d.write {
 		listen := c.String("listen")
 		hosts, err := security.ServerHosts(nil)
 		if err != nil {
 			return nil, err
 		}
-		d.l.addr = daemonURL(listen, hosts)
-		if err := writeLockdown(d.l, hosts, defaultInitDays*24*time.Hour); err != nil {
+		d.l.Addr = lockdown.DaemonURL(listen, hosts)
+		if err := lockdown.Write(d.l, hosts, lockdown.DefaultDays*24*time.Hour); err != nil {
 			return nil, err
 		}
 	}
 	for flag, file := range map[string]string{
-		"tls-cert-file":      serverCertFile,
-		"tls-key-file":       serverKeyFile,
-		"tls-client-ca-file": caFile,
-		"api-token-file":     apiTokenFile,
-		"signing-key-file":   signingKeyFile,
-		"zk-auth-file":       zkAuthFile,
+		"tls-cert-file":      lockdown.ServerCertFile,
+		"tls-key-file":       lockdown.ServerKeyFile,
+		"tls-client-ca-file": lockdown.CAFile,
+		"api-token-file":     lockdown.APITokenFile,
+		"signing-key-file":   lockdown.SigningKeyFile,
+		"zk-auth-file":       lockdown.ZKAuthFile,
 	} {
-		files[flag] = d.l.path(file)
+		files[flag] = d.l.File(file)
 	}
 	for flag, path := range files {
 		if err := c.Set(flag, path); err != nil {
@@ -152,13 +153,13 @@ func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, erro
 	}
 	// A daemon that has an admin token takes seqd init's; one without the
 	// flag has nothing to set.
-	_ = c.Set("admin-token-file", d.l.path(adminTokenFile))
+	_ = c.Set("admin-token-file", d.l.File(lockdown.AdminTokenFile))
 	return servers, nil
 }
 
 func (d *devLockdown) cleanup() {
 	if d != nil && d.temp {
-		os.RemoveAll(d.l.dir)
+		os.RemoveAll(d.l.Path)
 	}
 }
 
@@ -166,12 +167,12 @@ func (d *devLockdown) cleanup() {
 // addr, as a shell takes it pasted.
 func (d *devLockdown) ready(w io.Writer, addr string) {
 	l := d.l
-	l.addr = "https://" + addr
-	where := l.dir
+	l.Addr = "https://" + addr
+	where := l.Path
 	if d.temp {
 		where += ", removed when dev stops"
 	}
-	vars := append(append(l.runnerVars(), d.zkTLSVars...), l.clientVars()...)
+	vars := append(append(l.RunnerVars(), d.zkTLSVars...), l.ClientVars()...)
 	zk := "ZooKeeper nodes under a digest identity"
 	if d.zkTLS {
 		zk += ", reached over mutual TLS"
@@ -186,7 +187,7 @@ then try:
   seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
-`, l.addr, where, strings.Join(vars, " "), zk)
+`, l.Addr, where, strings.Join(vars, " "), zk)
 }
 
 // plainDevExports is the daemon's URL and the export line of a dev run
@@ -198,14 +199,14 @@ func plainDevExports(c *cli.Context, addr, zk string) (url, line string) {
 	if c.String("tls-cert-file") != "" {
 		url = "https://" + addr
 	}
-	vars := []string{"SEQD_ZK=" + shellWord(zk), "SEQD_ADDR=" + url}
+	vars := []string{"SEQD_ZK=" + lockdown.ShellWord(zk), "SEQD_ADDR=" + url}
 	for _, fe := range [][2]string{{"zk-auth-file", "SEQD_ZK_AUTH_FILE"}, {"api-token-file", "SEQD_API_TOKEN_FILE"}} {
 		flag, env := fe[0], fe[1]
 		if f := c.String(flag); f != "" {
 			if abs, err := filepath.Abs(f); err == nil {
 				f = abs
 			}
-			vars = append(vars, env+"="+shellWord(f))
+			vars = append(vars, env+"="+lockdown.ShellWord(f))
 		}
 	}
 	line = strings.Join(vars, " ")

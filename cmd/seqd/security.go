@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/internal/security"
@@ -39,12 +40,6 @@ func clientSecurityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key", Usage: "the PEM key of --cert", EnvVars: []string{"SEQD_KEY"}},
 	}
 }
-
-// The files seqd keygen writes (and seqd init, with the rest).
-const (
-	signingKeyFile = "signing.key"
-	verifyKeysFile = "verify.keys"
-)
 
 func signingKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "signing-key-file", Usage: "sign every sequencer with this key (from seqd keygen; mode 600)", EnvVars: []string{"SEQD_SIGNING_KEY_FILE"}}
@@ -185,7 +180,10 @@ func keygenCommand() *cli.Command {
 			if dir == "" {
 				return usageErrorf("keygen needs --dir DIR")
 			}
-			sk, vk, err := writeKeyPair(dir, c.String("kid"))
+			sk, vk, err := lockdown.WriteKeyPair(dir, c.String("kid"))
+			if ke := (*lockdown.KeyIDError)(nil); errors.As(err, &ke) {
+				return usageErrorf("--kid: %v", userMessage(ke.Err))
+			}
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,84 @@
+package lockdown
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
+)
+
+// Write writes every file Files lists, the secret ones readable by the
+// owner only, and a second Write into the same directory is a usage error
+// that leaves the first one's files as they were.
+func TestWriteWritesEveryFileOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lockdown")
+	l := Dir{Path: dir, Addr: "https://127.0.0.1:7070", ZK: "127.0.0.1:2181", Identities: []string{"team-a"}}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if err := Write(l, hosts, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	public := map[string]bool{CAFile: true, ServerCertFile: true, ClientCertFile: true, VerifyKeysFile: true, ClientEnvFile: true}
+	cert, key := IdentityCertFiles(0)
+	for _, name := range append(Files(), cert, key) {
+		fi, err := os.Stat(l.File(name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		want := os.FileMode(0o600)
+		if public[name] || name == cert {
+			want = 0o644
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode().Perm(), want)
+		}
+	}
+	token, _ := os.ReadFile(l.File(APITokenFile))
+	err := Write(l, hosts, time.Hour)
+	var e *exit.Error
+	if !errors.As(err, &e) || e.Code != exit.Usage {
+		t.Fatalf("second Write: %v, want a usage error", err)
+	}
+	if again, _ := os.ReadFile(l.File(APITokenFile)); string(again) != string(token) {
+		t.Errorf("the second Write changed %s", APITokenFile)
+	}
+	env, _ := os.ReadFile(l.File(ClientEnvFile))
+	for _, want := range []string{"export SEQD_ADDR=https://127.0.0.1:7070\n", "export SEQD_ZK_AUTH_FILE=" + ShellWord(l.File(ZKAuthFile)) + "\n"} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("client.env lacks %q:\n%s", want, env)
+		}
+	}
+}
+
+// ShellWord leaves plain words alone and quotes the rest so that a POSIX
+// shell reads them back as they were, a single quote included.
+func TestShellWord(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/tmp/seqd/ca.pem", "/tmp/seqd/ca.pem"},
+		{"a b", "'a b'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+	} {
+		if got := ShellWord(tc.in); got != tc.want {
+			t.Errorf("ShellWord(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The admin token's flag is in the serve command line only for a serve
+// that has it.
+func TestServeArgsAdminToken(t *testing.T) {
+	l := Dir{Path: "/d", ZK: "zk:2181", Names: []string{"seqd.example"}}
+	with := strings.Join(l.ServeArgs("127.0.0.1:7070", true), " ")
+	without := strings.Join(l.ServeArgs("127.0.0.1:7070", false), " ")
+	if !strings.Contains(with, "--admin-token-file /d/admin-token") || strings.Contains(without, "--admin-token-file") {
+		t.Errorf("ServeArgs(admin) = %q, ServeArgs(no admin) = %q", with, without)
+	}
+	if !strings.HasSuffix(with, "--host seqd.example") {
+		t.Errorf("ServeArgs = %q, want --host seqd.example at the end", with)
+	}
+}

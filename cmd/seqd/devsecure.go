@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,15 +28,9 @@ func devSecureFlags() []cli.Flag {
 	}
 }
 
-// devLockdown is the material of a `seqd dev --secure` run.
-type devLockdown struct {
-	l     lockdown.Dir
-	write bool // the directory has none of the files yet
-	temp  bool // a directory of our own, removed at exit
-	zkTLS bool
-	// zkVars are the ZooKeeper TLS settings of the export line.
-	zkTLSVars []string
-}
+// devLockdown is the material of a `seqd dev --secure` run; nil without
+// --secure.
+type devLockdown struct{ *lockdown.Dev }
 
 // prepareDevSecure checks --secure and --dir before anything starts: nil
 // without --secure; a directory with some of seqd init's files but not all
@@ -52,99 +43,44 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 		}
 		return nil, nil
 	}
-	d := &devLockdown{zkTLS: c.Bool("zk-tls")}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "seqd-dev-")
-		if err != nil {
-			return nil, err
-		}
-		d.l.Path, d.write, d.temp = tmp, true, true
-		return d, nil
-	}
-	var err error
-	if d.l.Path, err = filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	// Another user's directory, or one others can write, is refused
-	// before anything in it is read or written.
+	d, err := lockdown.OpenDev(dir, c.Bool("zk-tls"))
 	var unsafe *security.UnsafeDirError
-	switch err := security.CheckPrivateDir(d.l.Path); {
+	var incomplete *lockdown.IncompleteError
+	switch {
 	case errors.As(err, &unsafe):
 		return nil, usageErrorf("--dir: %v", err)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &incomplete):
+		warnParent(c, incomplete.Abs)
+		return nil, usageErrorf("--dir %v: give a directory seqd init wrote, or an empty one", err)
+	case err != nil:
 		return nil, err
 	}
-	if w := security.ParentWarning(d.l.Path); w != "" {
+	if dir != "" {
+		warnParent(c, d.Dir.Path)
+	}
+	return &devLockdown{d}, nil
+}
+
+// warnParent says when a directory above dir lets others replace it.
+func warnParent(c *cli.Context, dir string) {
+	if w := security.ParentWarning(dir); w != "" {
 		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
 	}
-	var have, missing []string
-	for _, f := range lockdown.Files() {
-		if _, err := os.Stat(d.l.File(f)); err == nil {
-			have = append(have, f)
-		} else {
-			missing = append(missing, f)
-		}
-	}
-	switch {
-	case len(have) == 0:
-		d.write = true
-	case len(missing) > 0:
-		return nil, usageErrorf("--dir %s holds some of seqd init's files but not %s: give a directory seqd init wrote, or an empty one", dir, strings.Join(missing, ", "))
-	}
-	return d, nil
 }
 
-// zkOptions are the options of dev's ZooKeeper on port: with --zk-tls, a
-// secure client port too, whose CA (testenv's own) issues seqd's client
-// certificate.
 func (d *devLockdown) zkOptions(port int) testenv.Options {
-	opts := testenv.Options{ClientPort: port}
-	if d != nil && d.zkTLS {
-		opts.TLS = &testenv.TLSOptions{ClientAuth: true}
+	if d == nil {
+		return (*lockdown.Dev)(nil).ZKOptions(port)
 	}
-	return opts
+	return d.ZKOptions(port)
 }
 
-// apply writes the material if the directory has none (with ZooKeeper's
-// address and listen in its client.env), points the server flags at it,
-// and returns the ZooKeeper servers to use.
+// apply writes the material if the directory has none, points the server
+// flags at it, and returns the ZooKeeper servers to use.
 func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, error) {
-	servers := zk.Servers()
-	files := map[string]string{}
-	if d.zkTLS {
-		cert, key, err := zk.CA.Issue("seqd-dev", false)
-		if err != nil {
-			return nil, err
-		}
-		servers = zk.SecureServers()
-		files["zk-tls-ca-file"], files["zk-tls-cert-file"], files["zk-tls-key-file"] = zk.CA.CertFile, cert, key
-		d.zkTLSVars = []string{
-			"SEQD_ZK_TLS_CA_FILE=" + lockdown.ShellWord(zk.CA.CertFile),
-			"SEQD_ZK_TLS_CERT_FILE=" + lockdown.ShellWord(cert),
-			"SEQD_ZK_TLS_KEY_FILE=" + lockdown.ShellWord(key),
-		}
-	}
-	d.l.ZK = strings.Join(servers, ",")
-	if d.write {
-		listen := c.String("listen")
-		hosts, err := security.ServerHosts(nil)
-		if err != nil {
-			return nil, err
-		}
-		d.l.Addr = lockdown.DaemonURL(listen, hosts)
-		if err := lockdown.Write(d.l, hosts, lockdown.DefaultDays*24*time.Hour); err != nil {
-			return nil, err
-		}
-	}
-	for flag, file := range map[string]string{
-		"tls-cert-file":      lockdown.ServerCertFile,
-		"tls-key-file":       lockdown.ServerKeyFile,
-		"tls-client-ca-file": lockdown.CAFile,
-		"api-token-file":     lockdown.APITokenFile,
-		"signing-key-file":   lockdown.SigningKeyFile,
-		"zk-auth-file":       lockdown.ZKAuthFile,
-	} {
-		files[flag] = d.l.File(file)
+	servers, files, err := d.Apply(zk, c.String("listen"))
+	if err != nil {
+		return nil, err
 	}
 	for flag, path := range files {
 		if err := c.Set(flag, path); err != nil {
@@ -153,28 +89,28 @@ func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, erro
 	}
 	// A daemon that has an admin token takes seqd init's; one without the
 	// flag has nothing to set.
-	_ = c.Set("admin-token-file", d.l.File(lockdown.AdminTokenFile))
+	_ = c.Set("admin-token-file", d.Dir.File(lockdown.AdminTokenFile))
 	return servers, nil
 }
 
 func (d *devLockdown) cleanup() {
-	if d != nil && d.temp {
-		os.RemoveAll(d.l.Path)
+	if d != nil {
+		d.Cleanup()
 	}
 }
 
 // ready prints the export line that reaches the locked-down daemon at
 // addr, as a shell takes it pasted.
 func (d *devLockdown) ready(w io.Writer, addr string) {
-	l := d.l
+	l := d.Dir
 	l.Addr = "https://" + addr
 	where := l.Path
-	if d.temp {
+	if d.Temp {
 		where += ", removed when dev stops"
 	}
-	vars := append(append(l.RunnerVars(), d.zkTLSVars...), l.ClientVars()...)
+	vars := append(append(l.RunnerVars(), d.ZKTLSVars...), l.ClientVars()...)
 	zk := "ZooKeeper nodes under a digest identity"
-	if d.zkTLS {
+	if d.ZKTLS {
 		zk += ", reached over mutual TLS"
 	}
 	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, %[4]s (files in %[2]s). In another terminal, paste:

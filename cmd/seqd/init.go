@@ -76,9 +76,7 @@ func initAction(c *cli.Context) error {
 	if err := lockdown.Write(l, hosts, time.Duration(days)*24*time.Hour); err != nil {
 		return err
 	}
-	if w := security.ParentWarning(l.Path); w != "" {
-		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
-	}
+	warnParent(c, l.Path)
 	printLockdown(c.App.Writer, l, listen, hosts, days)
 	return nil
 }

@@ -82,3 +82,38 @@ func TestServeArgsAdminToken(t *testing.T) {
 		t.Errorf("ServeArgs = %q, want --host seqd.example at the end", with)
 	}
 }
+
+// OpenDev takes an empty directory (to write) or a complete one (to use),
+// refuses one with some of the files but not all, naming the missing
+// ones, and makes a temporary directory that Cleanup removes.
+func TestOpenDev(t *testing.T) {
+	empty := t.TempDir()
+	if d, err := OpenDev(empty, false); err != nil || !d.write || d.Temp {
+		t.Fatalf("OpenDev(empty) = %+v, %v; want a directory to write", d, err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	if err := Write(Dir{Path: full}, []string{"localhost"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := OpenDev(full, false); err != nil || d.write {
+		t.Fatalf("OpenDev(full) = %+v, %v; want a directory to use as it is", d, err)
+	}
+	if err := os.Remove(filepath.Join(full, ZKAuthFile)); err != nil {
+		t.Fatal(err)
+	}
+	var inc *IncompleteError
+	if _, err := OpenDev(full, false); !errors.As(err, &inc) || len(inc.Missing) != 1 || inc.Missing[0] != ZKAuthFile {
+		t.Fatalf("OpenDev(without %s) = %v, want an IncompleteError naming it", ZKAuthFile, err)
+	}
+	d, err := OpenDev("", true)
+	if err != nil || !d.Temp || !d.ZKTLS || d.ZKOptions(0).TLS == nil {
+		t.Fatalf("OpenDev(\"\") = %+v, %v; want a temporary directory with ZooKeeper TLS", d, err)
+	}
+	d.Cleanup()
+	if _, err := os.Stat(d.Dir.Path); !os.IsNotExist(err) {
+		t.Errorf("Cleanup left %s: %v", d.Dir.Path, err)
+	}
+	if (*Dev)(nil).ZKOptions(7).ClientPort != 7 {
+		t.Error("a nil Dev's ZooKeeper options lost the port")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/security"
 )
@@ -223,7 +224,7 @@ func printOut(c *cli.Context, v any, token uint64) error {
 		_, err := fmt.Fprintln(c.App.Writer, token)
 		return err
 	}
-	enc := json.NewEncoder(jsonTermSafe{c.App.Writer})
+	enc := json.NewEncoder(termtext.JSON{W: c.App.Writer})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -116,7 +117,7 @@ func printLockdown(w io.Writer, l lockdown.Dir, listen string, hosts []string, d
 	}
 	for i, id := range l.Identities {
 		cf, kf := lockdown.IdentityCertFiles(i)
-		fmt.Fprintf(w, "  %-28s %s\n", cf+", "+kf, "a client certificate naming the identity "+termSafe(id)+" (SEQD_CERT, SEQD_KEY)")
+		fmt.Fprintf(w, "  %-28s %s\n", cf+", "+kf, "a client certificate naming the identity "+termtext.Safe(id)+" (SEQD_CERT, SEQD_KEY)")
 	}
 	fmt.Fprintf(w, "\nRun the daemon with:\n\n")
 	printCommand(w, l.ServeArgs(listen, serveTakes("admin-token-file")))

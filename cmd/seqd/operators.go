@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -85,7 +86,7 @@ func listLeases(c *cli.Context, cl *client.Client, f api.Family, table bool) err
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tMODE\tEXPIRES")
 	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", termSafe(l.Name), l.Token, dash(termSafe(l.Owner)), dash(termSafe(l.Mode)), ago(time.Until(l.ExpiresAt)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", termtext.Safe(l.Name), l.Token, dash(termtext.Safe(l.Owner)), dash(termtext.Safe(l.Mode)), ago(time.Until(l.ExpiresAt)))
 	}
 	return tw.Flush()
 }
@@ -132,7 +133,7 @@ func showStatus(c *cli.Context, cl *client.Client, f api.Family, name string, ta
 	if !table {
 		return printOut(c, v, token)
 	}
-	fmt.Fprintln(c.App.Writer, termSafe(head))
+	fmt.Fprintln(c.App.Writer, termtext.Safe(head))
 	if len(holding)+len(queue) == 0 {
 		fmt.Fprintln(c.App.Writer, "no contenders")
 		return nil
@@ -156,7 +157,7 @@ func showStatus(c *cli.Context, cl *client.Client, f api.Family, name string, ta
 		if ct.ExpiresAt != nil {
 			exp = ago(ct.ExpiresAt.Sub(now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s ago)\t%s\n", i, role, tok, dash(termSafe(strings.TrimSpace(owner))), dash(termSafe(ct.Daemon)), termSafe(ct.Client), dash(termSafe(ct.Mode)),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s ago)\t%s\n", i, role, tok, dash(termtext.Safe(strings.TrimSpace(owner))), dash(termtext.Safe(ct.Daemon)), termtext.Safe(ct.Client), dash(termtext.Safe(ct.Mode)),
 			ct.Since.Local().Format("2006-01-02 15:04:05"), now.Sub(ct.Since).Round(time.Second), exp)
 	}
 	for i, h := range holding {
@@ -272,11 +273,11 @@ func onlyHolder(c *cli.Context, cl *client.Client, f api.Family, name string) (u
 	}
 	switch len(holding) {
 	case 0:
-		return 0, withCode(ExitConflict, fmt.Errorf("%s has no holder to break", termSafe(name)))
+		return 0, withCode(ExitConflict, fmt.Errorf("%s has no holder to break", termtext.Safe(name)))
 	case 1:
 		return holding[0].Token, nil
 	}
-	return 0, usageErrorf("%s has %d holders: give --token with the token of the one to break (seqd status --table %s)", termSafe(name), len(holding), termSafe(name))
+	return 0, usageErrorf("%s has %d holders: give --token with the token of the one to break (seqd status --table %s)", termtext.Safe(name), len(holding), termtext.Safe(name))
 }
 
 // adminToken reads serve's --admin-token-file, if given: checked like the

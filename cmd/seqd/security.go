@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/internal/security"
@@ -125,42 +125,16 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	return s, nil
 }
 
-// start listens and serves h in the background; the returned channel gets
-// Serve's result. writeTimeout must exceed the longest a handler waits.
-func (s server) start(listen string, h http.Handler, writeTimeout time.Duration, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	return s.startWith(listen, h, httpserve.Options{WriteTimeout: writeTimeout}, logger)
-}
-
-// startWith is start with opts (the connection cap is the server's).
+// startWith listens and serves h in the background with opts (the
+// connection cap is the server's); the channel gets Serve's result.
 func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, nil, nil, withCode(ExitUnavailable, fmt.Errorf("listen: %w", err))
-	}
 	opts.MaxConnections = s.max
-	srv := httpserve.New(h, opts)
-	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
-	served := make(chan error, 1)
-	if s.tls != nil {
-		srv.TLSConfig = s.tls
-		go func() { served <- srv.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- srv.Serve(ln) }()
-	}
-	return srv, ln, served, nil
+	return serving.Start(listen, h, s.tls, opts, logger)
 }
 
-// shutdown stops srv within ctx and reports what Serve returned, nil for a
-// clean stop.
+// shutdown stops srv within ctx and reports what Serve returned.
 func shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) error {
-	err := srv.Shutdown(ctx)
-	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", serr)
-	}
-	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return serving.Shutdown(ctx, srv, served)
 }
 
 func keygenCommand() *cli.Command {

@@ -43,8 +43,8 @@ func TestClientCommandInterrupted(t *testing.T) {
 		want  int
 	}{
 		{"cancelled", nil, ExitInterrupted},
-		{"SIGINT", &signalError{syscall.SIGINT}, 130},
-		{"SIGTERM", &signalError{syscall.SIGTERM}, 143},
+		{"SIGINT", &signalError{Sig: syscall.SIGINT}, 130},
+		{"SIGTERM", &signalError{Sig: syscall.SIGTERM}, 143},
 	} {
 		for _, args := range [][]string{
 			{"acquire", "--wait", "1m", "jobs/a"},

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"syscall"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/store"
@@ -36,21 +34,11 @@ func usageErrorf(format string, args ...any) error { return exit.Usagef(format, 
 func childStatus(code int) error { return exit.Child(code) }
 
 // signalError is the cause of a context cancelled by a signal.
-type signalError struct{ sig syscall.Signal }
-
-func (e *signalError) Error() string { return e.sig.String() + " received" }
+type signalError = exit.SignalError
 
 // interrupted is the error of a command whose context was cancelled: exit
-// 128+N for signal N (130 for Ctrl-C), and 130 when no signal is known.
-func interrupted(ctx context.Context, command string) error {
-	code := ExitInterrupted
-	err := fmt.Errorf("%s interrupted: %w", command, context.Cause(ctx))
-	var se *signalError
-	if errors.As(context.Cause(ctx), &se) {
-		code = 128 + int(se.sig)
-	}
-	return withCode(code, err)
-}
+// 128+N for signal N.
+func interrupted(ctx context.Context, command string) error { return exit.Interruption(ctx, command) }
 
 func codeOf(err error) int {
 	switch {

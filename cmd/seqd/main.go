@@ -37,7 +37,7 @@ func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, 
 		select {
 		case sig := <-ch:
 			if s, ok := sig.(syscall.Signal); ok {
-				cancel(&signalError{s})
+				cancel(&signalError{Sig: s})
 			} else {
 				cancel(nil)
 			}

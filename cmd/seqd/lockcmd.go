@@ -6,10 +6,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -19,14 +17,6 @@ import (
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
 )
-
-// forwardedSignals reach the command's process group while it runs; while
-// seqd waits for the lock, any of them withdraws the contender and ends seqd
-// with 128+signal, and the command is never started.
-var forwardedSignals = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
-	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
-}
 
 func lockCommand() *cli.Command {
 	return &cli.Command{
@@ -126,18 +116,7 @@ func runnerFlags(extra ...cli.Flag) []cli.Flag {
 
 // runUnder runs cfg's command under its lock or leadership.
 func runUnder(c *cli.Context, cfg underlock.Config) error {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	// seqd must never stop while it holds the lock: stopped, it
-	// could not notice the loss nor signal the command. Ctrl-Z and
-	// background terminal I/O would stop it by default, so those
-	// signals are caught and dropped. (Caught, not ignored: the
-	// command gets the default actions back when it is exec'd.)
-	jobControl := make(chan os.Signal, 4)
-	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	defer signal.Stop(jobControl)
-	err := underlock.Run(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs, zklock.WallClock())
+	err := underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
 	if na := (*underlock.NoAuthError)(nil); errors.As(err, &na) {
 		return withCode(ExitAuth, zkNoAuth(na.What, cfg.Root, cfg.Auth))
 	}

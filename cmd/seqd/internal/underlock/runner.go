@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
@@ -24,6 +25,31 @@ import (
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
 )
+
+// forwardedSignals reach the command's process group while it runs; while
+// seqd waits for the lock, any of them withdraws the contender and ends seqd
+// with 128+signal, and the command is never started.
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// RunProcess is Run for the seqd process itself: the forwarded signals
+// are the process's, and the kill grace is measured on the wall clock.
+func RunProcess(ctx context.Context, cfg Config, stdio IO) error {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	// seqd must never stop while it holds the lock: stopped, it
+	// could not notice the loss nor signal the command. Ctrl-Z and
+	// background terminal I/O would stop it by default, so those
+	// signals are caught and dropped. (Caught, not ignored: the
+	// command gets the default actions back when it is exec'd.)
+	jobControl := make(chan os.Signal, 4)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	defer signal.Stop(jobControl)
+	return Run(ctx, cfg, stdio, sigs, zklock.WallClock())
+}
 
 // Run waits for the lock, runs the command under it and releases it. sigs
 // carries the forwarded signals; clk measures the kill grace.

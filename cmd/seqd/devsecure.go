@@ -100,31 +100,8 @@ func (d *devLockdown) cleanup() {
 }
 
 // ready prints the export line that reaches the locked-down daemon at
-// addr, as a shell takes it pasted.
-func (d *devLockdown) ready(w io.Writer, addr string) {
-	l := d.Dir
-	l.Addr = "https://" + addr
-	where := l.Path
-	if d.Temp {
-		where += ", removed when dev stops"
-	}
-	vars := append(append(l.RunnerVars(), d.ZKTLSVars...), l.ClientVars()...)
-	zk := "ZooKeeper nodes under a digest identity"
-	if d.ZKTLS {
-		zk += ", reached over mutual TLS"
-	}
-	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, %[4]s (files in %[2]s). In another terminal, paste:
-
-  export %[3]s
-
-then try:
-  seqd acquire --ttl 30s demo
-  seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
-  curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
-Ctrl-C stops seqd and ZooKeeper.
-`, l.Addr, where, strings.Join(vars, " "), zk)
-}
+// addr.
+func (d *devLockdown) ready(w io.Writer, addr string) { d.WriteReady(w, addr) }
 
 // plainDevExports is the daemon's URL and the export line of a dev run
 // without --secure: https when it serves TLS, and the token and ZooKeeper

@@ -6,17 +6,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
-	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -78,7 +74,7 @@ func initAction(c *cli.Context) error {
 		return err
 	}
 	warnParent(c, l.Path)
-	printLockdown(c.App.Writer, l, listen, hosts, days)
+	l.WriteSummary(c.App.Writer, listen, serveTakes("admin-token-file"), hosts, days)
 	return nil
 }
 
@@ -94,48 +90,4 @@ func serveTakes(name string) bool {
 		}
 	}
 	return false
-}
-
-func printLockdown(w io.Writer, l lockdown.Dir, listen string, hosts []string, days int) {
-	mode := "?"
-	if st, err := os.Stat(l.Path); err == nil {
-		mode = fmt.Sprintf("mode %#o", st.Mode().Perm())
-	}
-	fmt.Fprintf(w, "Wrote %s (%s):\n", l.Path, mode)
-	for _, row := range [][2]string{
-		{lockdown.CAFile, "the CA: clients trust it (public)"},
-		{lockdown.CAKeyFile, "the CA's key: it signs new certificates (secret; keep it offline once done)"},
-		{lockdown.ServerCertFile + ", " + lockdown.ServerKeyFile, fmt.Sprintf("the daemon's and the store's certificate for %s, valid %d days", strings.Join(hosts, ", "), days)},
-		{lockdown.ClientCertFile + ", " + lockdown.ClientKeyFile, "a client certificate, for mutual TLS"},
-		{lockdown.APITokenFile, "the API's bearer token (secret)"},
-		{lockdown.AdminTokenFile, "the admin token, for breaking locks (secret)"},
-		{lockdown.SigningKeyFile + ", " + lockdown.VerifyKeysFile, "the key that signs sequencers (secret), and its public key for resources"},
-		{lockdown.ZKAuthFile, "the ZooKeeper digest identity, user:password (secret)"},
-		{lockdown.ClientEnvFile, "the settings every client reads"},
-	} {
-		fmt.Fprintf(w, "  %-28s %s\n", row[0], row[1])
-	}
-	for i, id := range l.Identities {
-		cf, kf := lockdown.IdentityCertFiles(i)
-		fmt.Fprintf(w, "  %-28s %s\n", cf+", "+kf, "a client certificate naming the identity "+termtext.Safe(id)+" (SEQD_CERT, SEQD_KEY)")
-	}
-	fmt.Fprintf(w, "\nRun the daemon with:\n\n")
-	printCommand(w, l.ServeArgs(listen, serveTakes("admin-token-file")))
-	fmt.Fprintf(w, "\nand the fenced store (if you use it) with:\n\n")
-	printCommand(w, l.StoreArgs())
-	fmt.Fprintf(w, "\nThen in every shell that runs a client (seqd acquire, seqd lock, your programs):\n\n  . %s\n", lockdown.ShellWord(l.File(lockdown.ClientEnvFile)))
-}
-
-// printCommand prints `seqd ARGS`, a flag and its value per line, to be
-// pasted into a shell.
-func printCommand(w io.Writer, args []string) {
-	fmt.Fprintf(w, "  seqd %s", args[0])
-	for i := 1; i < len(args); i++ {
-		fmt.Fprintf(w, " \\\n    %s", lockdown.ShellWord(args[i]))
-		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
-			i++
-			fmt.Fprintf(w, " %s", lockdown.ShellWord(args[i]))
-		}
-	}
-	fmt.Fprintln(w)
 }

@@ -6,6 +6,7 @@ package lockdown
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,4 +139,31 @@ func (d *Dev) Cleanup() {
 	if d != nil && d.Temp {
 		os.RemoveAll(d.Dir.Path)
 	}
+}
+
+// WriteReady writes the export line that reaches the locked-down daemon at
+// addr, as a shell takes it pasted.
+func (d *Dev) WriteReady(w io.Writer, addr string) {
+	l := d.Dir
+	l.Addr = "https://" + addr
+	where := l.Path
+	if d.Temp {
+		where += ", removed when dev stops"
+	}
+	vars := append(append(l.RunnerVars(), d.ZKTLSVars...), l.ClientVars()...)
+	zk := "ZooKeeper nodes under a digest identity"
+	if d.ZKTLS {
+		zk += ", reached over mutual TLS"
+	}
+	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, %[4]s (files in %[2]s). In another terminal, paste:
+
+  export %[3]s
+
+then try:
+  seqd acquire --ttl 30s demo
+  seqd status demo
+  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
+  curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
+Ctrl-C stops seqd and ZooKeeper.
+`, l.Addr, where, strings.Join(vars, " "), zk)
 }

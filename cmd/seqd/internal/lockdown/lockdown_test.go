@@ -117,3 +117,40 @@ func TestOpenDev(t *testing.T) {
 		t.Error("a nil Dev's ZooKeeper options lost the port")
 	}
 }
+
+// The summary lists every file, the identities escaped, and the serve
+// command a flag per line, with the admin token's only when serve has it.
+func TestWriteSummary(t *testing.T) {
+	l := Dir{Path: t.TempDir(), ZK: "zk:2181", Identities: []string{"team\x1b[2Ja"}}
+	for _, admin := range []bool{true, false} {
+		var b strings.Builder
+		l.WriteSummary(&b, "127.0.0.1:7070", admin, []string{"localhost"}, 30)
+		out := b.String()
+		for _, want := range []string{CAKeyFile, ZKAuthFile, "valid 30 days", `team\x1b[2Ja`, "  seqd serve \\\n    --zk zk:2181 \\\n", "  seqd store \\\n", ". " + l.File(ClientEnvFile)} {
+			if !strings.Contains(out, want) {
+				t.Errorf("admin %v: the summary lacks %q:\n%s", admin, want, out)
+			}
+		}
+		if got := strings.Contains(out, "--admin-token-file"); got != admin {
+			t.Errorf("admin %v: --admin-token-file in the serve command: %v", admin, got)
+		}
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("the summary holds a raw escape")
+		}
+	}
+}
+
+// The ready text of a locked-down dev run exports what every client and
+// seqd lock need, and says where the files are.
+func TestWriteReady(t *testing.T) {
+	d := &Dev{Dir: Dir{Path: "/tmp/d", ZK: "127.0.0.1:2181"}, Temp: true, ZKTLS: true, ZKTLSVars: []string{"SEQD_ZK_TLS_CA_FILE=/ca"}}
+	var b strings.Builder
+	d.WriteReady(&b, "127.0.0.1:7070")
+	out := b.String()
+	for _, want := range []string{"seqd API on https://127.0.0.1:7070", "files in /tmp/d, removed when dev stops", "reached over mutual TLS",
+		"export SEQD_ZK=127.0.0.1:2181 SEQD_ZK_AUTH_FILE=/tmp/d/zk-auth SEQD_SIGNING_KEY_FILE=/tmp/d/signing.key SEQD_ZK_TLS_CA_FILE=/ca SEQD_ADDR=https://127.0.0.1:7070 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the ready text lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -80,4 +82,48 @@ func PollReloads(ctx context.Context, log *slog.Logger, m *metrics.Metrics, file
 		wg.Wait()
 		t.Stop()
 	}
+}
+
+// RunDaemon serves the daemon until ctx ends (SIGINT/SIGTERM) or serving
+// fails: then it stops accepting at once, releases held leases and ends
+// waiting acquires (svc.Close), lets in-flight requests finish, all within
+// shutdownTimeout, and returns nil for a clean stop.
+func RunDaemon(ctx context.Context, svc *sequencer.Service, srv *httpserve.Server, served <-chan error, shutdownTimeout time.Duration, logger *slog.Logger) error {
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		svc.Close(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("shutting down: releasing leases")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- Shutdown(sctx, srv, served) }() // stops accepting at once
+	svc.Close(sctx)                                     // releases leases; waiting acquires end
+	if err := <-shut; err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// StartCPUProfile profiles the process into file until stop is called;
+// with no file it does nothing.
+func StartCPUProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

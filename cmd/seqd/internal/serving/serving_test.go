@@ -99,3 +99,25 @@ func TestStartAndShutdown(t *testing.T) {
 		t.Error("Start on a port out of range: no error")
 	}
 }
+
+// A CPU profile is written to its file by stop; no file does nothing; a
+// file that cannot be made is an error before anything runs.
+func TestStartCPUProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cpu.pprof")
+	stop, err := StartCPUProfile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+		t.Errorf("the profile %s: %v, size %v; want a written profile", file, err, fi)
+	}
+	stop, err = StartCPUProfile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := StartCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.pprof")); err == nil {
+		t.Error("a profile in a missing directory: no error")
+	}
+}

@@ -30,9 +30,6 @@ func withCode(code int, err error) error { return exit.With(code, err) }
 // usageErrorf is a usage error: exit 64 and a sentence.
 func usageErrorf(format string, args ...any) error { return exit.Usagef(format, args...) }
 
-// childStatus passes a child's exit status through without printing anything.
-func childStatus(code int) error { return exit.Child(code) }
-
 // signalError is the cause of a context cancelled by a signal.
 type signalError = exit.SignalError
 

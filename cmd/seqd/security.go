@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -130,11 +129,6 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
 	opts.MaxConnections = s.max
 	return serving.Start(listen, h, s.tls, opts, logger)
-}
-
-// shutdown stops srv within ctx and reports what Serve returned.
-func shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) error {
-	return serving.Shutdown(ctx, srv, served)
 }
 
 func keygenCommand() *cli.Command {

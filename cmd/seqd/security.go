@@ -152,6 +152,9 @@ func keygenCommand() *cli.Command {
 			if ke := (*lockdown.KeyIDError)(nil); errors.As(err, &ke) {
 				return usageErrorf("--kid: %v", userMessage(ke.Err))
 			}
+			if ke := (*lockdown.KeyExistsError)(nil); errors.As(err, &ke) {
+				return usageErrorf("%v: pick another --kid", ke)
+			}
 			if err != nil {
 				return err
 			}

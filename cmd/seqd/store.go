@@ -77,6 +77,9 @@ func storeAction(c *cli.Context) error {
 		BareTokenWarning: poisonWarning,
 		BareTokenFlag:    "--verify-keys-file",
 	})
+	if af := (*serving.AddrFileError)(nil); errors.As(err, &af) {
+		return fmt.Errorf("store: --addr-file: %w", af.Err)
+	}
 	if errors.Is(err, store.ErrDamaged) {
 		return fmt.Errorf("%w (seqd store --repair does it)", err)
 	}

@@ -25,6 +25,13 @@ func (e *KeyIDError) Error() string { return "key id: " + e.Err.Error() }
 
 func (e *KeyIDError) Unwrap() error { return e.Err }
 
+// KeyExistsError is a verify.keys that already holds the key id to add.
+type KeyExistsError struct{ Path, KeyID string }
+
+func (e *KeyExistsError) Error() string {
+	return fmt.Sprintf("keygen: %s already holds key %q", e.Path, e.KeyID)
+}
+
 // WriteKeyPair writes DIR/signing.key and adds the key's line to
 // DIR/verify.keys, after checking that nobody else can write to DIR or
 // has written DIR/verify.keys: someone who plants a verify.keys there gets
@@ -164,7 +171,7 @@ func checkVerifyKeys(f *os.File, path, kid string) ([]byte, error) {
 		return nil, refuseVerifyKeys(path, "does not read as a verify keys file: "+exit.Message(err))
 	}
 	if _, dup := keys[kid]; dup {
-		return nil, exit.Usagef("keygen: %s already holds key %q: pick another --kid", path, kid)
+		return nil, &KeyExistsError{Path: path, KeyID: kid}
 	}
 	return b, nil
 }

@@ -91,15 +91,22 @@ func RunStore(ctx context.Context, cfg Store) error {
 	return nil
 }
 
+// AddrFileError is an address file that could not be written.
+type AddrFileError struct{ Err error }
+
+func (e *AddrFileError) Error() string { return "store: the address file: " + e.Err.Error() }
+
+func (e *AddrFileError) Unwrap() error { return e.Err }
+
 // writeAddr writes the address atomically, so a script polling for the
 // file never reads half of it.
 func writeAddr(path, addr string) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("store: --addr-file: %w", err)
+		return &AddrFileError{err}
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("store: --addr-file: %w", err)
+		return &AddrFileError{err}
 	}
 	return nil
 }

@@ -100,18 +100,10 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	if s.token, err = apiToken(c); err != nil {
 		return s, err
 	}
-	cert, key, ca := c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file")
-	reloaded := func(err error) {
-		if err != nil {
-			logger.Error("TLS: "+err.Error(), "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
-			return
-		}
-		logger.Info("TLS files reloaded", "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
-	}
-	if s.tls, err = security.ServerTLS(cert, key, ca, security.OnReload(reloaded)); err != nil {
+	if s.tls, err = serving.ServerTLS(c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file"), logger); err != nil {
 		return s, usageErrorf("TLS: %v", err)
 	}
-	loop, err := isLoopback(listen)
+	loop, err := serving.Loopback(listen)
 	if err != nil {
 		return s, usageErrorf("--listen: %v", err)
 	}

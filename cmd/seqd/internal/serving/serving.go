@@ -22,6 +22,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/internal/httpserve"
+	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -126,4 +127,32 @@ func StartCPUProfile(file string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// ServerTLS is the TLS of a server that serves cert and key (and requires
+// client certificates of ca, if set), or nil without cert: the files are
+// read again when they change, and logger says when, and when new files do
+// not load.
+func ServerTLS(cert, key, ca string, logger *slog.Logger) (*tls.Config, error) {
+	reloaded := func(err error) {
+		if err != nil {
+			logger.Error("TLS: "+err.Error(), "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
+			return
+		}
+		logger.Info("TLS files reloaded", "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
+	}
+	return security.ServerTLS(cert, key, ca, security.OnReload(reloaded))
+}
+
+// Loopback reports whether a listen address binds only to loopback.
+func Loopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("%q is not host:port", addr)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
 }

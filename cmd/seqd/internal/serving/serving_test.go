@@ -121,3 +121,22 @@ func TestStartCPUProfile(t *testing.T) {
 		t.Error("a profile in a missing directory: no error")
 	}
 }
+
+// Only an address that binds to loopback alone counts as loopback: a
+// wildcard or a routable address does not, and a bad one is an error.
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:7070", true}, {"[::1]:7070", true}, {"localhost:7070", true},
+		{":7070", false}, {"0.0.0.0:7070", false}, {"10.0.0.1:7070", false}, {"seqd.example:7070", false},
+	} {
+		if got, err := Loopback(tc.addr); err != nil || got != tc.want {
+			t.Errorf("Loopback(%q) = %v, %v; want %v", tc.addr, got, err, tc.want)
+		}
+	}
+	if _, err := Loopback("127.0.0.1"); err == nil {
+		t.Error("Loopback without a port: no error")
+	}
+}

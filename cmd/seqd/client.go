@@ -18,6 +18,8 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/security"
 )
@@ -131,7 +133,7 @@ func unauthorized(c *cli.Context) error {
 	if f != "" {
 		return fmt.Errorf("the daemon at %s refused the bearer token read from %s %s (401): give %[2]s (or %[4]s) the file that the daemon's own %[2]s names", c.String("addr"), flag, f, env)
 	}
-	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with (seqd init writes it as %s)", c.String("addr"), apiTokenFile)
+	return fmt.Errorf("the daemon at %s requires a bearer token (401): give --api-token-file (or SEQD_API_TOKEN_FILE) naming a file that holds the token the daemon was started with (seqd init writes it as %s)", c.String("addr"), lockdown.APITokenFile)
 }
 
 // forbidden explains a 403: a signature the daemon's keys do not verify
@@ -166,7 +168,7 @@ func tlsRefusal(c *cli.Context, r *security.Refusal) error {
 	case security.ServerNotTrusted:
 		return withCode(ExitAuth, untrustedDaemon(c, r.Verify))
 	case security.ClientCertMissing:
-		return withCode(ExitAuth, fmt.Errorf("the daemon at %s requires a client certificate (mutual TLS) and none was given: give --cert and --key (or SEQD_CERT and SEQD_KEY), a certificate signed by the CA of the daemon's --tls-client-ca-file (seqd init writes %s and %s)", addr, clientCertFile, clientKeyFile))
+		return withCode(ExitAuth, fmt.Errorf("the daemon at %s requires a client certificate (mutual TLS) and none was given: give --cert and --key (or SEQD_CERT and SEQD_KEY), a certificate signed by the CA of the daemon's --tls-client-ca-file (seqd init writes %s and %s)", addr, lockdown.ClientCertFile, lockdown.ClientKeyFile))
 	case security.ClientCertRefused:
 		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), peerCause(r.Err)))
 	case security.PlainServer:
@@ -190,7 +192,7 @@ func untrustedDaemon(c *cli.Context, cve *tls.CertificateVerificationError) erro
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.As(cve.Err, &unknown) && ca == "":
-		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, issuer(leaf), caFile)
+		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, issuer(leaf), lockdown.CAFile)
 	case errors.As(cve.Err, &unknown):
 		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, issuer(leaf))
 	case errors.As(cve.Err, &host):
@@ -222,7 +224,7 @@ func printOut(c *cli.Context, v any, token uint64) error {
 		_, err := fmt.Fprintln(c.App.Writer, token)
 		return err
 	}
-	enc := json.NewEncoder(jsonTermSafe{c.App.Writer})
+	enc := json.NewEncoder(termtext.JSON{W: c.App.Writer})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -396,7 +398,7 @@ func checkCommand() *cli.Command {
 				return perr
 			}
 			if err != nil {
-				return &exitError{code: ExitConflict, err: err, quiet: true}
+				return &exitError{Code: ExitConflict, Err: err, Quiet: true}
 			}
 			return nil
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,8 +43,8 @@ func TestClientCommandInterrupted(t *testing.T) {
 		want  int
 	}{
 		{"cancelled", nil, ExitInterrupted},
-		{"SIGINT", &signalError{syscall.SIGINT}, 130},
-		{"SIGTERM", &signalError{syscall.SIGTERM}, 143},
+		{"SIGINT", &signalError{Sig: syscall.SIGINT}, 130},
+		{"SIGTERM", &signalError{Sig: syscall.SIGTERM}, 143},
 	} {
 		for _, args := range [][]string{
 			{"acquire", "--wait", "1m", "jobs/a"},
@@ -132,20 +131,6 @@ func TestClientUnauthorized(t *testing.T) {
 		code, _, errs := runCLI(ctx, args...)
 		if code != tc.want || !strings.Contains(errs, tc.msg) {
 			t.Errorf("%s: exit %d %q, want %d with %q", tc.name, code, errs, tc.want, tc.msg)
-		}
-	}
-}
-
-func TestUserMessageHasNoPackagePrefixes(t *testing.T) {
-	for _, tc := range []struct{ err, want string }{
-		{"sequencer: invalid sequencer: token \"y\" must be digits", "invalid sequencer: token \"y\" must be digits"},
-		{"check: sequencer: invalid sequencer: x", "check: invalid sequencer: x"},
-		{"lock a was not acquired: zklock: lock lost: zklock: session expired", "lock a was not acquired: lock lost: session expired"},
-		{"lock: --kill-signal: runlock: \"FOO\" is not a signal name", "lock: --kill-signal: \"FOO\" is not a signal name"},
-		{"lock jobs/store: held", "lock jobs/store: held"},
-	} {
-		if got := userMessage(errors.New(tc.err)); got != tc.want {
-			t.Errorf("userMessage(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

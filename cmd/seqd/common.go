@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -166,19 +165,6 @@ func logLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
-}
-
-// isLoopback reports whether a listen address binds only to loopback.
-func isLoopback(addr string) (bool, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false, fmt.Errorf("%q is not host:port", addr)
-	}
-	if host == "localhost" {
-		return true, nil
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
 }
 
 // The token floor flags: where tokens start on a root that records no mark

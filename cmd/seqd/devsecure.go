@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/testenv"
 )
@@ -30,15 +28,9 @@ func devSecureFlags() []cli.Flag {
 	}
 }
 
-// devLockdown is the material of a `seqd dev --secure` run.
-type devLockdown struct {
-	l     lockdown
-	write bool // the directory has none of the files yet
-	temp  bool // a directory of our own, removed at exit
-	zkTLS bool
-	// zkVars are the ZooKeeper TLS settings of the export line.
-	zkTLSVars []string
-}
+// devLockdown is the material of a `seqd dev --secure` run; nil without
+// --secure.
+type devLockdown struct{ *lockdown.Dev }
 
 // prepareDevSecure checks --secure and --dir before anything starts: nil
 // without --secure; a directory with some of seqd init's files but not all
@@ -51,99 +43,44 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 		}
 		return nil, nil
 	}
-	d := &devLockdown{zkTLS: c.Bool("zk-tls")}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "seqd-dev-")
-		if err != nil {
-			return nil, err
-		}
-		d.l.dir, d.write, d.temp = tmp, true, true
-		return d, nil
-	}
-	var err error
-	if d.l.dir, err = filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	// Another user's directory, or one others can write, is refused
-	// before anything in it is read or written.
+	d, err := lockdown.OpenDev(dir, c.Bool("zk-tls"))
 	var unsafe *security.UnsafeDirError
-	switch err := security.CheckPrivateDir(d.l.dir); {
+	var incomplete *lockdown.IncompleteError
+	switch {
 	case errors.As(err, &unsafe):
 		return nil, usageErrorf("--dir: %v", err)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &incomplete):
+		warnParent(c, incomplete.Abs)
+		return nil, usageErrorf("--dir %v: give a directory seqd init wrote, or an empty one", err)
+	case err != nil:
 		return nil, err
 	}
-	if w := security.ParentWarning(d.l.dir); w != "" {
+	if dir != "" {
+		warnParent(c, d.Dir.Path)
+	}
+	return &devLockdown{d}, nil
+}
+
+// warnParent says when a directory above dir lets others replace it.
+func warnParent(c *cli.Context, dir string) {
+	if w := security.ParentWarning(dir); w != "" {
 		fmt.Fprintf(c.App.ErrWriter, "seqd: warning: %s\n", w)
 	}
-	var have, missing []string
-	for _, f := range lockdownFiles {
-		if _, err := os.Stat(d.l.path(f)); err == nil {
-			have = append(have, f)
-		} else {
-			missing = append(missing, f)
-		}
-	}
-	switch {
-	case len(have) == 0:
-		d.write = true
-	case len(missing) > 0:
-		return nil, usageErrorf("--dir %s holds some of seqd init's files but not %s: give a directory seqd init wrote, or an empty one", dir, strings.Join(missing, ", "))
-	}
-	return d, nil
 }
 
-// zkOptions are the options of dev's ZooKeeper on port: with --zk-tls, a
-// secure client port too, whose CA (testenv's own) issues seqd's client
-// certificate.
 func (d *devLockdown) zkOptions(port int) testenv.Options {
-	opts := testenv.Options{ClientPort: port}
-	if d != nil && d.zkTLS {
-		opts.TLS = &testenv.TLSOptions{ClientAuth: true}
+	if d == nil {
+		return (*lockdown.Dev)(nil).ZKOptions(port)
 	}
-	return opts
+	return d.ZKOptions(port)
 }
 
-// apply writes the material if the directory has none (with ZooKeeper's
-// address and listen in its client.env), points the server flags at it,
-// and returns the ZooKeeper servers to use.
+// apply writes the material if the directory has none, points the server
+// flags at it, and returns the ZooKeeper servers to use.
 func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, error) {
-	servers := zk.Servers()
-	files := map[string]string{}
-	if d.zkTLS {
-		cert, key, err := zk.CA.Issue("seqd-dev", false)
-		if err != nil {
-			return nil, err
-		}
-		servers = zk.SecureServers()
-		files["zk-tls-ca-file"], files["zk-tls-cert-file"], files["zk-tls-key-file"] = zk.CA.CertFile, cert, key
-		d.zkTLSVars = []string{
-			"SEQD_ZK_TLS_CA_FILE=" + shellWord(zk.CA.CertFile),
-			"SEQD_ZK_TLS_CERT_FILE=" + shellWord(cert),
-			"SEQD_ZK_TLS_KEY_FILE=" + shellWord(key),
-		}
-	}
-	d.l.zk = strings.Join(servers, ",")
-	if d.write {
-		listen := c.String("listen")
-		hosts, err := security.ServerHosts(nil)
-		if err != nil {
-			return nil, err
-		}
-		d.l.addr = daemonURL(listen, hosts)
-		if err := writeLockdown(d.l, hosts, defaultInitDays*24*time.Hour); err != nil {
-			return nil, err
-		}
-	}
-	for flag, file := range map[string]string{
-		"tls-cert-file":      serverCertFile,
-		"tls-key-file":       serverKeyFile,
-		"tls-client-ca-file": caFile,
-		"api-token-file":     apiTokenFile,
-		"signing-key-file":   signingKeyFile,
-		"zk-auth-file":       zkAuthFile,
-	} {
-		files[flag] = d.l.path(file)
+	servers, files, err := d.Apply(zk, c.String("listen"))
+	if err != nil {
+		return nil, err
 	}
 	for flag, path := range files {
 		if err := c.Set(flag, path); err != nil {
@@ -152,42 +89,19 @@ func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, erro
 	}
 	// A daemon that has an admin token takes seqd init's; one without the
 	// flag has nothing to set.
-	_ = c.Set("admin-token-file", d.l.path(adminTokenFile))
+	_ = c.Set("admin-token-file", d.Dir.File(lockdown.AdminTokenFile))
 	return servers, nil
 }
 
 func (d *devLockdown) cleanup() {
-	if d != nil && d.temp {
-		os.RemoveAll(d.l.dir)
+	if d != nil {
+		d.Cleanup()
 	}
 }
 
 // ready prints the export line that reaches the locked-down daemon at
-// addr, as a shell takes it pasted.
-func (d *devLockdown) ready(w io.Writer, addr string) {
-	l := d.l
-	l.addr = "https://" + addr
-	where := l.dir
-	if d.temp {
-		where += ", removed when dev stops"
-	}
-	vars := append(append(l.runnerVars(), d.zkTLSVars...), l.clientVars()...)
-	zk := "ZooKeeper nodes under a digest identity"
-	if d.zkTLS {
-		zk += ", reached over mutual TLS"
-	}
-	fmt.Fprintf(w, `seqd API on %[1]s, locked down: mutual TLS, a bearer token, signed sequencers, %[4]s (files in %[2]s). In another terminal, paste:
-
-  export %[3]s
-
-then try:
-  seqd acquire --ttl 30s demo
-  seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
-  curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
-Ctrl-C stops seqd and ZooKeeper.
-`, l.addr, where, strings.Join(vars, " "), zk)
-}
+// addr.
+func (d *devLockdown) ready(w io.Writer, addr string) { d.WriteReady(w, addr) }
 
 // plainDevExports is the daemon's URL and the export line of a dev run
 // without --secure: https when it serves TLS, and the token and ZooKeeper
@@ -198,14 +112,14 @@ func plainDevExports(c *cli.Context, addr, zk string) (url, line string) {
 	if c.String("tls-cert-file") != "" {
 		url = "https://" + addr
 	}
-	vars := []string{"SEQD_ZK=" + shellWord(zk), "SEQD_ADDR=" + url}
+	vars := []string{"SEQD_ZK=" + lockdown.ShellWord(zk), "SEQD_ADDR=" + url}
 	for _, fe := range [][2]string{{"zk-auth-file", "SEQD_ZK_AUTH_FILE"}, {"api-token-file", "SEQD_API_TOKEN_FILE"}} {
 		flag, env := fe[0], fe[1]
 		if f := c.String(flag); f != "" {
 			if abs, err := filepath.Abs(f); err == nil {
 				f = abs
 			}
-			vars = append(vars, env+"="+shellWord(f))
+			vars = append(vars, env+"="+lockdown.ShellWord(f))
 		}
 	}
 	line = strings.Join(vars, " ")

@@ -91,7 +91,7 @@ func fenceCheckAction(c *cli.Context) error {
 		return err
 	}
 	if !rep.Holds {
-		return &exitError{code: ExitConflict, err: errors.New("fence-check: a case fails"), quiet: true}
+		return &exitError{Code: ExitConflict, Err: errors.New("fence-check: a case fails"), Quiet: true}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/tokenfloor"
+	"github.com/seqd/seqd/cmd/seqd/internal/underlock"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -40,12 +42,6 @@ func floorCommand() *cli.Command {
 	}
 }
 
-// floorRoot is one root seqd floor shows or raises.
-type floorRoot struct {
-	flag, path string
-	mode       zklock.TokenMode
-}
-
 func runFloor(c *cli.Context) error {
 	if err := checkRoots(c, "root", "semaphore-root", "election-root"); err != nil {
 		return err
@@ -62,36 +58,24 @@ func runFloor(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	roots := []floorRoot{
-		{"--root", c.String("root"), mode},
-		{"--semaphore-root", c.String("semaphore-root"), zklock.TokenZxid},
-		{"--election-root", c.String("election-root"), mode},
+	roots := []tokenfloor.Root{
+		{Path: c.String("root"), Mode: mode},
+		{Path: c.String("semaphore-root"), Mode: zklock.TokenZxid},
+		{Path: c.String("election-root"), Mode: mode},
 	}
-	// What to raise each root to: --raise, or the highest any file records.
-	targets := map[string]uint64{}
-	raise := c.IsSet("raise")
-	for _, r := range roots {
-		if raise {
-			targets[r.path] = c.Uint64("raise")
-		}
+	var raise *uint64
+	if c.IsSet("raise") {
+		n := c.Uint64("raise")
+		raise = &n
 	}
-	for _, path := range c.StringSlice("from-floor-file") {
-		f, err := zklock.OpenFloors(path)
-		if err != nil {
-			return usageErrorf("--from-floor-file: %v", userMessage(err))
-		}
-		for _, r := range roots {
-			if is := f.Issued(r.path); is.Token > 0 {
-				targets[r.path] = max(targets[r.path], is.Token)
-			}
-		}
+	targets, err := tokenfloor.Targets(roots, raise, c.StringSlice("from-floor-file"))
+	if fe := (*tokenfloor.FileError)(nil); errors.As(err, &fe) {
+		return usageErrorf("--from-floor-file: %v", userMessage(fe.Err))
 	}
-	for root, n := range targets {
-		if n > zklock.MaxTokenFloor {
-			return usageErrorf("a floor of %d for %s is above the highest floor, %d", n, root, uint64(zklock.MaxTokenFloor))
-		}
+	if err != nil {
+		return err
 	}
-	ctx, cancel := context.WithTimeout(c.Context, max(c.Duration("session-timeout"), minDialTimeout))
+	ctx, cancel := context.WithTimeout(c.Context, max(c.Duration("session-timeout"), underlock.MinDialTimeout))
 	defer cancel()
 	sess, err := zklock.Dial(ctx, servers, zklock.Options{SessionTimeout: c.Duration("session-timeout"), Auth: zs.auth, ACL: zs.acl, TLS: zs.tls})
 	if err != nil {
@@ -101,7 +85,7 @@ func runFloor(c *cli.Context) error {
 	out := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(out, "ROOT\tMODE\tFLOOR\tCHANGE")
 	for _, r := range roots {
-		line, err := floorOf(ctx, sess, r, targets, raise)
+		line, err := tokenfloor.Apply(ctx, sess, r, targets, raise != nil)
 		if err != nil {
 			out.Flush()
 			return err
@@ -109,40 +93,4 @@ func runFloor(c *cli.Context) error {
 		fmt.Fprintln(out, line)
 	}
 	return out.Flush()
-}
-
-// floorOf shows r's floor, raised first when targets names it.
-func floorOf(ctx context.Context, sess *zklock.Session, r floorRoot, targets map[string]uint64, explicit bool) (string, error) {
-	mode, floor, marked, err := sess.TokenFloor(ctx, r.path)
-	if err != nil {
-		return "", zkError(err)
-	}
-	change := "-"
-	if !marked {
-		mode, change = r.mode, "no mark"
-	}
-	if n, ok := targets[r.path]; ok && (n > floor || !marked) {
-		old, err := sess.RaiseTokenFloor(ctx, r.path, r.mode, n)
-		if err != nil {
-			return "", zkError(err)
-		}
-		if !marked {
-			change = fmt.Sprintf("created with floor %d", n)
-		} else {
-			change = fmt.Sprintf("raised from %d", old)
-		}
-		floor = n
-	} else if ok && explicit && n < floor {
-		return "", usageErrorf("%s records floor %d: a floor is never lowered (asked for %d)", r.path, floor, n)
-	}
-	return fmt.Sprintf("%s\t%s\t%d\t%s", r.path, mode, floor, change), nil
-}
-
-// zkError is an error of seqd floor's ZooKeeper requests, with its exit code.
-func zkError(err error) error {
-	switch {
-	case errors.Is(err, zklock.ErrFloorLowered), errors.Is(err, zklock.ErrTokenModeMismatch):
-		return withCode(ExitUsage, err)
-	}
-	return withCode(ExitUnavailable, fmt.Errorf("floor: %w", err))
 }

@@ -3,18 +3,13 @@ package main
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 )
-
-// reloadEvery is how often serve looks at --tokens-file and --policy-file
-// for a change.
-const reloadEvery = time.Second
 
 // identityFiles are serve's --tokens-file and --policy-file.
 type identityFiles struct {
@@ -50,20 +45,5 @@ func (f identityFiles) poll(ctx context.Context, log *slog.Logger, m *metrics.Me
 	if f.policy != nil {
 		files = append(files, f.policy)
 	}
-	if len(files) == 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	t := time.NewTicker(reloadEvery)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sequencer.Poll(ctx, t.C, log.With("component", "reload"), m, files...)
-	}()
-	return func() {
-		cancel()
-		wg.Wait()
-		t.Stop()
-	}
+	return serving.PollReloads(ctx, log, m, files...)
 }

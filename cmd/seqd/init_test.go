@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -127,7 +128,7 @@ func TestInitServeCommandNamesItsHosts(t *testing.T) {
 	if !strings.Contains(args, "--host seqd.internal.example --host seqd2.internal.example") || strings.Contains(args, "--host 10.1.2.3") {
 		t.Fatalf("the printed serve command %q: want --host for each name, none for the address", args)
 	}
-	env, _ := os.ReadFile(filepath.Join(dir, clientEnvFile))
+	env, _ := os.ReadFile(filepath.Join(dir, lockdown.ClientEnvFile))
 	if !strings.Contains(string(env), "https://seqd.internal.example:7443") {
 		t.Fatalf("client.env %q: want SEQD_ADDR naming seqd.internal.example", env)
 	}
@@ -145,7 +146,7 @@ func TestInitIssuesACertificatePerIdentity(t *testing.T) {
 		t.Fatalf("init: %d %s", code, errs)
 	}
 	for i, want := range []string{"spiffe://example.org/team-a", "team-b"} {
-		cf, kf := identityCertFiles(i)
+		cf, kf := lockdown.IdentityCertFiles(i)
 		b, err := os.ReadFile(filepath.Join(dir, cf))
 		if err != nil {
 			t.Fatal(err)

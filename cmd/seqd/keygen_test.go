@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/fence"
 )
 
@@ -74,22 +75,22 @@ func TestKeygenRefusesVerifyKeysItDidNotWrite(t *testing.T) {
 			os.WriteFile(vk, plantedKey(t), 0o644)
 		}, "not written by seqd keygen"},
 		{"writable by others", func(t *testing.T, vk string) {
-			os.WriteFile(vk, append([]byte(verifyKeysHeader), plantedKey(t)...), 0o666)
+			os.WriteFile(vk, append([]byte(lockdown.VerifyKeysHeader), plantedKey(t)...), 0o666)
 			os.Chmod(vk, 0o666)
 		}, "writable"},
 		{"a symbolic link", func(t *testing.T, vk string) {
-			os.WriteFile(target, append([]byte(verifyKeysHeader), plantedKey(t)...), 0o644)
+			os.WriteFile(target, append([]byte(lockdown.VerifyKeysHeader), plantedKey(t)...), 0o644)
 			os.Symlink(target, vk)
 		}, "not a regular file"},
 		{"a hard link", func(t *testing.T, vk string) {
-			os.WriteFile(target, append([]byte(verifyKeysHeader), plantedKey(t)...), 0o644)
+			os.WriteFile(target, append([]byte(lockdown.VerifyKeysHeader), plantedKey(t)...), 0o644)
 			os.Link(target, vk)
 		}, "link"},
 		{"owned by another user", func(t *testing.T, vk string) {
 			if os.Geteuid() != 0 {
 				t.Skip("only root can give a file to another user")
 			}
-			os.WriteFile(vk, append([]byte(verifyKeysHeader), plantedKey(t)...), 0o644)
+			os.WriteFile(vk, append([]byte(lockdown.VerifyKeysHeader), plantedKey(t)...), 0o644)
 			if err := os.Chown(vk, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}

@@ -4,41 +4,18 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/underlock"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
-)
-
-// forwardedSignals reach the command's process group while it runs; while
-// seqd waits for the lock, any of them withdraws the contender and ends seqd
-// with 128+signal, and the command is never started.
-var forwardedSignals = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
-	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
-}
-
-const (
-	// lockReleaseTimeout bounds the release once the command has exited.
-	lockReleaseTimeout = 5 * time.Second
-	// minDialTimeout: a ZooKeeper that has not given us a session by then
-	// (or by the session timeout, if longer) counts as unreachable.
-	minDialTimeout = 5 * time.Second
-	// signalSettle bounds how long seqd looks for the signal behind a
-	// cancelled context (main's NotifyContext and our own channel are fed by
-	// the same delivery, in an order nobody promises).
-	signalSettle = time.Second
 )
 
 func lockCommand() *cli.Command {
@@ -105,9 +82,9 @@ Exit statuses as for seqd lock.`,
 			if err != nil {
 				return err
 			}
-			cfg.value = c.String("value")
-			if cfg.value == "" {
-				cfg.value, _ = os.Hostname()
+			cfg.Value = c.String("value")
+			if cfg.Value == "" {
+				cfg.Value, _ = os.Hostname()
 			}
 			return runUnder(c, cfg)
 		},
@@ -138,135 +115,98 @@ func runnerFlags(extra ...cli.Flag) []cli.Flag {
 }
 
 // runUnder runs cfg's command under its lock or leadership.
-func runUnder(c *cli.Context, cfg lockConfig) error {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	// seqd must never stop while it holds the lock: stopped, it
-	// could not notice the loss nor signal the command. Ctrl-Z and
-	// background terminal I/O would stop it by default, so those
-	// signals are caught and dropped. (Caught, not ignored: the
-	// command gets the default actions back when it is exec'd.)
-	jobControl := make(chan os.Signal, 4)
-	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	defer signal.Stop(jobControl)
-	return runLock(c.Context, cfg, lockIO{c.App.Reader, c.App.Writer, c.App.ErrWriter}, sigs, zklock.WallClock())
-}
-
-// lockConfig is a validated `seqd lock` command line.
-type lockConfig struct {
-	name           string   // the first lock's name
-	names          []string // every lock's: seqd lock A B C -- CMD
-	argv           []string // CMD as given
-	path           string   // the program to exec (argv[0] resolved, or sh)
-	args           []string // its arguments, argv[0] included
-	servers        []string
-	kind           fence.Kind // KindLock, KindSemaphore (-n) or KindElection (seqd campaign)
-	root           string
-	sessionTimeout time.Duration
-	mode           zklock.TokenMode
-	tokenFloor     uint64
-	floors         *zklock.Floors // nil without --floor-file
-	wait           time.Duration
-	tryOnce        bool // --wait 0
-
-	lockDelay  time.Duration
-	limit      int // -n: a semaphore of this many holders; 0 for a lock
-	killSignal syscall.Signal
-	killGrace  time.Duration
-	verbose    bool
-	signer     *fence.Signer // signs SEQD_SEQUENCER, if set
-	value      string        // the leader's value, with KindElection
-	zk         zkSecurity
-}
-
-type lockIO struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
+func runUnder(c *cli.Context, cfg underlock.Config) error {
+	err := underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
+	if na := (*underlock.NoAuthError)(nil); errors.As(err, &na) {
+		return withCode(ExitAuth, zkNoAuth(na.What, cfg.Root, cfg.Auth))
+	}
+	return err
 }
 
 // parseLockConfig checks the whole command line before ZooKeeper is touched:
 // every mistake is a usage error (exit 64), and a CMD that cannot be found is
 // 127 (as in a shell) rather than a lock taken for nothing. kind is the
 // command's (lock's -n makes it a semaphore), and rootFlag names its root.
-func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (lockConfig, error) {
-	cfg := lockConfig{kind: kind, root: c.String(rootFlag)}
+func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (underlock.Config, error) {
+	cfg := underlock.Config{Kind: kind, Root: c.String(rootFlag), OpenWarning: noAuthWarning}
 	var err error
-	if cfg.names, cfg.argv, err = lockArgs(c.Args().Slice()); err != nil {
+	if cfg.Names, cfg.Argv, err = lockArgs(c.Args().Slice()); err != nil {
 		return cfg, err
 	}
-	cfg.name = cfg.names[0]
+	cfg.Name = cfg.Names[0]
 	// NewMultiMutex validates the names and the root and does no I/O: it
 	// never touches the (absent) session.
-	if _, err := zklock.NewMultiMutex(nil, cfg.names, zklock.WithRoot(cfg.root)); err != nil {
+	if _, err := zklock.NewMultiMutex(nil, cfg.Names, zklock.WithRoot(cfg.Root)); err != nil {
 		return cfg, usageErrorf("%s: %v", c.Command.Name, userMessage(err))
 	}
-	if len(cfg.names) > 1 && kind != fence.KindLock {
-		return cfg, usageErrorf("%s takes one NAME, not %d", c.Command.Name, len(cfg.names))
+	if len(cfg.Names) > 1 && kind != fence.KindLock {
+		return cfg, usageErrorf("%s takes one NAME, not %d", c.Command.Name, len(cfg.Names))
 	}
-	if cfg.servers, err = splitServers(c.String("zk")); err != nil {
+	if cfg.Servers, err = splitServers(c.String("zk")); err != nil {
 		return cfg, err
 	}
-	if cfg.zk, err = parseZKSecurity(c); err != nil {
+	zs, err := parseZKSecurity(c)
+	if err != nil {
 		return cfg, err
 	}
-	if cfg.tokenFloor, cfg.floors, err = tokenFloors(c); err != nil {
+	cfg.Auth, cfg.ACL, cfg.TLS = zs.auth, zs.acl, zs.tls
+	if cfg.TokenFloor, cfg.Floors, err = tokenFloors(c); err != nil {
 		return cfg, err
 	}
-	if cfg.mode, err = tokenMode(c); err != nil {
+	if cfg.Mode, err = tokenMode(c); err != nil {
 		return cfg, err
 	}
-	if cfg.sessionTimeout, err = durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout); err != nil {
+	if cfg.SessionTimeout, err = durationFlag(c, "session-timeout", minSessionTimeout, maxSessionTimeout); err != nil {
 		return cfg, err
 	}
-	if cfg.wait, err = durationFlag(c, "wait", 0, 0); err != nil {
+	if cfg.Wait, err = durationFlag(c, "wait", 0, 0); err != nil {
 		return cfg, err
 	}
 	// --wait 0 tries once, as everywhere; without --wait the wait is
 	// endless.
-	cfg.tryOnce = c.IsSet("wait") && cfg.wait == 0
-	if cfg.lockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
+	cfg.TryOnce = c.IsSet("wait") && cfg.Wait == 0
+	if cfg.LockDelay, err = durationFlag(c, "lock-delay", 0, zklock.MaxLockDelay); err != nil {
 		return cfg, err
 	}
 	if err := lockLimit(c, &cfg); err != nil {
 		return cfg, err
 	}
-	if cfg.killGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
+	if cfg.KillGrace, err = durationFlag(c, "kill-grace", 0, 0); err != nil {
 		return cfg, err
 	}
-	if cfg.killSignal, err = runlock.ParseSignal(c.String("kill-signal")); err != nil {
+	if cfg.KillSignal, err = runlock.ParseSignal(c.String("kill-signal")); err != nil {
 		return cfg, usageErrorf("lock: --kill-signal: %v", err)
 	}
-	cfg.verbose = c.Bool("verbose")
-	if cfg.signer, err = signer(c); err != nil {
+	cfg.Verbose = c.Bool("verbose")
+	if cfg.Signer, err = signer(c); err != nil {
 		return cfg, err
 	}
-	cfg.path, cfg.args, err = lockProgram(cfg.argv, c.Bool("shell"))
+	cfg.Path, cfg.Args, err = lockProgram(cfg.Argv, c.Bool("shell"))
 	return cfg, err
 }
 
 // lockLimit reads -n: a semaphore lives under --semaphore-root, takes zxid
 // tokens only and has no lock-delay.
-func lockLimit(c *cli.Context, cfg *lockConfig) error {
+func lockLimit(c *cli.Context, cfg *underlock.Config) error {
 	if !c.IsSet("n") {
 		return nil
 	}
-	if len(cfg.names) > 1 {
-		return usageErrorf("lock: -n takes one semaphore NAME, not %d: several locks at once are exclusive locks", len(cfg.names))
+	if len(cfg.Names) > 1 {
+		return usageErrorf("lock: -n takes one semaphore NAME, not %d: several locks at once are exclusive locks", len(cfg.Names))
 	}
-	if err := zklock.ValidateSemaphoreName(cfg.name); err != nil {
+	if err := zklock.ValidateSemaphoreName(cfg.Name); err != nil {
 		return usageErrorf("lock: -n: %v", userMessage(err))
 	}
-	cfg.limit = c.Int("n")
+	cfg.Limit = c.Int("n")
 	switch {
-	case cfg.limit < 1 || cfg.limit > zklock.MaxSemaphoreLimit:
-		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.limit, zklock.MaxSemaphoreLimit)
-	case cfg.mode != zklock.TokenZxid:
-		return usageErrorf("lock: -n takes zxid tokens only, not --token-mode %s", cfg.mode)
-	case cfg.lockDelay != 0:
+	case cfg.Limit < 1 || cfg.Limit > zklock.MaxSemaphoreLimit:
+		return usageErrorf("lock: -n %d is out of range: give 1..%d", cfg.Limit, zklock.MaxSemaphoreLimit)
+	case cfg.Mode != zklock.TokenZxid:
+		return usageErrorf("lock: -n takes zxid tokens only, not --token-mode %s", cfg.Mode)
+	case cfg.LockDelay != 0:
 		return usageErrorf("lock: -n and --lock-delay do not go together: a semaphore has no lock-delay")
 	}
-	cfg.kind, cfg.root = fence.KindSemaphore, c.String("semaphore-root")
+	cfg.Kind, cfg.Root = fence.KindSemaphore, c.String("semaphore-root")
 	return nil
 }
 
@@ -307,16 +247,7 @@ func lockProgram(argv []string, shell bool) (path string, args []string, err err
 	}
 	path, err = exec.LookPath(argv[0])
 	if err != nil {
-		return "", nil, commandError(err)
+		return "", nil, underlock.CommandError(err)
 	}
 	return path, argv, nil
-}
-
-// commandError maps a command that cannot be run to a shell's statuses:
-// 127 not found, 126 found but not executable.
-func commandError(err error) error {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return withCode(127, fmt.Errorf("lock: %w", err))
-	}
-	return withCode(126, fmt.Errorf("lock: %w", err))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/api"
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
@@ -105,12 +106,12 @@ func TestInitThenLockedDown(t *testing.T) {
 		t.Errorf("the printed serve command has --admin-token-file: %v; serve takes it: %v", took, !took)
 	}
 	startServe(t, serveArgs[1:]...)
-	env := ". " + filepath.Join(dir, clientEnvFile) + " && "
+	env := ". " + filepath.Join(dir, lockdown.ClientEnvFile) + " && "
 
 	// Locked down, with client.env: no further flag.
 	code, out, errs = shellRun(t, nil, env+"seqd acquire --ttl 30s --lease-id 00112233445566778899aabbccddeeff locked/a")
 	var l api.Lease
-	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || !strings.Contains(l.Sequencer, "."+initKeyID+".") {
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || !strings.Contains(l.Sequencer, "."+lockdown.KeyID+".") {
 		t.Fatalf("acquire with client.env = %d %q %s; want a lease with a signed sequencer", code, out, errs)
 	}
 	if code, out, errs := shellRun(t, nil, env+"seqd check "+l.Sequencer); code != 0 {
@@ -121,7 +122,7 @@ func TestInitThenLockedDown(t *testing.T) {
 		t.Fatalf("release with client.env = %d %s", code, errs)
 	}
 	code, out, errs = shellRun(t, nil, env+`seqd lock locked/b -- sh -c 'echo "ran under $SEQD_SEQUENCER"'`)
-	if code != 0 || !regexp.MustCompile(`^ran under locked/b@[0-9]+\.`+initKeyID+`\.\S+\n$`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`^ran under locked/b@[0-9]+\.`+lockdown.KeyID+`\.\S+\n$`).MatchString(out) {
 		t.Fatalf("seqd lock with client.env = %d %q %s; want a signed sequencer", code, out, errs)
 	}
 
@@ -257,7 +258,7 @@ func devSecureExportLine(t *testing.T, extra []string) {
 		t.Errorf("export line %q: ZooKeeper TLS settings %v, want %v", line, zkTLS, len(extra) > 0)
 	}
 	code, out, errs := shellRun(t, nil, line+"\nseqd acquire --ttl 10s --token-only demo && seqd lock demo-lock -- sh -c 'echo \"$SEQD_SEQUENCER\"'")
-	if !regexp.MustCompile(`^[0-9]+\ndemo-lock@[0-9]+\.`+initKeyID+`\.\S+\n$`).MatchString(out) || code != 0 {
+	if !regexp.MustCompile(`^[0-9]+\ndemo-lock@[0-9]+\.`+lockdown.KeyID+`\.\S+\n$`).MatchString(out) || code != 0 {
 		t.Fatalf("acquire and lock after pasting the export line = %d %q %s; want a token, then a signed sequencer", code, out, errs)
 	}
 	if code, _, errs := shellRun(t, []string{"SEQD_ADDR=" + addr[1]}, "seqd acquire --ttl 10s demo2"); code != ExitAuth {
@@ -296,7 +297,7 @@ func TestCertificateRotation(t *testing.T) {
 	go func() {
 		defer close(exited)
 		run(storeCtx, []string{"seqd", "store", "--dir", t.TempDir(), "--listen", "127.0.0.1:0",
-			"--tls-cert-file", filepath.Join(first, serverCertFile), "--tls-key-file", filepath.Join(first, serverKeyFile)},
+			"--tls-cert-file", filepath.Join(first, lockdown.ServerCertFile), "--tls-key-file", filepath.Join(first, lockdown.ServerKeyFile)},
 			strings.NewReader(""), io.Discard, stderr)
 	}()
 	defer func() { stop(); <-exited }()
@@ -310,7 +311,7 @@ func TestCertificateRotation(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	for _, d := range []string{first, second} {
-		b, _ := os.ReadFile(filepath.Join(d, caFile))
+		b, _ := os.ReadFile(filepath.Join(d, lockdown.CAFile))
 		roots.AppendCertsFromPEM(b)
 	}
 	served := func() string {
@@ -323,7 +324,7 @@ func TestCertificateRotation(t *testing.T) {
 		return conn.ConnectionState().PeerCertificates[0].Issuer.CommonName + " " + conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
 	before := served()
-	for _, f := range []string{serverKeyFile, serverCertFile} { // written over the old ones, in place
+	for _, f := range []string{lockdown.ServerKeyFile, lockdown.ServerCertFile} { // written over the old ones, in place
 		b, err := os.ReadFile(filepath.Join(second, f))
 		if err != nil {
 			t.Fatal(err)
@@ -352,7 +353,7 @@ func TestInitRefusals(t *testing.T) {
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "d")
 	os.Mkdir(dir, 0o700)
-	os.WriteFile(filepath.Join(dir, apiTokenFile), []byte("mine\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, lockdown.APITokenFile), []byte("mine\n"), 0o600)
 	code, _, errs := runCLI(ctx, "init", "--dir", dir)
 	if code != ExitUsage || !strings.Contains(errs, "already holds api-token") || !strings.Contains(errs, "nothing was written") {
 		t.Errorf("init over an existing file = %d %q, want %d naming it", code, errs, ExitUsage)
@@ -360,7 +361,7 @@ func TestInitRefusals(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("after the refusal the directory holds %d files, want only the one that was there", len(entries))
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, apiTokenFile)); string(b) != "mine\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, lockdown.APITokenFile)); string(b) != "mine\n" {
 		t.Errorf("the existing file was overwritten: %q", b)
 	}
 	code, _, errs = runCLI(ctx, "dev", "--secure", "--dir", dir)

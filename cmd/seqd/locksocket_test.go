@@ -11,18 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/underlock"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
 )
 
-func askLockSocket(path string) (lockState, error) {
+func askLockSocket(path string) (underlock.SocketState, error) {
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", path)
 		},
 	}}
-	var st lockState
+	var st underlock.SocketState
 	resp, err := c.Get("http://lock/")
 	if err != nil {
 		return st, err

@@ -40,7 +40,7 @@ func TestLogLevel(t *testing.T) {
 	}
 	_, err := logLevel("verbose")
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+	if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "want debug, info, warn or error") {
 		t.Errorf("--log-level verbose: %v, want a usage error", err)
 	}
 }

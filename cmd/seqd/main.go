@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,7 +37,7 @@ func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, 
 		select {
 		case sig := <-ch:
 			if s, ok := sig.(syscall.Signal); ok {
-				cancel(&signalError{s})
+				cancel(&signalError{Sig: s})
 			} else {
 				cancel(nil)
 			}
@@ -71,7 +72,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	code := codeOf(err)
 	if !silent(err) {
-		fmt.Fprintf(stderr, "seqd: %s\n", termSafe(userMessage(err)))
+		fmt.Fprintf(stderr, "seqd: %s\n", termtext.Safe(userMessage(err)))
 	}
 	return code
 }

@@ -1,15 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/cmd/seqd/internal/lockstatus"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
 )
@@ -82,119 +84,18 @@ func listLeases(c *cli.Context, cl *client.Client, f api.Family, table bool) err
 	if !table {
 		return printOut(c, api.LeaseList{Family: string(f), Leases: ls}, 0)
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tMODE\tEXPIRES")
-	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", termSafe(l.Name), l.Token, dash(termSafe(l.Owner)), dash(termSafe(l.Mode)), ago(time.Until(l.ExpiresAt)))
-	}
-	return tw.Flush()
+	return lockstatus.WriteLeases(c.App.Writer, ls, time.Now())
 }
 
 func showStatus(c *cli.Context, cl *client.Client, f api.Family, name string, table bool) error {
-	var (
-		v              any
-		token          uint64
-		holding, queue []api.Contender
-		head           string
-		unread         int
-		err            error
-		lock           api.LockStatus
-		sem            api.SemaphoreStatus
-		elect          api.ElectionStatus
-	)
-	switch f {
-	case api.Semaphores:
-		sem, err = cl.SemaphoreStatus(c.Context, name)
-		v, holding, queue, unread = sem, sem.Holding, sem.Queue, sem.Unread
-		head = fmt.Sprintf("semaphore %s: %d of %s held", name, sem.Holders, limitWord(sem.Limit))
-	case api.Elections:
-		elect, err = cl.Election(c.Context, name)
-		v, holding, queue, unread = elect, elect.Holding, elect.Queue, elect.Unread
-		head = fmt.Sprintf("election %s: no leader", name)
-		if elect.Leader != nil {
-			token = elect.Leader.Term
-			head = fmt.Sprintf("election %s: led, term %d, value %q", name, elect.Leader.Term, elect.Leader.Value)
-		}
-	default:
-		lock, err = cl.Status(c.Context, name)
-		v, token, holding, queue, unread = lock, lock.Token, lock.Holding, lock.Queue, lock.Unread
-		head = fmt.Sprintf("lock %s: free", name)
-		if lock.Held {
-			head = fmt.Sprintf("lock %s: held, token %d", name, lock.Token)
-		}
-		if lock.BlockedBy != "" {
-			head = fmt.Sprintf("lock %s: blocked by %s, a node no session owns: delete it to free the lock", name, lock.BlockedBy)
-		}
-	}
+	st, err := lockstatus.Read(c.Context, cl, f, name)
 	if err != nil {
 		return clientError(c, err)
 	}
 	if !table {
-		return printOut(c, v, token)
+		return printOut(c, st.Answer, st.Token)
 	}
-	fmt.Fprintln(c.App.Writer, termSafe(head))
-	if len(holding)+len(queue) == 0 {
-		fmt.Fprintln(c.App.Writer, "no contenders")
-		return nil
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tROLE\tTOKEN\tOWNER\tDAEMON\tCLIENT\tMODE\tWAITING SINCE\tEXPIRES")
-	now := time.Now()
-	row := func(i int, role string, ct api.Contender) {
-		tok := "-"
-		if ct.Token != 0 {
-			tok = fmt.Sprint(ct.Token)
-		}
-		owner := ct.Owner
-		if ct.Command != "" {
-			owner += " (" + ct.Command + ")"
-		}
-		if ct.Value != "" {
-			owner += " value=" + ct.Value
-		}
-		exp := "-"
-		if ct.ExpiresAt != nil {
-			exp = ago(ct.ExpiresAt.Sub(now))
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s ago)\t%s\n", i, role, tok, dash(termSafe(strings.TrimSpace(owner))), dash(termSafe(ct.Daemon)), termSafe(ct.Client), dash(termSafe(ct.Mode)),
-			ct.Since.Local().Format("2006-01-02 15:04:05"), now.Sub(ct.Since).Round(time.Second), exp)
-	}
-	for i, h := range holding {
-		row(i+1, "holder", h)
-	}
-	for i, w := range queue {
-		row(len(holding)+i+1, "waiting", w)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if unread > 0 {
-		fmt.Fprintf(c.App.Writer, "and %d more contenders, not read\n", unread)
-	}
-	return nil
-}
-
-func limitWord(limit int) string {
-	if limit == 0 {
-		return "an unrecorded limit"
-	}
-	return fmt.Sprint(limit)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// ago says when d from now is: "in 9.8s", or "9.8s ago".
-func ago(d time.Duration) string {
-	d = d.Round(100 * time.Millisecond)
-	if d < 0 {
-		return (-d).String() + " ago"
-	}
-	return "in " + d.String()
+	return st.WriteTable(c.App.Writer, time.Now())
 }
 
 func breakCommand() *cli.Command {
@@ -248,35 +149,19 @@ func breakCommand() *cli.Command {
 }
 
 // onlyHolder is the token of name's only holder, for a break without
-// --token: the daemon breaks only a holder named by its token, so that a
-// replayed request cannot break the next one.
+// --token.
 func onlyHolder(c *cli.Context, cl *client.Client, f api.Family, name string) (uint64, error) {
-	var holding []api.Contender
-	var err error
-	switch f {
-	case api.Semaphores:
-		var st api.SemaphoreStatus
-		st, err = cl.SemaphoreStatus(c.Context, name)
-		holding = st.Holding
-	case api.Elections:
-		var st api.ElectionStatus
-		st, err = cl.Election(c.Context, name)
-		holding = st.Holding
-	default:
-		var st api.LockStatus
-		st, err = cl.Status(c.Context, name)
-		holding = st.Holding
-	}
-	if err != nil {
+	token, err := lockstatus.OnlyHolder(c.Context, cl, f, name)
+	var many *lockstatus.HoldersError
+	switch {
+	case errors.Is(err, lockstatus.ErrNoHolder):
+		return 0, withCode(ExitConflict, err)
+	case errors.As(err, &many):
+		return 0, usageErrorf("%s has %d holders: give --token with the token of the one to break (seqd status --table %s)", termtext.Safe(name), many.N, termtext.Safe(name))
+	case err != nil:
 		return 0, clientError(c, err)
 	}
-	switch len(holding) {
-	case 0:
-		return 0, withCode(ExitConflict, fmt.Errorf("%s has no holder to break", termSafe(name)))
-	case 1:
-		return holding[0].Token, nil
-	}
-	return 0, usageErrorf("%s has %d holders: give --token with the token of the one to break (seqd status --table %s)", termSafe(name), len(holding), termSafe(name))
+	return token, nil
 }
 
 // adminToken reads serve's --admin-token-file, if given: checked like the

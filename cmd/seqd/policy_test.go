@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/zktest"
 )
@@ -68,23 +69,23 @@ func TestServeWithTheDocsPolicy(t *testing.T) {
 
 	addr, _ := startServe(t, append(serveArgs, "--policy-file", policy, "--tokens-file", tokens)...)
 	addr = strings.Replace(addr, "http://", "https://", 1)
-	apiToken := readFirstLine(t, filepath.Join(dir, apiTokenFile))
+	apiToken := readFirstLine(t, filepath.Join(dir, lockdown.APITokenFile))
 	oncall := strings.Fields(strings.Split(strings.TrimSpace(tokensText), "\n")[1])[1]
 	client := func(id string) *http.Client {
 		pool := x509.NewCertPool()
-		ca, _ := os.ReadFile(filepath.Join(dir, caFile))
+		ca, _ := os.ReadFile(filepath.Join(dir, lockdown.CAFile))
 		pool.AppendCertsFromPEM(ca)
 		cfg := &tls.Config{RootCAs: pool}
 		if id != "" {
 			i := map[string]int{teamA: 0, teamB: 1}[id]
-			cf, kf := identityCertFiles(i)
+			cf, kf := lockdown.IdentityCertFiles(i)
 			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, cf), filepath.Join(dir, kf))
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.Certificates = []tls.Certificate{pair}
 		} else {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, clientCertFile), filepath.Join(dir, clientKeyFile))
+			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, lockdown.ClientCertFile), filepath.Join(dir, lockdown.ClientKeyFile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,17 +1,17 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/internal/security"
@@ -39,12 +39,6 @@ func clientSecurityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key", Usage: "the PEM key of --cert", EnvVars: []string{"SEQD_KEY"}},
 	}
 }
-
-// The files seqd keygen writes (and seqd init, with the rest).
-const (
-	signingKeyFile = "signing.key"
-	verifyKeysFile = "verify.keys"
-)
 
 func signingKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "signing-key-file", Usage: "sign every sequencer with this key (from seqd keygen; mode 600)", EnvVars: []string{"SEQD_SIGNING_KEY_FILE"}}
@@ -106,18 +100,10 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	if s.token, err = apiToken(c); err != nil {
 		return s, err
 	}
-	cert, key, ca := c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file")
-	reloaded := func(err error) {
-		if err != nil {
-			logger.Error("TLS: "+err.Error(), "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
-			return
-		}
-		logger.Info("TLS files reloaded", "tls_cert_file", cert, "tls_key_file", key, "tls_client_ca_file", ca)
-	}
-	if s.tls, err = security.ServerTLS(cert, key, ca, security.OnReload(reloaded)); err != nil {
+	if s.tls, err = serving.ServerTLS(c.String("tls-cert-file"), c.String("tls-key-file"), c.String("tls-client-ca-file"), logger); err != nil {
 		return s, usageErrorf("TLS: %v", err)
 	}
-	loop, err := isLoopback(listen)
+	loop, err := serving.Loopback(listen)
 	if err != nil {
 		return s, usageErrorf("--listen: %v", err)
 	}
@@ -130,42 +116,11 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	return s, nil
 }
 
-// start listens and serves h in the background; the returned channel gets
-// Serve's result. writeTimeout must exceed the longest a handler waits.
-func (s server) start(listen string, h http.Handler, writeTimeout time.Duration, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	return s.startWith(listen, h, httpserve.Options{WriteTimeout: writeTimeout}, logger)
-}
-
-// startWith is start with opts (the connection cap is the server's).
+// startWith listens and serves h in the background with opts (the
+// connection cap is the server's); the channel gets Serve's result.
 func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, nil, nil, withCode(ExitUnavailable, fmt.Errorf("listen: %w", err))
-	}
 	opts.MaxConnections = s.max
-	srv := httpserve.New(h, opts)
-	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
-	served := make(chan error, 1)
-	if s.tls != nil {
-		srv.TLSConfig = s.tls
-		go func() { served <- srv.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- srv.Serve(ln) }()
-	}
-	return srv, ln, served, nil
-}
-
-// shutdown stops srv within ctx and reports what Serve returned, nil for a
-// clean stop.
-func shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) error {
-	err := srv.Shutdown(ctx)
-	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", serr)
-	}
-	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return serving.Start(listen, h, s.tls, opts, logger)
 }
 
 func keygenCommand() *cli.Command {
@@ -185,7 +140,13 @@ func keygenCommand() *cli.Command {
 			if dir == "" {
 				return usageErrorf("keygen needs --dir DIR")
 			}
-			sk, vk, err := writeKeyPair(dir, c.String("kid"))
+			sk, vk, err := lockdown.WriteKeyPair(dir, c.String("kid"))
+			if ke := (*lockdown.KeyIDError)(nil); errors.As(err, &ke) {
+				return usageErrorf("--kid: %v", userMessage(ke.Err))
+			}
+			if ke := (*lockdown.KeyExistsError)(nil); errors.As(err, &ke) {
+				return usageErrorf("%v: pick another --kid", ke)
+			}
 			if err != nil {
 				return err
 			}

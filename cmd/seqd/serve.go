@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/api"
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
@@ -234,9 +233,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}
 	defer closeAudit()
 
-	stopProfile, err := startCPUProfile(c.String("cpu-profile"))
+	stopProfile, err := serving.StartCPUProfile(c.String("cpu-profile"))
 	if err != nil {
-		return err
+		return usageErrorf("--cpu-profile: %v", err)
 	}
 	defer stopProfile()
 
@@ -292,23 +291,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ready(addr)
 	}
 
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		svc.Close(context.Background())
-		return fmt.Errorf("serve: %w", err)
-	}
-	logger.Info("shutting down: releasing leases")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	shut := make(chan error, 1)
-	go func() { shut <- shutdown(sctx, srv, served) }() // stops accepting at once
-	svc.Close(sctx)                                     // releases leases; waiting acquires end
-	if err := <-shut; err != nil {
-		return err
-	}
-	logger.Info("stopped")
-	return nil
+	return serving.RunDaemon(ctx, svc, srv, served, shutdownTimeout, logger)
 }
 
 // maxBlockingReads is --max-blocking-reads, or by default half the
@@ -327,24 +310,4 @@ func maxBlockingReads(c *cli.Context, sec server) (int, error) {
 		conns = httpserve.DefaultMaxConnections()
 	}
 	return max(1, min(conns/2, sequencer.DefaultMaxBlockingReads)), nil
-}
-
-// startCPUProfile profiles the process into file until stop is called;
-// with no file it does nothing.
-func startCPUProfile(file string) (stop func(), err error) {
-	if file == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, usageErrorf("--cpu-profile: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, usageErrorf("--cpu-profile: %v", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }

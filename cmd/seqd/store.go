@@ -1,25 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/store"
 )
-
-// storeShutdownGrace bounds how long in-flight requests may take to finish
-// after SIGTERM before the log is closed under them.
-const storeShutdownGrace = 10 * time.Second
 
 func storeCommand() *cli.Command {
 	return &cli.Command{
@@ -72,64 +64,26 @@ func storeAction(c *cli.Context) error {
 		return err
 	}
 
-	reg := metrics.NewRegistry()
-	sm := metrics.NewStore(reg)
-	st, err := store.Open(store.Options{
-		Dir:          dir,
-		Fence:        mode,
-		CompactBytes: c.Int64("compact-bytes"),
-		StoreMetrics: sm,
-		Logger:       logger,
-		Repair:       c.Bool("repair"),
+	err = serving.RunStore(c.Context, serving.Store{
+		Log:              store.Options{Dir: dir, Fence: mode, CompactBytes: c.Int64("compact-bytes"), Repair: c.Bool("repair")},
+		Listen:           c.String("listen"),
+		AddrFile:         c.String("addr-file"),
+		TLS:              sec.tls,
+		MaxConnections:   sec.max,
+		APIToken:         sec.token,
+		Verify:           verify,
+		Guards:           guards,
+		Logger:           logger,
+		BareTokenWarning: poisonWarning,
+		BareTokenFlag:    "--verify-keys-file",
 	})
+	if af := (*serving.AddrFileError)(nil); errors.As(err, &af) {
+		return fmt.Errorf("store: --addr-file: %w", af.Err)
+	}
 	if errors.Is(err, store.ErrDamaged) {
 		return fmt.Errorf("%w (seqd store --repair does it)", err)
 	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	h := store.NewHandler(st, reg, sm, logger)
-	if verify != nil {
-		h.RequireSigned(verify, guards)
-	}
-	if sec.token != "" {
-		h.RequireBearer(sec.token)
-	}
-	srv, ln, served, err := sec.start(c.String("listen"), h, 30*time.Second, logger)
-	if err != nil {
-		return err
-	}
-	addr := ln.Addr().String()
-	if f := c.String("addr-file"); f != "" {
-		if err := storeWriteAddr(f, addr); err != nil {
-			srv.Close()
-			return err
-		}
-	}
-	logger.Info("listening on "+addr, "addr", addr, "dir", dir, "fence", string(mode), "tls", sec.tls != nil, "signed_only", verify != nil)
-	if verify == nil && mode != store.FenceOff {
-		logger.Warn(poisonWarning, "flag", "--verify-keys-file")
-	}
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("store: serving: %w", err)
-	case <-c.Context.Done():
-	}
-	// Finish in-flight requests (each waits for its fsync) before the log
-	// is closed, so that nothing is acknowledged after Close.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), storeShutdownGrace)
-	defer cancel()
-	if err := shutdown(ctx, srv, served); err != nil {
-		logger.Warn("shutdown", "err", err)
-	}
-	if err := st.Close(); err != nil {
-		return err
-	}
-	logger.Info("stopped")
-	return nil
+	return err
 }
 
 // poisonWarning is what a store that admits bare tokens says at start.
@@ -165,17 +119,4 @@ func storeLogger(w io.Writer, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, usageErrorf("--log-format %q: want text or json", format)
-}
-
-// storeWriteAddr writes the address atomically, so a script polling for the
-// file never reads half of it.
-func storeWriteAddr(path, addr string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("store: --addr-file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("store: --addr-file: %w", err)
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/zklock"
@@ -75,7 +76,7 @@ func parseZKSecurity(c *cli.Context) (zkSecurity, error) {
 // digest identity that the command did not authenticate as.
 func zkNoAuth(what, root string, auth *zklock.DigestAuth) error {
 	if auth == nil {
-		return fmt.Errorf("ZooKeeper refused %s: the nodes under %s belong to a digest identity and this command gave none (NoAuth): give --zk-auth-file (or SEQD_ZK_AUTH_FILE) naming the file with the deployment's user:password (seqd init writes it as %s)", what, root, zkAuthFile)
+		return fmt.Errorf("ZooKeeper refused %s: the nodes under %s belong to a digest identity and this command gave none (NoAuth): give --zk-auth-file (or SEQD_ZK_AUTH_FILE) naming the file with the deployment's user:password (seqd init writes it as %s)", what, root, lockdown.ZKAuthFile)
 	}
 	return fmt.Errorf("ZooKeeper refused %s to user %q (NoAuth): the nodes under %s belong to another identity: give --zk-auth-file (or SEQD_ZK_AUTH_FILE) the user:password that the daemons use", what, auth.User, root)
 }

@@ -1,4 +1,4 @@
-package main
+package lockdown
 
 import (
 	"bytes"
@@ -9,25 +9,40 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/fence"
 )
 
-// verifyKeysHeader is the first line keygen writes to a verify.keys it
+// VerifyKeysHeader is the first line keygen writes to a verify.keys it
 // creates. keygen appends only to a file that starts with it and that no
 // one else could have written (see openVerifyKeys).
-const verifyKeysHeader = "# seqd keygen: public keys for --verify-keys-file, one \"<kid> <base64 public key>\" per line\n"
+const VerifyKeysHeader = "# seqd keygen: public keys for --verify-keys-file, one \"<kid> <base64 public key>\" per line\n"
 
-// writeKeyPair writes DIR/signing.key and adds the key's line to
+// KeyIDError is a key id that fence.GenerateKey refuses.
+type KeyIDError struct{ Err error }
+
+func (e *KeyIDError) Error() string { return "key id: " + e.Err.Error() }
+
+func (e *KeyIDError) Unwrap() error { return e.Err }
+
+// KeyExistsError is a verify.keys that already holds the key id to add.
+type KeyExistsError struct{ Path, KeyID string }
+
+func (e *KeyExistsError) Error() string {
+	return fmt.Sprintf("keygen: %s already holds key %q", e.Path, e.KeyID)
+}
+
+// WriteKeyPair writes DIR/signing.key and adds the key's line to
 // DIR/verify.keys, after checking that nobody else can write to DIR or
 // has written DIR/verify.keys: someone who plants a verify.keys there gets
 // their own key trusted next to the real one by every resource handed the
 // file. Files are opened relative to the directory opened once, without
 // following symbolic links, so that the directory checked is the one
 // written to. It returns the two paths.
-func writeKeyPair(dir, kid string) (string, string, error) {
+func WriteKeyPair(dir, kid string) (string, string, error) {
 	signing, verify, err := fence.GenerateKey(kid)
 	if err != nil {
-		return "", "", usageErrorf("--kid: %v", userMessage(err))
+		return "", "", &KeyIDError{err}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
@@ -40,31 +55,31 @@ func writeKeyPair(dir, kid string) (string, string, error) {
 	if err := checkKeyDir(d, dir); err != nil {
 		return "", "", err
 	}
-	sk, vk := filepath.Join(dir, "signing.key"), filepath.Join(dir, "verify.keys")
+	sk, vk := filepath.Join(dir, SigningKeyFile), filepath.Join(dir, VerifyKeysFile)
 	dfd := int(d.Fd())
 	vf, existing, prefix, err := openVerifyKeys(dfd, vk, kid)
 	if err != nil {
 		return "", "", err
 	}
 	// O_EXCL: never overwrite a key that may already sign tokens.
-	sfd, err := syscall.Openat(dfd, "signing.key", syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	sfd, err := syscall.Openat(dfd, SigningKeyFile, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		vf.Close()
 		if !existing {
-			syscall.Unlinkat(dfd, "verify.keys")
+			syscall.Unlinkat(dfd, VerifyKeysFile)
 		}
-		return "", "", usageErrorf("%s: %v (move the old key away to make a new one)", sk, err)
+		return "", "", exit.Usagef("%s: %v (move the old key away to make a new one)", sk, err)
 	}
 	sf := os.NewFile(uintptr(sfd), sk)
 	if err := writeSyncClose(sf, signing); err != nil {
 		vf.Close()
-		syscall.Unlinkat(dfd, "signing.key")
+		syscall.Unlinkat(dfd, SigningKeyFile)
 		return "", "", err
 	}
 	// Rotation: the new public key is added next to the old ones.
 	line := append(prefix, verify...)
 	if err := writeSyncClose(vf, line); err != nil {
-		syscall.Unlinkat(dfd, "signing.key")
+		syscall.Unlinkat(dfd, SigningKeyFile)
 		return "", "", err
 	}
 	return sk, vk, d.Sync()
@@ -81,12 +96,12 @@ func checkKeyDir(d *os.File, dir string) error {
 	mode := os.FileMode(st.Mode & 0o7777)
 	euid := uint32(os.Geteuid())
 	if st.Uid != euid && st.Uid != 0 {
-		return usageErrorf("keygen: %s is owned by uid %d, not by this user (uid %d), who could replace the keys in it: "+
+		return exit.Usagef("keygen: %s is owned by uid %d, not by this user (uid %d), who could replace the keys in it: "+
 			"use a directory of your own", dir, st.Uid, euid)
 	}
 	sticky := st.Mode&syscall.S_ISVTX != 0 && st.Uid == euid
 	if mode&0o022 != 0 && !sticky {
-		return usageErrorf("keygen: %s is writable by group or others (mode %04o): anyone who can write there can plant "+
+		return exit.Usagef("keygen: %s is writable by group or others (mode %04o): anyone who can write there can plant "+
 			"a verify.keys whose key resources would then trust, or replace the keys; chmod go-w %s, or use a private directory",
 			dir, mode, dir)
 	}
@@ -101,14 +116,14 @@ func checkKeyDir(d *os.File, dir string) error {
 // It also returns what to write before the new key's line: keygen's first
 // line for a new file, a newline for a file that does not end in one.
 func openVerifyKeys(dfd int, path, kid string) (*os.File, bool, []byte, error) {
-	fd, err := syscall.Openat(dfd, "verify.keys", syscall.O_RDWR|syscall.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Openat(dfd, VerifyKeysFile, syscall.O_RDWR|syscall.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, syscall.ENOENT):
-		fd, err = syscall.Openat(dfd, "verify.keys", syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+		fd, err = syscall.Openat(dfd, VerifyKeysFile, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
 			return nil, false, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return os.NewFile(uintptr(fd), path), false, []byte(verifyKeysHeader), nil
+		return os.NewFile(uintptr(fd), path), false, []byte(VerifyKeysHeader), nil
 	case errors.Is(err, syscall.ELOOP):
 		return nil, false, nil, refuseVerifyKeys(path, "is not a regular file but a symbolic link")
 	case err != nil:
@@ -148,21 +163,21 @@ func checkVerifyKeys(f *os.File, path, kid string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	first, _, _ := bytes.Cut(b, []byte("\n"))
-	if string(first)+"\n" != verifyKeysHeader {
+	if string(first)+"\n" != VerifyKeysHeader {
 		return nil, refuseVerifyKeys(path, "was not written by seqd keygen (its first line is not keygen's)")
 	}
 	keys, err := fence.ParseVerifyKeys(b)
 	if err != nil {
-		return nil, refuseVerifyKeys(path, "does not read as a verify keys file: "+userMessage(err))
+		return nil, refuseVerifyKeys(path, "does not read as a verify keys file: "+exit.Message(err))
 	}
 	if _, dup := keys[kid]; dup {
-		return nil, usageErrorf("keygen: %s already holds key %q: pick another --kid", path, kid)
+		return nil, &KeyExistsError{Path: path, KeyID: kid}
 	}
 	return b, nil
 }
 
 func refuseVerifyKeys(path, why string) error {
-	return usageErrorf("keygen: refusing to add a key to %s: it %s; anyone who could write it may have added a key "+
+	return exit.Usagef("keygen: refusing to add a key to %s: it %s; anyone who could write it may have added a key "+
 		"of their own that resources would trust; check it and move it away, or keygen into a new private directory "+
 		"and hand its verify.keys to resources", path, why)
 }

@@ -1,4 +1,9 @@
-package main
+// Package termtext makes text from elsewhere safe for an operator's
+// terminal. What the daemon answers is anybody's text: an owner, a
+// command, an election's value and a name may hold a terminal escape (a
+// clipboard write, a cursor move) or a newline that forges a table row.
+// The terminal sees them only as visible escapes.
+package termtext
 
 import (
 	"bytes"
@@ -8,14 +13,9 @@ import (
 	"unicode/utf8"
 )
 
-// What the daemon answers is anybody's text: an owner, a command, an
-// election's value and a name may hold a terminal escape (a clipboard
-// write, a cursor move) or a newline that forges a table row. The
-// operator's terminal sees them only as visible escapes.
-
-// termSafe is s with every rune a terminal would act on written as a Go
+// Safe is s with every rune a terminal would act on written as a Go
 // escape (\x1b, \n, \u202e), and bytes that are not UTF-8 as \xNN.
-func termSafe(s string) string {
+func Safe(s string) string {
 	if strings.IndexFunc(s, actsOnTerminal) < 0 && utf8.ValidString(s) {
 		return s
 	}
@@ -55,14 +55,14 @@ func escapeRune(r rune) string {
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
-// jsonTermSafe writes JSON that encoding/json made (which escapes C0
+// JSON writes JSON that encoding/json made (which escapes C0
 // controls already) with DEL, C1 controls and the bidirectional runes
 // escaped as \uXXXX: the same JSON value, and nothing a terminal acts on.
-type jsonTermSafe struct{ w io.Writer }
+type JSON struct{ W io.Writer }
 
-func (j jsonTermSafe) Write(p []byte) (int, error) {
+func (j JSON) Write(p []byte) (int, error) {
 	if bytes.IndexFunc(p, func(r rune) bool { return r != '\n' && actsOnTerminal(r) }) < 0 {
-		return j.w.Write(p)
+		return j.W.Write(p)
 	}
 	var b bytes.Buffer
 	for _, r := range string(p) {
@@ -72,7 +72,7 @@ func (j jsonTermSafe) Write(p []byte) (int, error) {
 		}
 		b.WriteRune(r)
 	}
-	if _, err := j.w.Write(b.Bytes()); err != nil {
+	if _, err := j.W.Write(b.Bytes()); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -1,4 +1,4 @@
-package main
+package underlock
 
 import (
 	"context"
@@ -62,9 +62,9 @@ func (n *waitNotifier) stop() {
 // holders, the election's leader; "" if it cannot tell.
 func (r *lockRun) blockers(ctx context.Context, sess *zklock.Session) string {
 	cfg := r.cfg
-	switch cfg.kind {
+	switch cfg.Kind {
 	case fence.KindSemaphore:
-		sem, err := zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root))
+		sem, err := zklock.NewSemaphore(sess, cfg.Name, cfg.Limit, zklock.WithRoot(cfg.Root))
 		if err != nil {
 			return ""
 		}
@@ -72,9 +72,9 @@ func (r *lockRun) blockers(ctx context.Context, sess *zklock.Session) string {
 		if err != nil {
 			return ""
 		}
-		return fmt.Sprintf("a slot of semaphore %s: %d of %d taken", cfg.name, n, cfg.limit)
+		return fmt.Sprintf("a slot of semaphore %s: %d of %d taken", cfg.Name, n, cfg.Limit)
 	case fence.KindElection:
-		e, err := zklock.NewElection(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
+		e, err := zklock.NewElection(sess, cfg.Name, zklock.WithRoot(cfg.Root), zklock.WithTokenMode(cfg.Mode))
 		if err != nil {
 			return ""
 		}
@@ -82,11 +82,11 @@ func (r *lockRun) blockers(ctx context.Context, sess *zklock.Session) string {
 		if err != nil || !l.Elected {
 			return ""
 		}
-		return fmt.Sprintf("leader %q of election %s (term %d, since %s)", l.Value, cfg.name, l.Term, l.Since.Local().Format("15:04:05"))
+		return fmt.Sprintf("leader %q of election %s (term %d, since %s)", l.Value, cfg.Name, l.Term, l.Since.Local().Format("15:04:05"))
 	}
 	var held []string
-	for _, name := range cfg.names {
-		m, err := zklock.NewMutex(sess, name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
+	for _, name := range cfg.Names {
+		m, err := zklock.NewMutex(sess, name, zklock.WithRoot(cfg.Root), zklock.WithTokenMode(cfg.Mode))
 		if err != nil {
 			continue
 		}

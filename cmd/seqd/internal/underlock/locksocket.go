@@ -1,4 +1,4 @@
-package main
+package underlock
 
 import (
 	"encoding/json"
@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// lockState is what `seqd lock` tells its command on SEQD_LOCK_SOCKET.
-type lockState struct {
+// SocketState is what `seqd lock` tells its command on SEQD_LOCK_SOCKET.
+type SocketState struct {
 	Held      bool   `json:"held"`
 	Token     uint64 `json:"token"`
 	Sequencer string `json:"sequencer"`
@@ -68,7 +68,7 @@ func startLockSocket(grant interface{ SafeFor() time.Duration }, token uint64, s
 		// Held and safe_for_ms agree: under a millisecond left counts as
 		// no longer safe.
 		ms := grant.SafeFor().Milliseconds()
-		st := lockState{Held: ms > 0, Token: token, Sequencer: seqs[0], SafeForMS: ms}
+		st := SocketState{Held: ms > 0, Token: token, Sequencer: seqs[0], SafeForMS: ms}
 		if len(seqs) > 1 {
 			st.Sequencers = seqs
 		}

@@ -1,4 +1,4 @@
-package main
+package underlock
 
 // The run of seqd lock and seqd campaign: connect, wait for the grant, run
 // the command under it, kill it on loss, release.
@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
@@ -19,14 +20,40 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
 	"github.com/seqd/seqd/zklock"
 )
 
-// runLock waits for the lock, runs the command under it and releases it. sigs
+// forwardedSignals reach the command's process group while it runs; while
+// seqd waits for the lock, any of them withdraws the contender and ends seqd
+// with 128+signal, and the command is never started.
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// RunProcess is Run for the seqd process itself: the forwarded signals
+// are the process's, and the kill grace is measured on the wall clock.
+func RunProcess(ctx context.Context, cfg Config, stdio IO) error {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	// seqd must never stop while it holds the lock: stopped, it
+	// could not notice the loss nor signal the command. Ctrl-Z and
+	// background terminal I/O would stop it by default, so those
+	// signals are caught and dropped. (Caught, not ignored: the
+	// command gets the default actions back when it is exec'd.)
+	jobControl := make(chan os.Signal, 4)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	defer signal.Stop(jobControl)
+	return Run(ctx, cfg, stdio, sigs, zklock.WallClock())
+}
+
+// Run waits for the lock, runs the command under it and releases it. sigs
 // carries the forwarded signals; clk measures the kill grace.
-func runLock(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) error {
+func Run(ctx context.Context, cfg Config, stdio IO, sigs <-chan os.Signal, clk zklock.Clock) error {
 	r := newLockRun(ctx, cfg, stdio, sigs, clk)
 	// Waiting — dialling included — ends at the first signal: the contender
 	// is withdrawn and the command never starts.
@@ -58,8 +85,8 @@ type hold struct {
 }
 
 // single is the hold of g, a grant of cfg's one lock, slot or leadership.
-func single(cfg lockConfig, g *zklock.Grant) *hold {
-	return &hold{grant: g, locks: []zklock.HeldLock{{Name: cfg.name, Path: g.Path, Token: g.Token}}}
+func single(cfg Config, g *zklock.Grant) *hold {
+	return &hold{grant: g, locks: []zklock.HeldLock{{Name: cfg.Name, Path: g.Path, Token: g.Token}}}
 }
 
 // multi is the hold of a set of locks.
@@ -83,38 +110,38 @@ func (h *hold) tokens() string {
 // lockRun is one `seqd lock` run: its configuration and what it reports to.
 type lockRun struct {
 	ctx    context.Context // main's: cancelled by SIGINT or SIGTERM
-	cfg    lockConfig
-	stdio  lockIO
+	cfg    Config
+	stdio  IO
 	sigs   <-chan os.Signal
 	clk    zklock.Clock
 	logger *slog.Logger
 }
 
-func newLockRun(ctx context.Context, cfg lockConfig, stdio lockIO, sigs <-chan os.Signal, clk zklock.Clock) *lockRun {
+func newLockRun(ctx context.Context, cfg Config, stdio IO, sigs <-chan os.Signal, clk zklock.Clock) *lockRun {
 	level := slog.LevelError
-	if cfg.verbose {
+	if cfg.Verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(stdio.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: level}))
 	return &lockRun{ctx: ctx, cfg: cfg, stdio: stdio, sigs: sigs, clk: clk, logger: logger}
 }
 
 // say prints a line about the lock on stderr.
 func (r *lockRun) say(format string, args ...any) {
-	fmt.Fprintf(r.stdio.stderr, "seqd: %s: "+format+"\n", append([]any{r.what()}, args...)...)
+	fmt.Fprintf(r.stdio.Stderr, "seqd: %s: "+format+"\n", append([]any{r.what()}, args...)...)
 }
 
 // what names what the run holds: lock a, or locks a, b.
 func (r *lockRun) what() string {
-	if len(r.cfg.names) > 1 {
-		return "locks " + strings.Join(r.cfg.names, ", ")
+	if len(r.cfg.Names) > 1 {
+		return "locks " + strings.Join(r.cfg.Names, ", ")
 	}
-	return noun(r.cfg.kind) + " " + r.cfg.name
+	return noun(r.cfg.Kind) + " " + r.cfg.Name
 }
 
 // verbose says it with --verbose only.
 func (r *lockRun) verbose(format string, args ...any) {
-	if r.cfg.verbose {
+	if r.cfg.Verbose {
 		r.say(format, args...)
 	}
 }
@@ -122,13 +149,13 @@ func (r *lockRun) verbose(format string, args ...any) {
 // interrupted is the status of a run that a signal ended while it waited.
 func (r *lockRun) interrupted(sig syscall.Signal) error {
 	r.verbose("%s while waiting: the command was not started", runlock.SignalName(sig))
-	return childStatus(128 + int(sig))
+	return exit.Child(128 + int(sig))
 }
 
 func (r *lockRun) release(h *hold) { releaseGrant(r.ctx, h, r.verbose, r.say) }
 
 // connect dials ZooKeeper; no session within max(session timeout,
-// minDialTimeout) is exit 69.
+// MinDialTimeout) is exit 69.
 func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 	start := time.Now()
 	sess, err := dialLock(w.ctx, r.cfg, r.logger, r.clk)
@@ -137,25 +164,27 @@ func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 		if sig, ok := w.signal(); ok {
 			return nil, r.interrupted(sig)
 		}
-		return nil, withCode(ExitUnavailable, fmt.Errorf("%s: %w", r.what(), err))
+		return nil, exit.With(exit.Unavailable, fmt.Errorf("%s: %w", r.what(), err))
 	}
-	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.servers, ","), sess.Timeout(), ms(time.Since(start)))
+	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.Servers, ","), sess.Timeout(), ms(time.Since(start)))
 	return sess, nil
 }
 
-func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk zklock.Clock) (*zklock.Session, error) {
-	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.sessionTimeout, minDialTimeout))
-	cfg.zk.warnIfOpen(logger) // shown with --verbose
+func dialLock(waitCtx context.Context, cfg Config, logger *slog.Logger, clk zklock.Clock) (*zklock.Session, error) {
+	dialCtx, cancelDial := context.WithTimeout(waitCtx, max(cfg.SessionTimeout, MinDialTimeout))
+	if cfg.Auth == nil && cfg.OpenWarning != "" {
+		logger.Warn(cfg.OpenWarning) // shown with --verbose
+	}
 	defer cancelDial()
-	return zklock.Dial(dialCtx, cfg.servers, zklock.Options{
-		SessionTimeout: cfg.sessionTimeout,
+	return zklock.Dial(dialCtx, cfg.Servers, zklock.Options{
+		SessionTimeout: cfg.SessionTimeout,
 		Logger:         logger,
 		Clock:          clk,
-		Auth:           cfg.zk.auth,
-		ACL:            cfg.zk.acl,
-		TLS:            cfg.zk.tls,
-		TokenFloor:     cfg.tokenFloor,
-		Floors:         cfg.floors,
+		Auth:           cfg.Auth,
+		ACL:            cfg.ACL,
+		TLS:            cfg.TLS,
+		TokenFloor:     cfg.TokenFloor,
+		Floors:         cfg.Floors,
 	})
 }
 
@@ -164,12 +193,12 @@ func dialLock(waitCtx context.Context, cfg lockConfig, logger *slog.Logger, clk 
 func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*hold, error), error) {
 	cfg := r.cfg
 	switch {
-	case len(cfg.names) > 1:
-		mm, err := zklock.NewMultiMutex(sess, cfg.names, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
+	case len(cfg.Names) > 1:
+		mm, err := zklock.NewMultiMutex(sess, cfg.Names, zklock.WithRoot(cfg.Root), zklock.WithTokenMode(cfg.Mode), zklock.WithData(ownerData(cfg.Argv)), zklock.WithLockDelay(cfg.LockDelay))
 		if err != nil {
 			return nil, err
 		}
-		take := pick(cfg.tryOnce, mm.Acquire, mm.TryAcquire)
+		take := pick(cfg.TryOnce, mm.Acquire, mm.TryAcquire)
 		return func(ctx context.Context) (*hold, error) {
 			g, err := take(ctx)
 			if err != nil {
@@ -177,38 +206,38 @@ func (r *lockRun) contender(sess *zklock.Session) (func(context.Context) (*hold,
 			}
 			return multi(g), nil
 		}, nil
-	case cfg.kind == fence.KindElection:
-		e, err := zklock.NewElection(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode))
+	case cfg.Kind == fence.KindElection:
+		e, err := zklock.NewElection(sess, cfg.Name, zklock.WithRoot(cfg.Root), zklock.WithTokenMode(cfg.Mode))
 		if err != nil {
 			return nil, err
 		}
 		campaign := e.Campaign
-		if cfg.tryOnce {
+		if cfg.TryOnce {
 			campaign = e.TryCampaign
 		}
 		return func(ctx context.Context) (*hold, error) {
-			l, err := campaign(ctx, []byte(cfg.value))
+			l, err := campaign(ctx, []byte(cfg.Value))
 			if err != nil {
 				return nil, err
 			}
 			return single(cfg, l.Grant), nil
 		}, nil
-	case cfg.kind == fence.KindSemaphore:
-		sem, err := zklock.NewSemaphore(sess, cfg.name, cfg.limit, zklock.WithRoot(cfg.root), zklock.WithData(ownerData(cfg.argv)))
+	case cfg.Kind == fence.KindSemaphore:
+		sem, err := zklock.NewSemaphore(sess, cfg.Name, cfg.Limit, zklock.WithRoot(cfg.Root), zklock.WithData(ownerData(cfg.Argv)))
 		if err != nil {
 			return nil, err
 		}
-		return singly(cfg, pick(cfg.tryOnce, sem.Acquire, sem.TryAcquire)), nil
+		return singly(cfg, pick(cfg.TryOnce, sem.Acquire, sem.TryAcquire)), nil
 	}
-	m, err := zklock.NewMutex(sess, cfg.name, zklock.WithRoot(cfg.root), zklock.WithTokenMode(cfg.mode), zklock.WithData(ownerData(cfg.argv)), zklock.WithLockDelay(cfg.lockDelay))
+	m, err := zklock.NewMutex(sess, cfg.Name, zklock.WithRoot(cfg.Root), zklock.WithTokenMode(cfg.Mode), zklock.WithData(ownerData(cfg.Argv)), zklock.WithLockDelay(cfg.LockDelay))
 	if err != nil {
 		return nil, err
 	}
-	return singly(cfg, pick(cfg.tryOnce, m.Acquire, m.TryAcquire)), nil
+	return singly(cfg, pick(cfg.TryOnce, m.Acquire, m.TryAcquire)), nil
 }
 
 // singly is take, whose grant is held as cfg's one lock or slot.
-func singly(cfg lockConfig, take func(context.Context) (*zklock.Grant, error)) func(context.Context) (*hold, error) {
+func singly(cfg Config, take func(context.Context) (*zklock.Grant, error)) func(context.Context) (*hold, error) {
 	return func(ctx context.Context) (*hold, error) {
 		g, err := take(ctx)
 		if err != nil {
@@ -233,11 +262,11 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 	take, err := r.contender(sess)
 	if err != nil {
 		w.end()
-		return nil, usageErrorf("lock: %v", err)
+		return nil, exit.Usagef("lock: %v", err)
 	}
 	acqCtx, cancelAcq := w.ctx, context.CancelFunc(func() {})
-	if cfg.wait > 0 {
-		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.wait)
+	if cfg.Wait > 0 {
+		acqCtx, cancelAcq = context.WithTimeout(w.ctx, cfg.Wait)
 	}
 	waitStart := time.Now()
 	notice := r.noticeWaiting(sess, r.clk.Now())
@@ -259,7 +288,7 @@ func (r *lockRun) acquire(w *waitWatch, sess *zklock.Session) (*hold, error) {
 	case <-h.grant.Lost():
 		// The command never ran: not 76 (lost while it ran) but the lock
 		// could not be held, as when ZooKeeper is unavailable.
-		return nil, withCode(ExitUnavailable, fmt.Errorf("%s (%s) was lost before the command could start: %s", r.what(), h.tokens(), userMessage(h.grant.Err())))
+		return nil, exit.With(exit.Unavailable, fmt.Errorf("%s (%s) was lost before the command could start: %s", r.what(), h.tokens(), exit.Message(h.grant.Err())))
 	default:
 	}
 	return h, nil
@@ -276,15 +305,15 @@ func (r *lockRun) notAcquired(err error, sess *zklock.Session) error {
 		if who == "" {
 			who = "another holder kept it"
 		}
-		return withCode(ExitTimeout, fmt.Errorf("%s %s not acquired within %v: it waited for %s", r.what(), wasWere(len(cfg.names)), cfg.wait, who))
+		return exit.With(exit.Timeout, fmt.Errorf("%s %s not acquired within %v: it waited for %s", r.what(), wasWere(len(cfg.Names)), cfg.Wait, who))
 	case errors.Is(err, zklock.ErrHeld):
-		return withCode(ExitTimeout, fmt.Errorf("%s %s not acquired at the one try --wait 0 asks for: %s", r.what(), wasWere(len(cfg.names)), userMessage(err)))
+		return exit.With(exit.Timeout, fmt.Errorf("%s %s not acquired at the one try --wait 0 asks for: %s", r.what(), wasWere(len(cfg.Names)), exit.Message(err)))
 	case errors.Is(err, zklock.ErrLimitMismatch):
-		return withCode(ExitUsage, fmt.Errorf("%s", userMessage(err)))
+		return exit.With(exit.Usage, fmt.Errorf("%s", exit.Message(err)))
 	case errors.Is(err, zk.ErrNoAuth):
-		return withCode(ExitAuth, zkNoAuth(r.what(), cfg.root, cfg.zk.auth))
+		return exit.With(exit.Auth, &NoAuthError{What: r.what(), Err: err})
 	case errors.Is(err, zklock.ErrUnavailable), errors.Is(err, zklock.ErrSessionExpired), errors.Is(err, zklock.ErrLockLost):
-		return withCode(ExitUnavailable, fmt.Errorf("%s was not acquired: %w", r.what(), err))
+		return exit.With(exit.Unavailable, fmt.Errorf("%s was not acquired: %w", r.what(), err))
 	}
 	return fmt.Errorf("%s was not acquired: %w", r.what(), err)
 }
@@ -310,7 +339,7 @@ func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 	defer sock.close()
 	cmd := r.command(h, seqs, sock.path)
 	var term *os.File
-	if f, ok := r.stdio.stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
+	if f, ok := r.stdio.Stdin.(*os.File); ok && runlock.ForegroundTerminal(f) {
 		term = f // an interactive run: CMD gets the terminal
 	}
 	runStart := time.Now()
@@ -318,15 +347,15 @@ func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 		Terminal:   term,
 		Lost:       h.grant.Lost(),
 		Signals:    r.sigs,
-		KillSignal: cfg.killSignal,
-		KillGrace:  cfg.killGrace,
+		KillSignal: cfg.KillSignal,
+		KillGrace:  cfg.KillGrace,
 		Clock:      r.clk,
 		Logger:     r.logger,
 		OnLost:     func(pgid int) { r.reportLoss(sess, h, pgid) },
 	})
 	if err != nil {
 		r.release(h)
-		return commandError(err)
+		return CommandError(err)
 	}
 	return r.finish(h, res, ms(time.Since(runStart)))
 }
@@ -336,10 +365,10 @@ func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 func (r *lockRun) sequencers(h *hold) []string {
 	seqs := make([]string, len(h.locks))
 	for i, l := range h.locks {
-		seq := fence.Sequencer{Kind: r.cfg.kind, Name: l.Name, Token: l.Token}
+		seq := fence.Sequencer{Kind: r.cfg.Kind, Name: l.Name, Token: l.Token}
 		seqs[i] = seq.String()
-		if r.cfg.signer != nil {
-			seqs[i] = r.cfg.signer.Sign(seq)
+		if r.cfg.Signer != nil {
+			seqs[i] = r.cfg.Signer.Sign(seq)
 		}
 	}
 	return seqs
@@ -349,20 +378,20 @@ func (r *lockRun) sequencers(h *hold) []string {
 // lock's, for a set), every sequencer and the lock socket in its
 // environment.
 func (r *lockRun) command(h *hold, seqs []string, socket string) *exec.Cmd {
-	cmd := exec.Command(r.cfg.path)
-	cmd.Args = r.cfg.args
+	cmd := exec.Command(r.cfg.Path)
+	cmd.Args = r.cfg.Args
 	cmd.Env = append(cmd.Environ(),
-		"SEQD_LOCK="+r.cfg.name,
+		"SEQD_LOCK="+r.cfg.Name,
 		"SEQD_TOKEN="+strconv.FormatUint(h.token(), 10),
 		"SEQD_SEQUENCER="+seqs[0],
 		"SEQD_SEQUENCERS="+strings.Join(seqs, " "),
 		"SEQD_LOCK_SOCKET="+socket,
 	)
-	if r.cfg.kind == fence.KindElection {
+	if r.cfg.Kind == fence.KindElection {
 		term := strconv.FormatUint(h.token(), 10)
-		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.name, "SEQD_TERM="+term)
+		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.Name, "SEQD_TERM="+term)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.stdin, r.stdio.stdout, r.stdio.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdio.Stdin, r.stdio.Stdout, r.stdio.Stderr
 	return cmd
 }
 
@@ -371,7 +400,7 @@ func (r *lockRun) command(h *hold, seqs []string, socket string) *exec.Cmd {
 func (r *lockRun) reportLoss(sess *zklock.Session, h *hold, pgid int) {
 	heard := sess.LastHeard()
 	r.say("lost (%s): %s; sent %s to process group %d, SIGKILL follows in %v; zookeeper last answered at %s, %v before the loss (session timeout %v)",
-		h.tokens(), userMessage(h.grant.Err()), runlock.SignalName(r.cfg.killSignal), pgid, r.cfg.killGrace,
+		h.tokens(), exit.Message(h.grant.Err()), runlock.SignalName(r.cfg.KillSignal), pgid, r.cfg.KillGrace,
 		heard.Format(time.RFC3339Nano), ms(r.clk.Now().Sub(heard)), sess.Timeout())
 }
 
@@ -382,16 +411,16 @@ func (r *lockRun) finish(h *hold, res runlock.Result, ran time.Duration) error {
 		r.release(h)
 		how := fmt.Sprintf("status %d", res.Status)
 		if res.Killed {
-			how += fmt.Sprintf(", SIGKILL after the %v grace", r.cfg.killGrace)
+			how += fmt.Sprintf(", SIGKILL after the %v grace", r.cfg.KillGrace)
 		}
-		return withCode(ExitLockLost, fmt.Errorf("%s (%s) was lost while the command ran; it ended with %s", r.what(), h.tokens(), how))
+		return exit.With(exit.LockLost, fmt.Errorf("%s (%s) was lost while the command ran; it ended with %s", r.what(), h.tokens(), how))
 	}
 	if res.Stragglers {
-		r.say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(r.cfg.killSignal))
+		r.say("the command left processes behind in its group; they were sent %s before the release", runlock.SignalName(r.cfg.KillSignal))
 	}
 	r.verbose("the command exited with status %d after %v", res.Status, ran)
 	r.release(h)
-	return childStatus(res.Status)
+	return exit.Child(res.Status)
 }
 
 // releaseGrant deletes the contender on a context that outlives ctx (which a
@@ -406,9 +435,9 @@ func releaseGrant(ctx context.Context, h *hold, verbose, say func(string, ...any
 		verbose("released %s in %v", h.tokens(), ms(time.Since(start)))
 	case errors.Is(err, zklock.ErrLockLost):
 		// Already reported, or lost after the command ended: nothing to do.
-		verbose("%s already lost at release: %s", h.tokens(), userMessage(err))
+		verbose("%s already lost at release: %s", h.tokens(), exit.Message(err))
 	default:
-		say("could not release %s (%s); its nodes go when the session ends", h.tokens(), userMessage(err))
+		say("could not release %s (%s); its nodes go when the session ends", h.tokens(), exit.Message(err))
 	}
 }
 

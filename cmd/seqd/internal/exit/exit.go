@@ -1,0 +1,78 @@
+// Package exit is how a seqd command ends: the exit codes (sysexits.h where
+// one fits), the error that carries a code up to main, and an error's text
+// as people see it. Only main turns an Error into a process status; the
+// packages under cmd/seqd/internal return one where the command's status
+// follows from what went wrong (a lock not acquired, ZooKeeper unreachable).
+//
+// It is not a home for advice: which flag to give is the command's to say.
+package exit
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Exit codes (sysexits.h where one fits).
+const (
+	Usage       = 64  // EX_USAGE
+	Unavailable = 69  // EX_UNAVAILABLE: ZooKeeper or the daemon cannot be reached
+	DataErr     = 65  // EX_DATAERR: the store's log is damaged
+	Software    = 70  // EX_SOFTWARE: anything unexpected
+	Timeout     = 75  // EX_TEMPFAIL: lock not acquired within --wait
+	LockLost    = 76  // lock lost while CMD ran
+	Auth        = 77  // EX_NOPERM: refused by authentication or authorization
+	Interrupted = 130 // 128+SIGINT: interrupted; 143 (128+SIGTERM) when SIGTERM did it
+)
+
+// Error carries an exit status chosen by a command. Commands return it
+// (never cli.Exit, which calls os.Exit and skips deferred cleanup).
+type Error struct {
+	Code int
+	Err  error
+	// Quiet suppresses the "seqd: ..." line, for statuses passed through
+	// from a child process.
+	Quiet bool
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// With wraps err so that main exits with code.
+func With(code int, err error) error { return &Error{Code: code, Err: err} }
+
+// Usagef is a usage error: exit 64 and a sentence.
+func Usagef(format string, args ...any) error {
+	return &Error{Code: Usage, Err: fmt.Errorf(format, args...)}
+}
+
+// Child passes a child's exit status through without printing anything.
+func Child(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return &Error{Code: code, Quiet: true}
+}
+
+// packagePrefix matches the Go package names that seqd's libraries put in
+// front of their errors ("zklock: lock lost"): at the start of the message
+// or of a wrapped part of it.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:sequencer|zklock|runlock|fence|store|testenv|metrics): `)
+
+// Message is err as shown to people: without Go package prefixes, which
+// name code rather than what went wrong.
+func Message(err error) string {
+	s := err.Error()
+	for {
+		t := packagePrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}

@@ -1,0 +1,156 @@
+package lockdown
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
+)
+
+// Write writes every file Files lists, the secret ones readable by the
+// owner only, and a second Write into the same directory is a usage error
+// that leaves the first one's files as they were.
+func TestWriteWritesEveryFileOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lockdown")
+	l := Dir{Path: dir, Addr: "https://127.0.0.1:7070", ZK: "127.0.0.1:2181", Identities: []string{"team-a"}}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if err := Write(l, hosts, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	public := map[string]bool{CAFile: true, ServerCertFile: true, ClientCertFile: true, VerifyKeysFile: true, ClientEnvFile: true}
+	cert, key := IdentityCertFiles(0)
+	for _, name := range append(Files(), cert, key) {
+		fi, err := os.Stat(l.File(name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		want := os.FileMode(0o600)
+		if public[name] || name == cert {
+			want = 0o644
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode().Perm(), want)
+		}
+	}
+	token, _ := os.ReadFile(l.File(APITokenFile))
+	err := Write(l, hosts, time.Hour)
+	var e *exit.Error
+	if !errors.As(err, &e) || e.Code != exit.Usage {
+		t.Fatalf("second Write: %v, want a usage error", err)
+	}
+	if again, _ := os.ReadFile(l.File(APITokenFile)); string(again) != string(token) {
+		t.Errorf("the second Write changed %s", APITokenFile)
+	}
+	env, _ := os.ReadFile(l.File(ClientEnvFile))
+	for _, want := range []string{"export SEQD_ADDR=https://127.0.0.1:7070\n", "export SEQD_ZK_AUTH_FILE=" + ShellWord(l.File(ZKAuthFile)) + "\n"} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("client.env lacks %q:\n%s", want, env)
+		}
+	}
+}
+
+// ShellWord leaves plain words alone and quotes the rest so that a POSIX
+// shell reads them back as they were, a single quote included.
+func TestShellWord(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/tmp/seqd/ca.pem", "/tmp/seqd/ca.pem"},
+		{"a b", "'a b'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+	} {
+		if got := ShellWord(tc.in); got != tc.want {
+			t.Errorf("ShellWord(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The admin token's flag is in the serve command line only for a serve
+// that has it.
+func TestServeArgsAdminToken(t *testing.T) {
+	l := Dir{Path: "/d", ZK: "zk:2181", Names: []string{"seqd.example"}}
+	with := strings.Join(l.ServeArgs("127.0.0.1:7070", true), " ")
+	without := strings.Join(l.ServeArgs("127.0.0.1:7070", false), " ")
+	if !strings.Contains(with, "--admin-token-file /d/admin-token") || strings.Contains(without, "--admin-token-file") {
+		t.Errorf("ServeArgs(admin) = %q, ServeArgs(no admin) = %q", with, without)
+	}
+	if !strings.HasSuffix(with, "--host seqd.example") {
+		t.Errorf("ServeArgs = %q, want --host seqd.example at the end", with)
+	}
+}
+
+// OpenDev takes an empty directory (to write) or a complete one (to use),
+// refuses one with some of the files but not all, naming the missing
+// ones, and makes a temporary directory that Cleanup removes.
+func TestOpenDev(t *testing.T) {
+	empty := t.TempDir()
+	if d, err := OpenDev(empty, false); err != nil || !d.write || d.Temp {
+		t.Fatalf("OpenDev(empty) = %+v, %v; want a directory to write", d, err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	if err := Write(Dir{Path: full}, []string{"localhost"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := OpenDev(full, false); err != nil || d.write {
+		t.Fatalf("OpenDev(full) = %+v, %v; want a directory to use as it is", d, err)
+	}
+	if err := os.Remove(filepath.Join(full, ZKAuthFile)); err != nil {
+		t.Fatal(err)
+	}
+	var inc *IncompleteError
+	if _, err := OpenDev(full, false); !errors.As(err, &inc) || len(inc.Missing) != 1 || inc.Missing[0] != ZKAuthFile {
+		t.Fatalf("OpenDev(without %s) = %v, want an IncompleteError naming it", ZKAuthFile, err)
+	}
+	d, err := OpenDev("", true)
+	if err != nil || !d.Temp || !d.ZKTLS || d.ZKOptions(0).TLS == nil {
+		t.Fatalf("OpenDev(\"\") = %+v, %v; want a temporary directory with ZooKeeper TLS", d, err)
+	}
+	d.Cleanup()
+	if _, err := os.Stat(d.Dir.Path); !os.IsNotExist(err) {
+		t.Errorf("Cleanup left %s: %v", d.Dir.Path, err)
+	}
+	if (*Dev)(nil).ZKOptions(7).ClientPort != 7 {
+		t.Error("a nil Dev's ZooKeeper options lost the port")
+	}
+}
+
+// The summary lists every file, the identities escaped, and the serve
+// command a flag per line, with the admin token's only when serve has it.
+func TestWriteSummary(t *testing.T) {
+	l := Dir{Path: t.TempDir(), ZK: "zk:2181", Identities: []string{"team\x1b[2Ja"}}
+	for _, admin := range []bool{true, false} {
+		var b strings.Builder
+		l.WriteSummary(&b, "127.0.0.1:7070", admin, []string{"localhost"}, 30)
+		out := b.String()
+		for _, want := range []string{CAKeyFile, ZKAuthFile, "valid 30 days", `team\x1b[2Ja`, "  seqd serve \\\n    --zk zk:2181 \\\n", "  seqd store \\\n", ". " + l.File(ClientEnvFile)} {
+			if !strings.Contains(out, want) {
+				t.Errorf("admin %v: the summary lacks %q:\n%s", admin, want, out)
+			}
+		}
+		if got := strings.Contains(out, "--admin-token-file"); got != admin {
+			t.Errorf("admin %v: --admin-token-file in the serve command: %v", admin, got)
+		}
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("the summary holds a raw escape")
+		}
+	}
+}
+
+// The ready text of a locked-down dev run exports what every client and
+// seqd lock need, and says where the files are.
+func TestWriteReady(t *testing.T) {
+	d := &Dev{Dir: Dir{Path: "/tmp/d", ZK: "127.0.0.1:2181"}, Temp: true, ZKTLS: true, ZKTLSVars: []string{"SEQD_ZK_TLS_CA_FILE=/ca"}}
+	var b strings.Builder
+	d.WriteReady(&b, "127.0.0.1:7070")
+	out := b.String()
+	for _, want := range []string{"seqd API on https://127.0.0.1:7070", "files in /tmp/d, removed when dev stops", "reached over mutual TLS",
+		"export SEQD_ZK=127.0.0.1:2181 SEQD_ZK_AUTH_FILE=/tmp/d/zk-auth SEQD_SIGNING_KEY_FILE=/tmp/d/signing.key SEQD_ZK_TLS_CA_FILE=/ca SEQD_ADDR=https://127.0.0.1:7070 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the ready text lacks %q:\n%s", want, out)
+		}
+	}
+}

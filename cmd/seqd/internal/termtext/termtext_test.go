@@ -1,0 +1,43 @@
+package termtext
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// Every rune a terminal acts on comes out as a visible escape; printable
+// text, tabs of JSON aside, comes out as it went in.
+func TestSafe(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"jobs/nightly", "jobs/nightly"},
+		{"ünïcode ok", "ünïcode ok"},
+		{"a\x1b]52;c;x\x07b", `a\x1b]52;c;x\x07b`},
+		{"row\n1\tforged\r", `row\n1\tforged\r`},
+		{"\u202eevil", `\u202eevil`},
+		{"c1\u009b", `c1\u009b`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{"del\x7f", `del\x7f`},
+	} {
+		if got := Safe(tc.in); got != tc.want {
+			t.Errorf("Safe(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// JSON escapes what encoding/json leaves (DEL, C1, bidirectional runes)
+// and the result decodes to the same value.
+func TestJSONKeepsTheValue(t *testing.T) {
+	v := map[string]string{"owner": "evil\x7f\u009b\u202e\x1b"}
+	var b bytes.Buffer
+	if err := json.NewEncoder(JSON{W: &b}).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(b.Bytes(), "\x7f\u009b\u202e\x1b") {
+		t.Errorf("JSON wrote a rune a terminal acts on: %q", b.String())
+	}
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["owner"] != v["owner"] {
+		t.Errorf("decoded %q (%v), want %q", back["owner"], err, v["owner"])
+	}
+}

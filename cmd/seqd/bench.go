@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -87,15 +88,7 @@ func benchCommand() *cli.Command {
 			}
 			rep, err := bench.Run(c.Context, cfg)
 			if rep != nil && len(rep.Results) > 0 {
-				var perr error
-				if c.Bool("json") {
-					perr = rep.WriteJSON(c.App.Writer)
-				} else {
-					perr = rep.WriteTable(c.App.Writer)
-				}
-				if err == nil {
-					err = perr
-				}
+				return printBench(c, rep, err)
 			}
 			return benchError(c, err)
 		},
@@ -125,15 +118,23 @@ func benchLatency(c *cli.Context, cfg bench.Config) error {
 	}
 	rep, err := bench.RunLatency(c.Context, cfg, o)
 	if rep != nil && len(rep.Figures) > 0 {
-		var perr error
-		if c.Bool("json") {
-			perr = rep.WriteJSON(c.App.Writer)
-		} else {
-			perr = rep.WriteTable(c.App.Writer)
-		}
-		if err == nil {
-			err = perr
-		}
+		return printBench(c, rep, err)
+	}
+	return benchError(c, err)
+}
+
+// printBench prints what a run measured, as a table or with --json as
+// JSON, and exits with err, the run's error (or the print's).
+func printBench(c *cli.Context, rep interface {
+	WriteTable(io.Writer) error
+	WriteJSON(io.Writer) error
+}, err error) error {
+	write := rep.WriteTable
+	if c.Bool("json") {
+		write = rep.WriteJSON
+	}
+	if perr := write(c.App.Writer); err == nil {
+		err = perr
 	}
 	return benchError(c, err)
 }
@@ -143,15 +144,7 @@ func benchScale(c *cli.Context, cfg bench.Config) error {
 	sizes, _ := scaleSizes(c.String("scale")) // checked by benchConfig
 	rep, err := bench.RunScale(c.Context, cfg, bench.ScaleOptions{Sizes: sizes, Clients: cfg.Clients, Renewing: cfg.Duration})
 	if rep != nil && len(rep.Results) > 0 {
-		var perr error
-		if c.Bool("json") {
-			perr = rep.WriteJSON(c.App.Writer)
-		} else {
-			perr = rep.WriteTable(c.App.Writer)
-		}
-		if err == nil {
-			err = perr
-		}
+		return printBench(c, rep, err)
 	}
 	return benchError(c, err)
 }

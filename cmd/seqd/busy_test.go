@@ -55,6 +55,30 @@ func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 		}
 	}
 
+	// Until the flood is under way (a process to start, which a loaded
+	// machine may take longer than a TTL to do), the leases are kept
+	// renewed; what is measured starts with the flood.
+	flooding := make(chan struct{})
+	var warming sync.WaitGroup
+	floodStarted := sync.OnceFunc(func() { close(flooding) })
+	defer func() { floodStarted(); warming.Wait() }()
+	for _, o := range owners {
+		warming.Add(1)
+		go func() {
+			defer warming.Done()
+			for {
+				select {
+				case <-flooding:
+					return
+				case <-time.After(time.Second):
+				}
+				if _, err := o.cl.Renew(ctx, o.lease, 0); err != nil {
+					t.Errorf("owner %s: renewal before the flood: %v", o.name, err)
+				}
+			}
+		}()
+	}
+
 	// The flood: this test binary again, running TestBusyFloodHelper.
 	flood := exec.Command(os.Args[0], "-test.run=^TestBusyFloodHelper$", "-test.v")
 	flood.Env = append(os.Environ(), floodAddrEnv+"="+base[len("http://"):])
@@ -69,6 +93,8 @@ func TestBusyFloodKeepsLeasesAlive(t *testing.T) {
 	}
 	defer flood.Process.Kill()
 	zktest.Eventually(t, 30*time.Second, "the flood starting", func() bool { return strings.Contains(out.String(), "flooding") })
+	floodStarted()
+	warming.Wait()
 
 	// Each owner renews every second for 12s from the start of the flood.
 	var owned sync.WaitGroup

@@ -270,15 +270,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
 	started := time.Now()
-	r := &runner{
-		cfg: cfg,
-		id:  started.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(rnd[:]),
-		acl: aclFor(cfg.ACL, cfg.Auth),
-	}
-	r.root = cfg.Base + "/" + r.id
+	r := newRunner(cfg, runID(started))
 	rep := &Report{
 		Started:     started,
 		Servers:     cfg.Servers,
@@ -564,4 +557,17 @@ func (r *runner) progressDone(line string) {
 		return
 	}
 	fmt.Fprintln(r.cfg.Progress, line)
+}
+
+// runID names a run started at started: its time and a random suffix, so
+// that runs side by side never share a root.
+func runID(started time.Time) string {
+	var rnd [3]byte
+	_, _ = rand.Read(rnd[:])
+	return started.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(rnd[:])
+}
+
+// newRunner is a run of cfg under Base/id.
+func newRunner(cfg Config, id string) *runner {
+	return &runner{cfg: cfg, id: id, root: cfg.Base + "/" + id, acl: aclFor(cfg.ACL, cfg.Auth)}
 }

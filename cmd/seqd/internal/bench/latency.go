@@ -3,8 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,11 +123,8 @@ func RunLatency(ctx context.Context, cfg Config, o LatencyOptions) (*LatencyRepo
 		return nil, errors.New("bench: the latency figures need the seqd binary to run the daemon and seqd lock")
 	}
 	cfg.SessionTimeout = o.SessionTimeout
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
 	started := time.Now()
-	r := &runner{cfg: cfg, id: started.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(rnd[:]) + "-latency"}
-	r.root = cfg.Base + "/" + r.id
+	r := newRunner(cfg, runID(started)+"-latency")
 	rep := &LatencyReport{Started: started, Servers: cfg.Servers, SessionTimeout: o.SessionTimeout, TTL: o.TTL, LockDelay: o.LockDelay, RTT: cfg.RTT}
 	l := &latencyRun{r: r, o: o}
 	var err error

@@ -3,8 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,13 +111,11 @@ func RunScale(ctx context.Context, cfg Config, o ScaleOptions) (*ScaleReport, er
 	case len(cfg.DaemonCommand) < 2:
 		return nil, errors.New("bench: the scale figures need the seqd binary to run the daemon")
 	}
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
 	started := time.Now()
+	id := runID(started)
 	rep := &ScaleReport{Started: started, Servers: cfg.Servers, Clients: o.Clients, TTL: o.TTL, Renewing: o.Renewing, RTT: cfg.RTT}
 	for _, n := range o.Sizes {
-		r := &runner{cfg: cfg, id: started.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(rnd[:]) + "-scale-" + strconv.Itoa(n)}
-		r.root = cfg.Base + "/" + r.id
+		r := newRunner(cfg, id+"-scale-"+strconv.Itoa(n))
 		res, err := r.scale(ctx, n, o)
 		if err != nil {
 			return rep, fmt.Errorf("%d leases: %w", n, err)

@@ -65,21 +65,25 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 		// Once states are watched, the watch session must vouch for them
 		// before and during a listing: a listing is cut short when its
 		// trust changes (ZooKeeper fell silent).
+		// While the session is distrusted but the overview is still in its
+		// grace, the listing is cut short at the grace's end as well.
 		var trustChanged <-chan struct{}
+		var cut time.Duration
 		if watching {
 			hold, tc, distrust := s.watches.vouch(start)
 			if distrust != nil && !hold {
 				return api.Overview{}, distrust
 			}
-			if distrust == nil {
-				trustChanged = tc
+			trustChanged = tc
+			if distrust != nil {
+				cut = max(start.Add(s.watches.quantum()).Sub(s.clock.Now()), time.Millisecond)
 			}
 		}
 		sess, err := s.liveSession()
 		if err != nil {
 			return api.Overview{}, err
 		}
-		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged)
+		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged, cut)
 		if errors.Is(err, errTrustChanged) {
 			continue // vouched for again, or not, at the top
 		}
@@ -136,17 +140,26 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 var errTrustChanged = errors.New("the watch session's trust changed")
 
 // listNames lists the names under root; a change of the watch session's
-// trust (ZooKeeper fell silent) cuts it short with errTrustChanged, so
-// that a blocking overview need not wait for the read's own timeout.
-func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root string, shape zklock.Shape, trustChanged <-chan struct{}) ([]string, bool, error) {
+// trust (ZooKeeper fell silent, or answered again), or the end of cut when
+// it is not 0, cuts it short with errTrustChanged, so that a blocking
+// overview need not wait for the read's own timeout.
+func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root string, shape zklock.Shape, trustChanged <-chan struct{}, cut time.Duration) ([]string, bool, error) {
 	if trustChanged == nil {
 		return sess.Names(ctx, root, shape, api.MaxOverview)
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var graceOver <-chan time.Time
+	if cut > 0 {
+		t := time.NewTimer(cut)
+		defer t.Stop()
+		graceOver = t.C
+	}
 	go func() {
 		select {
 		case <-trustChanged:
+			cancel(errTrustChanged)
+		case <-graceOver:
 			cancel(errTrustChanged)
 		case <-lctx.Done():
 		}

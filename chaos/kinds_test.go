@@ -315,19 +315,31 @@ func TestKinds(t *testing.T) {
 	e := startKindsEnvOpts(t, testenv.Options{Servers: 3, Java: fakeJava(t)})
 	for _, m := range kindModels() {
 		t.Run(m.name, func(t *testing.T) {
-			start := time.Now()
-			ops, faults, stalls := runKind(t, e, m, m.name, seed, max(*kindsFlag, m.minRun), e.urls, kindFaults, &modelRun{})
-			res := m.check(t, e, ops)
-			t.Logf("%s, seed %d, %v: %d operations, %d client stalls, faults %v; %s",
-				m.name, seed, time.Since(start).Round(100*time.Millisecond), len(ops), stalls, faults, res.Summary())
-			if len(ops) == 0 || res.Checked["grants"] == 0 {
-				t.Errorf("%s: the workload made no progress", m.name)
+			// A short run whose faults leave no grant to check (seen
+			// once on a loaded machine) runs again, longer; every run's
+			// history is checked, and one must have checked grants.
+			const attempts = 2
+			progressed := false
+			for a := 0; a < attempts && !progressed; a++ {
+				start := time.Now()
+				name := m.name
+				if a > 0 {
+					name = fmt.Sprintf("%s-again-%d", m.name, a)
+				}
+				ops, faults, stalls := runKind(t, e, m, name, seed+uint64(a), max(*kindsFlag, m.minRun)*time.Duration(a+1), e.urls, kindFaults, &modelRun{})
+				res := m.check(t, e, ops)
+				t.Logf("%s, seed %d, %v: %d operations, %d client stalls, faults %v; %s",
+					name, seed+uint64(a), time.Since(start).Round(100*time.Millisecond), len(ops), stalls, faults, res.Summary())
+				progressed = len(ops) > 0 && res.Checked["grants"] > 0
+				for _, v := range res.Violations {
+					t.Errorf("violation: %v", v)
+				}
+				if len(res.Violations) > 0 {
+					saveOps(t, name, ops)
+				}
 			}
-			for _, v := range res.Violations {
-				t.Errorf("violation: %v", v)
-			}
-			if len(res.Violations) > 0 {
-				saveOps(t, m.name, ops)
+			if !progressed {
+				t.Errorf("%s: the workload made no progress in %d runs", m.name, attempts)
 			}
 		})
 		t.Run(m.name+"/control", func(t *testing.T) {

@@ -49,9 +49,9 @@ func TestUncontendedCycleRequests(t *testing.T) {
 	got := perCycle()
 	t.Logf("requests per uncontended cycle: %.2f", got)
 	// A few cycles in 200 may cost a request more on a loaded machine
-	// (counted 3.03 and 4.07 at a load average of 8): the bounds leave
-	// room for that, not for a request more per cycle.
-	if got > 3.1 {
+	// (counted 3.03, 4.07 and 4.12 at load averages of 8 and more): the
+	// bounds leave room for that, not for a request more per cycle.
+	if got > 3.2 {
 		t.Errorf("%.2f requests per uncontended cycle, want 3 (create, children, delete)", got)
 	}
 
@@ -67,7 +67,7 @@ func TestUncontendedCycleRequests(t *testing.T) {
 	}
 	got = perCycle()
 	t.Logf("requests per uncontended cycle once markers exist: %.2f", got)
-	if got < 3.9 || got > 4.1 {
+	if got < 3.9 || got > 4.2 {
 		t.Errorf("%.2f requests per cycle with a marker directory, want 4 (the marker read): the count does not see what it should", got)
 	}
 }

@@ -23,8 +23,9 @@ func semaphore(t testing.TB, s *Session, name string, limit int, opts ...Semapho
 // churn runs sessions that take and give back slots of a semaphore of
 // limit while a sampler on another session counts the lease nodes; it
 // returns the most holders seen at once, by the holders themselves and by
-// the sampler. No two grants share a token.
-func churn(t *testing.T, servers []string, name string, limit, sessions, rounds int) (inside, sampled int) {
+// the sampler. No two grants share a token. Each holds its slot for hold,
+// plus up to 20ms more.
+func churn(t *testing.T, servers []string, name string, limit, sessions, rounds int, hold time.Duration) (inside, sampled int) {
 	t.Helper()
 	var (
 		in, maxIn atomic.Int32
@@ -55,7 +56,7 @@ func churn(t *testing.T, servers []string, name string, limit, sessions, rounds 
 				n := in.Add(1)
 				for m := maxIn.Load(); n > m && !maxIn.CompareAndSwap(m, n); m = maxIn.Load() {
 				}
-				time.Sleep(time.Duration(20+r%5*5) * time.Millisecond)
+				time.Sleep(hold + time.Duration(r%5*5)*time.Millisecond)
 				in.Add(-1)
 				if err := g.Release(context.Background()); err != nil {
 					errs <- err
@@ -102,7 +103,7 @@ func TestSemaphoreLimit(t *testing.T) {
 	t.Parallel()
 	c := shared.Get(t)
 	const limit = 3
-	inside, sampled := churn(t, c.Servers(), "sem-limit", limit, 8, 15)
+	inside, sampled := churn(t, c.Servers(), "sem-limit", limit, 8, 15, 20*time.Millisecond)
 	t.Logf("limit %d: at most %d inside, %d lease nodes sampled", limit, inside, sampled)
 	if inside > limit {
 		t.Fatalf("%d holders at once, limit %d", inside, limit)
@@ -113,7 +114,9 @@ func TestSemaphoreLimit(t *testing.T) {
 	if inside < limit {
 		t.Fatalf("at most %d holders at once: the limit %d was never reached", inside, limit)
 	}
-	inside, _ = churn(t, c.Servers(), "sem-limit-control", 2*limit, 8, 15)
+	// Slots held longer, so that more than limit overlap even when a
+	// loaded machine makes each acquire slow.
+	inside, _ = churn(t, c.Servers(), "sem-limit-control", 2*limit, 8, 4, 250*time.Millisecond)
 	if inside <= limit {
 		t.Fatalf("control: a semaphore of %d never had more than %d holders; the check could not fail", 2*limit, limit)
 	}

@@ -7,8 +7,11 @@ TEST_TIMEOUT ?= 60m
 # contrib/kube is a module of its own (client-go stays out of the main
 # module's graph): ./... of the main module does not reach it.
 KUBE        := contrib/kube
+# contrib/etcdbench, etcd's Mutex measured beside seqd bench, is one too
+# (etcd's client and gRPC stay out of seqd's graph).
+ETCDBENCH   := contrib/etcdbench
 
-.PHONY: all build deps test vet lint gotest run chaos bench bench-go fmt
+.PHONY: all build deps test vet lint gotest run chaos bench bench-go bench-etcd fmt
 
 all: build
 
@@ -22,10 +25,12 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	cd $(KUBE) && $(GO) vet ./...
+	cd $(ETCDBENCH) && $(GO) vet ./...
 
 lint:
 	$(GOBIN)/staticcheck ./...
 	cd $(KUBE) && $(GOBIN)/staticcheck ./...
+	cd $(ETCDBENCH) && $(GOBIN)/staticcheck ./...
 
 # The leader-failover tests run in a second pass without the race detector:
 # go-zookeeper itself races on its last zxid when a session with watches
@@ -41,6 +46,7 @@ gotest:
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./cmd/seqd/ ./sequencer/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFailoverKeepsTokensRising|TestTLSEnsembleLeaderKill' ./zklock/
 	cd $(KUBE) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+	cd $(ETCDBENCH) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
 
 test: deps vet lint gotest
 
@@ -99,6 +105,16 @@ bench: build
 
 bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+# bench-etcd: seqd against etcd's concurrency.Mutex on this machine, rounds
+# of `seqd bench --dev` and of the same clients on a throwaway etcd
+# interleaved (about ten minutes with the defaults). ETCD_FLAGS adds flags
+# (ETCD_FLAGS='--clients 16,64,256 --rtt 1ms').
+ETCD_FLAGS ?=
+bench-etcd: build
+	scripts/deps.sh etcd
+	cd $(ETCDBENCH) && $(GO) build -o ../../bin/etcdbench .
+	bin/etcdbench compare --seqd bin/seqd $(ETCD_FLAGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -4,12 +4,16 @@
 # and docker-compose (for interop and config checks), a JDK and JUnit 5
 # (to build and test the Java client), Chromium (the status page's
 # headless browser test), PostgreSQL 15, MariaDB 10.11 and Redis 7 (the
-# database fences' tests start real servers) and staticcheck.
-# Usage: scripts/deps.sh [all|zookeeper|db]
+# database fences' tests start real servers), etcd (the peer that
+# contrib/etcdbench measures) and staticcheck.
+# Usage: scripts/deps.sh [all|zookeeper|db|etcd]
 set -euo pipefail
 want=(zookeeper)
 if [ "${1:-all}" = all ] || [ "${1:-all}" = db ]; then
   want+=(postgresql-15 mariadb-server redis-server)
+fi
+if [ "${1:-all}" = all ] || [ "${1:-all}" = etcd ]; then
+  want+=(etcd-server) # contrib/etcdbench: etcd's Mutex beside seqd bench
 fi
 if [ "${1:-all}" = all ]; then
   want+=(prometheus python3-kazoo libcurator-recipes-java docker-compose openjdk-17-jdk-headless junit5 chromium

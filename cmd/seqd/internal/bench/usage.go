@@ -2,9 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"errors"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,37 +21,8 @@ type usage struct {
 	zkPackets                   int64
 }
 
-// userHZ is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, 100 on
-// every Linux).
-const userHZ = 100
-
 // procCPU is the user and system CPU time pid has used so far.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from the ')'
-	// that closes it. utime and stime are fields 14 and 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bench: malformed /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("bench: malformed /proc stat")
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: /proc stat: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
-}
+func procCPU(pid int) (time.Duration, error) { return testenv.ProcCPU(pid) }
 
 // selfCPU is the CPU time this process has used so far (to the
 // microsecond, finer than /proc's ticks).

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func startEtcd(t *testing.T) *Etcd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := StartEtcd(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+// The harness measures etcd's Mutex on own locks and on one hot lock:
+// cycles finish, no two clients hold one lock at once, and etcd's CPU per
+// cycle is read. The control: cycles that skip the lock are caught by the
+// harness's own check of the holders.
+func TestMutexCases(t *testing.T) {
+	e := startEtcd(t)
+	ctx := context.Background()
+	for _, locks := range []string{LocksOwn, LocksHot} {
+		res, err := Run(ctx, Case{Endpoints: e.Endpoints, Clients: 4, Locks: locks, Duration: 300 * time.Millisecond,
+			Prefix: "/test-" + locks, ServerPID: e.PID})
+		if err != nil {
+			t.Fatalf("%s locks: %v", locks, err)
+		}
+		t.Logf("%s locks: %d cycles, %.0f/s, p50 %.2fms, p99 %.2fms", locks, res.Cycles, res.CyclesPerS, res.P50ms, res.P99ms)
+		if res.Cycles == 0 || res.CyclesPerS <= 0 || res.P50ms <= 0 || res.P99ms < res.P50ms {
+			t.Errorf("%s locks: implausible result %+v", locks, res)
+		}
+		if res.MostInside != 1 {
+			t.Errorf("%s locks: at most %d holders of a lock at once, want 1", locks, res.MostInside)
+		}
+		if res.ServerCPUms == nil || res.ClientCPUms == nil {
+			t.Errorf("%s locks: the CPU per cycle was not read", locks)
+		}
+	}
+	_, err := Run(ctx, Case{Endpoints: e.Endpoints, Clients: 8, Locks: LocksHot, Duration: 100 * time.Millisecond,
+		Prefix: "/test-control", unlocked: true})
+	if !errors.Is(err, ErrOverlap) {
+		t.Errorf("control: cycles without the lock gave %v, want %v", err, ErrOverlap)
+	}
+}
+
+// compare runs seqd bench and the etcd cases side by side and reports
+// every group with every case, as the documentation's command does.
+func TestCompare(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "seqd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/seqd")
+	build.Dir = "../.." // in seqd's own module
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build seqd: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"compare", "--seqd", bin, "--clients", "2", "--duration", "200ms", "--rounds", "1"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	t.Logf("\n%s", out)
+	for _, row := range []string{`1\s+own`, `2\s+own`, `2\s+hot`} {
+		if n := len(regexp.MustCompile(`(?m)^\s*`+row+`\s`).FindAllString(out, -1)); n != 2 {
+			t.Errorf("%d rows %q in the tables, want 2 (throughput and CPU)", n, row)
+		}
+	}
+	if strings.Count(out, "—") > 0 {
+		t.Errorf("a figure is missing (—) from the table")
+	}
+}
+
+// Bad flags are usage errors (exit 64) and start nothing.
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"compare", "--rounds", "0"},
+		{"compare", "--clients", "0"},
+		{"compare", "--clients", "16,x"},
+		{"compare", "--duration", "1ns"},
+		{"compare", "--rtt", "2s"},
+		{"compare", "--seqd", "/nonexistent/seqd"},
+		{"compare", "extra"},
+		{"run"},
+		{"run", "--endpoints", "http://127.0.0.1:1", "--locks", "warm"},
+		{"run", "--endpoints", "http://127.0.0.1:1", "--clients", "5000"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), args, &stdout, &stderr)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+			continue
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("%q printed %q", args, stdout.String())
+		}
+	}
+}

@@ -254,6 +254,9 @@ func start(ctx context.Context, opts Options) (*Cluster, error) {
 			c.Stop()
 			return nil, fmt.Errorf("testenv: %w", err)
 		}
+		// Every client of these servers comes from loopback: no cap per
+		// address (ZooKeeper's default, 60, would refuse the sessions of a
+		// bench of many clients).
 		cfg := fmt.Sprintf(`tickTime=%d
 initLimit=20
 syncLimit=10
@@ -262,6 +265,7 @@ clientPort=%d
 clientPortAddress=127.0.0.1
 maxSessionTimeout=%d
 4lw.commands.whitelist=*
+maxClientCnxns=0
 admin.enableServer=false
 standaloneEnabled=true
 reconfigEnabled=false

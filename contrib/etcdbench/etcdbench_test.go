@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,29 +54,28 @@ func TestMutexCases(t *testing.T) {
 	}
 }
 
-// compare runs seqd bench and the etcd cases side by side and reports
-// every group with every case, as the documentation's command does.
-func TestCompare(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "seqd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/seqd")
-	build.Dir = "../.." // in seqd's own module
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build seqd: %v\n%s", err, out)
-	}
-	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"compare", "--seqd", bin, "--clients", "2", "--duration", "200ms", "--rounds", "1"}, &stdout, &stderr)
+// make bench-etcd, as the documentation gives it, runs seqd bench and the
+// etcd cases side by side and reports every group with every figure.
+func TestMakeBenchEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "-s", "bench-etcd", "ETCD_FLAGS=--clients 2 --duration 200ms --rounds 1")
+	cmd.Dir = "../.." // seqd's checkout
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
+		t.Fatalf("make bench-etcd: %v\n%s", err, stderr.String())
 	}
-	out := stdout.String()
+	out := string(stdout)
 	t.Logf("\n%s", out)
 	for _, row := range []string{`1\s+own`, `2\s+own`, `2\s+hot`} {
 		if n := len(regexp.MustCompile(`(?m)^\s*`+row+`\s`).FindAllString(out, -1)); n != 2 {
 			t.Errorf("%d rows %q in the tables, want 2 (throughput and CPU)", n, row)
 		}
 	}
-	if strings.Count(out, "—") > 0 {
-		t.Errorf("a figure is missing (—) from the table")
+	if strings.Contains(out, "—") {
+		t.Errorf("a figure is missing (—) from the tables")
 	}
 }
 

@@ -104,20 +104,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestBuildInfoString(t *testing.T) {
-	for _, tc := range []struct {
-		b    buildInfo
-		want string
-	}{
-		{buildInfo{"v1.2.3", "0123abc", false, "go1.26.8"}, "v1.2.3, commit 0123abc, go1.26.8"},
-		{buildInfo{"dev", "0123abc", true, "go1.26.8"}, "dev, commit 0123abc (modified), go1.26.8"},
-	} {
-		if got := tc.b.String(); got != tc.want {
-			t.Errorf("%+v: got %q, want %q", tc.b, got, tc.want)
-		}
-	}
-}
-
 // The linker sets version and commit; the binary reports what it was given.
 func TestVersionFromLinker(t *testing.T) {
 	if testing.Short() {

@@ -244,7 +244,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
+	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().Version})
 	svc := sequencer.New(sequencer.Config{
 		MaxBlockingReads: blockingReads,
 

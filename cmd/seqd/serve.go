@@ -93,12 +93,12 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer secure.cleanup()
+			defer secure.Cleanup()
 			port, err := devZKPort(c)
 			if err != nil {
 				return err
 			}
-			zk, err := testenv.Start(c.Context, secure.zkOptions(port))
+			zk, err := testenv.Start(c.Context, secure.ZKOptions(port))
 			if err != nil {
 				if c.Context.Err() != nil {
 					return nil // stopped before ZooKeeper served: nothing to report
@@ -112,26 +112,13 @@ func devCommand() *cli.Command {
 			w := c.App.ErrWriter
 			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
 			if secure != nil {
-				servers, err := secure.apply(c, zk)
+				servers, err := applyDevSecure(c, secure, zk)
 				if err != nil {
 					return err
 				}
-				return stderrClosed(c, serve(c, servers, func(addr string) { secure.ready(w, addr) }))
+				return stderrClosed(c, serve(c, servers, func(addr string) { secure.WriteReady(w, addr) }))
 			}
-			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) {
-				url, line := plainDevExports(c, addr, zk.ConnectString())
-				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
-
-  export %[2]s
-
-then try:
-  seqd acquire --ttl 30s demo
-  seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
-  curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
-Ctrl-C stops seqd and ZooKeeper.
-`, url, line)
-			}))
+			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) { plainDev(c, zk.ConnectString()).WriteReady(w, addr) }))
 		},
 	}
 }

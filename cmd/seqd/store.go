@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
@@ -50,7 +49,7 @@ func storeAction(c *cli.Context) error {
 	if c.Int64("compact-bytes") <= 0 {
 		return usageErrorf("--compact-bytes must be positive")
 	}
-	logger, err := storeLogger(c.App.ErrWriter, c.String("log-format"))
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), slog.LevelInfo)
 	if err != nil {
 		return err
 	}
@@ -109,14 +108,4 @@ func storeSigned(c *cli.Context) (*fence.Verifier, []store.Guard, error) {
 		return nil, nil, usageErrorf("--guard needs --verify-keys-file: a guard trusts the lock named in a signed sequencer")
 	}
 	return verify, guards, nil
-}
-
-func storeLogger(w io.Writer, format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
-	}
-	return nil, usageErrorf("--log-format %q: want text or json", format)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/bench"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/zklock"
 )
@@ -220,7 +221,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		ACL:            zkSec.acl,
 		TLS:            zkSec.tls,
 		Progress:       c.App.ErrWriter,
-		Live:           isTerminal(c.App.ErrWriter),
+		Live:           termtext.IsTerminal(c.App.ErrWriter),
 	}
 	rtt, err := durationFlag(c, "rtt", 0, maxBenchRTT)
 	if err != nil {
@@ -294,15 +295,4 @@ func daemonTLS(c *cli.Context) (*tls.Config, error) {
 		return nil, usageErrorf("TLS: %v", err)
 	}
 	return cfg, nil
-}
-
-// isTerminal reports whether w is a terminal, where progress lines are
-// rewritten in place.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

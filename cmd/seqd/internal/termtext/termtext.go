@@ -2,13 +2,16 @@
 // terminal. What the daemon answers is anybody's text: an owner, a
 // command, an election's value and a name may hold a terminal escape (a
 // clipboard write, a cursor move) or a newline that forges a table row.
-// The terminal sees them only as visible escapes.
+// The terminal sees them only as visible escapes. IsTerminal tells a
+// terminal from a pipe or a file, for the commands that print a table to
+// people and JSON to programs.
 package termtext
 
 import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -76,4 +79,16 @@ func (j JSON) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// IsTerminal reports whether w is a terminal (a character device), where
+// a table is shown instead of JSON and progress lines are rewritten in
+// place.
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -258,8 +258,8 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return startError(err, c.String("root"), zkSec)
 	}
 	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
-		Tokens: ids.tokens, Policy: ids.policy, CertIdentities: c.String("tls-client-ca-file") != ""})
-	stopReloads := ids.poll(ctx, logger, m)
+		Tokens: ids.Tokens, Policy: ids.Policy, CertIdentities: c.String("tls-client-ca-file") != ""})
+	stopReloads := ids.Poll(ctx, logger, m)
 	defer stopReloads()
 	// An acquire may wait client.MaxWait for its answer.
 	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -126,5 +127,43 @@ func TestHelpCommand(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "lock") {
 			t.Errorf("seqd %s: exit %d, stdout %q, stderr %q; want 0 and the help text", strings.Join(args, " "), code, out, errOut)
 		}
+	}
+}
+
+// A command that takes no arguments refuses one (exit 64) before it does
+// anything, and says so in the same words whichever command it is.
+func TestNoArgumentsRefused(t *testing.T) {
+	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	var without []string
+	for _, cmd := range app.Commands {
+		if cmd.Before != nil {
+			without = append(without, cmd.Name)
+		}
+	}
+	want := []string{"serve", "dev", "store", "fence-check", "keygen", "init", "floor", "bench", "version"}
+	if !slices.Equal(slices.Sorted(slices.Values(without)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("commands checked for no arguments: %q, want %q", without, want)
+	}
+	dir := t.TempDir()
+	for _, cmd := range app.Commands {
+		if cmd.Before == nil {
+			continue
+		}
+		name, args := cmd.Name, []string{cmd.Name}
+		if slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return f.Names()[0] == "dir" }) {
+			// keygen, init and store would write into --dir, were they run.
+			args = append(args, "--dir", filepath.Join(dir, name))
+		}
+		code, out, errs := runCLI(context.Background(), append(args, "extra", "more")...)
+		if msg := fmt.Sprintf("%s takes no arguments, got [\"extra\" \"more\"]", name); code != ExitUsage || out != "" || !strings.Contains(errs, msg) {
+			t.Errorf("seqd %s extra more: exit %d, stdout %q, stderr %q; want 64 and %q", name, code, out, errs, msg)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("refused commands wrote %v (%v), want nothing", entries, err)
+	}
+	if code, _, errs := runCLI(context.Background(), "version"); code != 0 {
+		t.Errorf("seqd version: exit %d (%s), want 0: no arguments is no error", code, errs)
 	}
 }

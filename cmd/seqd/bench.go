@@ -62,9 +62,10 @@ func benchCommand() *cli.Command {
 	flags = append(flags, clientSecurityFlags()...)
 	flags = append(flags, zkSecurityFlags()...)
 	return &cli.Command{
-		Name:  "bench",
-		Usage: "measure lock cycles per second and their latency: raw ZooKeeper, zk.Lock, zklock and the daemon's HTTP API, side by side",
-		Flags: flags,
+		Name:   "bench",
+		Usage:  "measure lock cycles per second and their latency: raw ZooKeeper, zk.Lock, zklock and the daemon's HTTP API, side by side",
+		Flags:  flags,
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
 			cfg, err := benchConfig(c)
 			if err != nil {
@@ -167,9 +168,6 @@ func scaleSizes(s string) ([]int, error) {
 // mistake is a usage error.
 func benchConfig(c *cli.Context) (bench.Config, error) {
 	var cfg bench.Config
-	if c.NArg() > 0 {
-		return cfg, usageErrorf("bench takes no arguments, got %q", c.Args().Slice())
-	}
 	n := c.Int("clients")
 	if n < 1 || n > maxBenchClients {
 		return cfg, usageErrorf("--clients %d is out of range: give 1..%d", n, maxBenchClients)

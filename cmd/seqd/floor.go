@@ -33,12 +33,8 @@ func floorCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "from-floor-file", EnvVars: []string{"SEQD_FROM_FLOOR_FILE"},
 				Usage: "raise each root's floor to the highest token this daemon's floor `FILE` records for it (repeatable: every daemon's file, so that they all grant again)"},
 		}, zkSecurityFlags()...),
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("floor takes no arguments, got %q", c.Args().Slice())
-			}
-			return runFloor(c)
-		},
+		Before: noArguments,
+		Action: runFloor,
 	}
 }
 

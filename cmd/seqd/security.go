@@ -132,10 +132,8 @@ func keygenCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "directory to write the keys to (created if missing; writable by no one else); required", EnvVars: []string{"SEQD_DIR"}},
 			&cli.StringFlag{Name: "kid", Value: "k1", Usage: "key id, [A-Za-z0-9_-]{1,32}: name a new key for rotation (e.g. 2026-11)", EnvVars: []string{"SEQD_KID"}},
 		},
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("keygen takes no arguments, got %q", c.Args().Slice())
-			}
 			dir := c.String("dir")
 			if dir == "" {
 				return usageErrorf("keygen needs --dir DIR")

@@ -53,13 +53,11 @@ func serveFlags(zkRequired bool) []cli.Flag {
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "serve",
-		Usage: "run the sequencer daemon: the HTTP API over ZooKeeper",
-		Flags: serveFlags(true),
+		Name:   "serve",
+		Usage:  "run the sequencer daemon: the HTTP API over ZooKeeper",
+		Flags:  serveFlags(true),
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("serve takes no arguments, got %q", c.Args().Slice())
-			}
 			if c.String("zk") == "" {
 				return usageErrorf("serve needs --zk host:port[,host:port…] (or SEQD_ZK)")
 			}
@@ -84,10 +82,8 @@ func devCommand() *cli.Command {
 			&cli.IntFlag{Name: "zk-port", Value: defaultDevZKPort, EnvVars: []string{"SEQD_ZK_PORT"},
 				Usage: "ZooKeeper's client port on 127.0.0.1 (0: any free port; the default falls back to a free one when taken)"}),
 			devSecureFlags()...),
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
-			}
 			stopOnClosedStderr(c)
 			secure, err := prepareDevSecure(c)
 			if err != nil {

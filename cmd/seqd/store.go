@@ -30,14 +30,12 @@ func storeCommand() *cli.Command {
 			&cli.StringFlag{Name: "verify-keys-file", Usage: "admit only sequencers signed by a key in this file (from seqd keygen); bare tokens are refused", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
 			&cli.StringSliceFlag{Name: "guard", Usage: "PREFIX=LOCK: keys starting with PREFIX take only sequencers of LOCK (repeatable; with --verify-keys-file)", EnvVars: []string{"SEQD_GUARD"}},
 		}, serverSecurityFlags()...),
+		Before: noArguments,
 		Action: storeAction,
 	}
 }
 
 func storeAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErrorf("store takes no arguments, got %q", c.Args().First())
-	}
 	dir := c.String("dir")
 	if dir == "" {
 		return usageErrorf("store needs --dir DIR (or SEQD_DIR)")

@@ -25,12 +25,10 @@ func readBuildInfo() buildinfo.Info { return buildinfo.Read(version, commit) }
 
 func versionCommand(info buildinfo.Info) *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version, the commit and the Go version seqd was built with (as --version does)",
+		Name:   "version",
+		Usage:  "print the version, the commit and the Go version seqd was built with (as --version does)",
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("version takes no arguments, got %q", c.Args().Slice())
-			}
 			_, err := fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, info)
 			return err
 		},

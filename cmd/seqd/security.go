@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/internal/security"
 )
 
@@ -114,13 +111,6 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 		return s, usageErrorf("--max-connections must be positive")
 	}
 	return s, nil
-}
-
-// startWith listens and serves h in the background with opts (the
-// connection cap is the server's); the channel gets Serve's result.
-func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	opts.MaxConnections = s.max
-	return serving.Start(listen, h, s.tls, opts, logger)
 }
 
 func keygenCommand() *cli.Command {

@@ -258,8 +258,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	stopReloads := ids.Poll(ctx, logger, m)
 	defer stopReloads()
 	// An acquire may wait client.MaxWait for its answer.
-	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
-		WriteTimeout: api.MaxWait + 30*time.Second,
+	srv, ln, served, err := serving.Start(listen, h, sec.tls, httpserve.Options{
+		MaxConnections: sec.max,
+		WriteTimeout:   api.MaxWait + 30*time.Second,
 		// Renewals and releases are served ahead of everything else.
 		Priority: httpapi.LeaseUpkeep,
 		Keep:     httpapi.ProvesLease,
@@ -277,20 +278,14 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	return serving.RunDaemon(ctx, svc, srv, served, shutdownTimeout, logger)
 }
 
-// maxBlockingReads is --max-blocking-reads, or by default half the
-// connection cap (so that blocking reads alone never fill it), at most
-// sequencer.DefaultMaxBlockingReads.
+// maxBlockingReads is --max-blocking-reads, or serving's default for the
+// connection cap.
 func maxBlockingReads(c *cli.Context, sec server) (int, error) {
-	n := c.Int("max-blocking-reads")
-	switch {
+	switch n := c.Int("max-blocking-reads"); {
 	case n < 0:
 		return 0, usageErrorf("--max-blocking-reads must be positive")
 	case n > 0:
 		return n, nil
 	}
-	conns := sec.max
-	if conns == 0 {
-		conns = httpserve.DefaultMaxConnections()
-	}
-	return max(1, min(conns/2, sequencer.DefaultMaxBlockingReads)), nil
+	return serving.BlockingReads(sec.max), nil
 }

@@ -64,6 +64,17 @@ func Shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) e
 // for a change.
 const reloadEvery = time.Second
 
+// BlockingReads is how many blocking reads the daemon lets wait at once
+// when not told: half the connection cap (0: httpserve's default), so that
+// blocking reads alone never fill it, and at most
+// sequencer.DefaultMaxBlockingReads.
+func BlockingReads(maxConnections int) int {
+	if maxConnections == 0 {
+		maxConnections = httpserve.DefaultMaxConnections()
+	}
+	return max(1, min(maxConnections/2, sequencer.DefaultMaxBlockingReads))
+}
+
 // Identities are serve's named tokens and policy, each nil when its file
 // is not given.
 type Identities struct {

@@ -177,3 +177,20 @@ func TestIdentitiesPoll(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Without --max-blocking-reads, blocking reads may take half the
+// connection cap, at least one and at most the sequencer's default.
+func TestBlockingReads(t *testing.T) {
+	for _, tc := range []struct{ conns, want int }{
+		{1, 1},
+		{2, 1},
+		{10, 5},
+		{2 * sequencer.DefaultMaxBlockingReads, sequencer.DefaultMaxBlockingReads},
+		{100000, sequencer.DefaultMaxBlockingReads},
+		{0, max(1, min(httpserve.DefaultMaxConnections()/2, sequencer.DefaultMaxBlockingReads))},
+	} {
+		if got := BlockingReads(tc.conns); got != tc.want {
+			t.Errorf("BlockingReads(%d) = %d, want %d", tc.conns, got, tc.want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -78,15 +77,5 @@ func runFloor(c *cli.Context) error {
 		return withCode(ExitUnavailable, fmt.Errorf("floor: %w", err))
 	}
 	defer sess.Close()
-	out := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(out, "ROOT\tMODE\tFLOOR\tCHANGE")
-	for _, r := range roots {
-		line, err := tokenfloor.Apply(ctx, sess, r, targets, raise != nil)
-		if err != nil {
-			out.Flush()
-			return err
-		}
-		fmt.Fprintln(out, line)
-	}
-	return out.Flush()
+	return tokenfloor.Show(ctx, c.App.Writer, sess, roots, targets, raise != nil)
 }

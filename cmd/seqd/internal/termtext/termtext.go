@@ -4,7 +4,8 @@
 // clipboard write, a cursor move) or a newline that forges a table row.
 // The terminal sees them only as visible escapes. IsTerminal tells a
 // terminal from a pipe or a file, for the commands that print a table to
-// people and JSON to programs.
+// people and JSON to programs, and Duration writes a duration as people
+// do.
 package termtext
 
 import (
@@ -13,6 +14,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -91,4 +93,17 @@ func IsTerminal(w any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Duration is d as people write it, without trailing zero units: 10m and
+// 1h, not 10m0s and 1h0m0s.
+func Duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

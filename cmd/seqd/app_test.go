@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -166,4 +167,31 @@ func TestNoArgumentsRefused(t *testing.T) {
 	if code, _, errs := runCLI(context.Background(), "version"); code != 0 {
 		t.Errorf("seqd version: exit %d (%s), want 0: no arguments is no error", code, errs)
 	}
+}
+
+// maxMainLines bounds package main: it reads flags and prints, and what
+// else a command does lives in a package under internal/ (or a library
+// package), where a reader looks for it.
+const maxMainLines = 3000
+
+func TestMainStaysThin(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += bytes.Count(b, []byte("\n"))
+	}
+	if lines == 0 || lines >= maxMainLines {
+		t.Errorf("package main has %d lines outside its tests, want fewer than %d: move what is not flag parsing or printing into the package it belongs to", lines, maxMainLines)
+	}
+	t.Logf("package main: %d lines outside its tests", lines)
 }

@@ -64,6 +64,15 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return app
 }
 
+// noArguments is the Before of the commands that take no arguments: one
+// check, and one message, for all of them.
+func noArguments(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("%s takes no arguments, got %q", c.Command.Name, c.Args().Slice())
+	}
+	return nil
+}
+
 // flagKind names what a flag's value is, for messages.
 func flagKind(f cli.Flag) string {
 	switch f.(type) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -104,20 +106,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestBuildInfoString(t *testing.T) {
-	for _, tc := range []struct {
-		b    buildInfo
-		want string
-	}{
-		{buildInfo{"v1.2.3", "0123abc", false, "go1.26.8"}, "v1.2.3, commit 0123abc, go1.26.8"},
-		{buildInfo{"dev", "0123abc", true, "go1.26.8"}, "dev, commit 0123abc (modified), go1.26.8"},
-	} {
-		if got := tc.b.String(); got != tc.want {
-			t.Errorf("%+v: got %q, want %q", tc.b, got, tc.want)
-		}
-	}
-}
-
 // The linker sets version and commit; the binary reports what it was given.
 func TestVersionFromLinker(t *testing.T) {
 	if testing.Short() {
@@ -141,4 +129,69 @@ func TestHelpCommand(t *testing.T) {
 			t.Errorf("seqd %s: exit %d, stdout %q, stderr %q; want 0 and the help text", strings.Join(args, " "), code, out, errOut)
 		}
 	}
+}
+
+// A command that takes no arguments refuses one (exit 64) before it does
+// anything, and says so in the same words whichever command it is.
+func TestNoArgumentsRefused(t *testing.T) {
+	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	var without []string
+	for _, cmd := range app.Commands {
+		if cmd.Before != nil {
+			without = append(without, cmd.Name)
+		}
+	}
+	want := []string{"serve", "dev", "store", "fence-check", "keygen", "init", "floor", "bench", "version"}
+	if !slices.Equal(slices.Sorted(slices.Values(without)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("commands checked for no arguments: %q, want %q", without, want)
+	}
+	dir := t.TempDir()
+	for _, cmd := range app.Commands {
+		if cmd.Before == nil {
+			continue
+		}
+		name, args := cmd.Name, []string{cmd.Name}
+		if slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return f.Names()[0] == "dir" }) {
+			// keygen, init and store would write into --dir, were they run.
+			args = append(args, "--dir", filepath.Join(dir, name))
+		}
+		code, out, errs := runCLI(context.Background(), append(args, "extra", "more")...)
+		if msg := fmt.Sprintf("%s takes no arguments, got [\"extra\" \"more\"]", name); code != ExitUsage || out != "" || !strings.Contains(errs, msg) {
+			t.Errorf("seqd %s extra more: exit %d, stdout %q, stderr %q; want 64 and %q", name, code, out, errs, msg)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("refused commands wrote %v (%v), want nothing", entries, err)
+	}
+	if code, _, errs := runCLI(context.Background(), "version"); code != 0 {
+		t.Errorf("seqd version: exit %d (%s), want 0: no arguments is no error", code, errs)
+	}
+}
+
+// maxMainLines bounds package main: it reads flags and prints, and what
+// else a command does lives in a package under internal/ (or a library
+// package), where a reader looks for it.
+const maxMainLines = 3000
+
+func TestMainStaysThin(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += bytes.Count(b, []byte("\n"))
+	}
+	if lines == 0 || lines >= maxMainLines {
+		t.Errorf("package main has %d lines outside its tests, want fewer than %d: move what is not flag parsing or printing into the package it belongs to", lines, maxMainLines)
+	}
+	t.Logf("package main: %d lines outside its tests", lines)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/bench"
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/zklock"
 )
@@ -61,9 +62,10 @@ func benchCommand() *cli.Command {
 	flags = append(flags, clientSecurityFlags()...)
 	flags = append(flags, zkSecurityFlags()...)
 	return &cli.Command{
-		Name:  "bench",
-		Usage: "measure lock cycles per second and their latency: raw ZooKeeper, zk.Lock, zklock and the daemon's HTTP API, side by side",
-		Flags: flags,
+		Name:   "bench",
+		Usage:  "measure lock cycles per second and their latency: raw ZooKeeper, zk.Lock, zklock and the daemon's HTTP API, side by side",
+		Flags:  flags,
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
 			cfg, err := benchConfig(c)
 			if err != nil {
@@ -166,9 +168,6 @@ func scaleSizes(s string) ([]int, error) {
 // mistake is a usage error.
 func benchConfig(c *cli.Context) (bench.Config, error) {
 	var cfg bench.Config
-	if c.NArg() > 0 {
-		return cfg, usageErrorf("bench takes no arguments, got %q", c.Args().Slice())
-	}
 	n := c.Int("clients")
 	if n < 1 || n > maxBenchClients {
 		return cfg, usageErrorf("--clients %d is out of range: give 1..%d", n, maxBenchClients)
@@ -220,7 +219,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		ACL:            zkSec.acl,
 		TLS:            zkSec.tls,
 		Progress:       c.App.ErrWriter,
-		Live:           isTerminal(c.App.ErrWriter),
+		Live:           termtext.IsTerminal(c.App.ErrWriter),
 	}
 	rtt, err := durationFlag(c, "rtt", 0, maxBenchRTT)
 	if err != nil {
@@ -294,15 +293,4 @@ func daemonTLS(c *cli.Context) (*tls.Config, error) {
 		return nil, usageErrorf("TLS: %v", err)
 	}
 	return cfg, nil
-}
-
-// isTerminal reports whether w is a terminal, where progress lines are
-// rewritten in place.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 )
 
 // hangingDaemon accepts requests and answers none until they are
@@ -43,8 +45,8 @@ func TestClientCommandInterrupted(t *testing.T) {
 		want  int
 	}{
 		{"cancelled", nil, ExitInterrupted},
-		{"SIGINT", &signalError{Sig: syscall.SIGINT}, 130},
-		{"SIGTERM", &signalError{Sig: syscall.SIGTERM}, 143},
+		{"SIGINT", &exit.SignalError{Sig: syscall.SIGINT}, 130},
+		{"SIGTERM", &exit.SignalError{Sig: syscall.SIGTERM}, 143},
 	} {
 		for _, args := range [][]string{
 			{"acquire", "--wait", "1m", "jobs/a"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -88,37 +89,25 @@ func durationFlag(c *cli.Context, name string, lo, hi time.Duration) (time.Durat
 	var rng string
 	switch {
 	case hi > 0:
-		rng = shortDuration(lo) + ".." + shortDuration(hi)
+		rng = termtext.Duration(lo) + ".." + termtext.Duration(hi)
 	case lo > 0:
-		rng = shortDuration(lo) + " or more"
+		rng = termtext.Duration(lo) + " or more"
 	default:
 		rng = "0 or a duration like 30s"
 	}
 	switch {
 	case d < 0:
-		return 0, usageErrorf("--%s %s is negative; give %s", name, shortDuration(d), rng)
+		return 0, usageErrorf("--%s %s is negative; give %s", name, termtext.Duration(d), rng)
 	case d == 0 && lo > 0:
 		return 0, usageErrorf("--%s must be more than zero; give %s", name, rng)
 	case d < lo || (hi > 0 && d > hi):
-		return 0, usageErrorf("--%s %s is out of range: give %s", name, shortDuration(d), rng)
+		return 0, usageErrorf("--%s %s is out of range: give %s", name, termtext.Duration(d), rng)
 	}
 	return d, nil
 }
 
 func logFormatFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: []string{"SEQD_LOG_FORMAT"}}
-}
-
-// shortDuration prints d without trailing zero units: 10m, not 10m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // splitServers parses the --zk list.

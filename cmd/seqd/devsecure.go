@@ -6,9 +6,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,14 +25,10 @@ func devSecureFlags() []cli.Flag {
 	}
 }
 
-// devLockdown is the material of a `seqd dev --secure` run; nil without
-// --secure.
-type devLockdown struct{ *lockdown.Dev }
-
 // prepareDevSecure checks --secure and --dir before anything starts: nil
 // without --secure; a directory with some of seqd init's files but not all
 // is refused.
-func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
+func prepareDevSecure(c *cli.Context) (*lockdown.Dev, error) {
 	dir := c.String("dir")
 	if !c.Bool("secure") {
 		if dir != "" || c.Bool("zk-tls") {
@@ -58,7 +51,7 @@ func prepareDevSecure(c *cli.Context) (*devLockdown, error) {
 	if dir != "" {
 		warnParent(c, d.Dir.Path)
 	}
-	return &devLockdown{d}, nil
+	return d, nil
 }
 
 // warnParent says when a directory above dir lets others replace it.
@@ -68,16 +61,9 @@ func warnParent(c *cli.Context, dir string) {
 	}
 }
 
-func (d *devLockdown) zkOptions(port int) testenv.Options {
-	if d == nil {
-		return (*lockdown.Dev)(nil).ZKOptions(port)
-	}
-	return d.ZKOptions(port)
-}
-
-// apply writes the material if the directory has none, points the server
-// flags at it, and returns the ZooKeeper servers to use.
-func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, error) {
+// applyDevSecure writes d's material if its directory has none, points the
+// server flags at it, and returns the ZooKeeper servers to use.
+func applyDevSecure(c *cli.Context, d *lockdown.Dev, zk *testenv.Cluster) ([]string, error) {
 	servers, files, err := d.Apply(zk, c.String("listen"))
 	if err != nil {
 		return nil, err
@@ -93,43 +79,9 @@ func (d *devLockdown) apply(c *cli.Context, zk *testenv.Cluster) ([]string, erro
 	return servers, nil
 }
 
-func (d *devLockdown) cleanup() {
-	if d != nil {
-		d.Cleanup()
-	}
-}
-
-// ready prints the export line that reaches the locked-down daemon at
-// addr.
-func (d *devLockdown) ready(w io.Writer, addr string) { d.WriteReady(w, addr) }
-
-// plainDevExports is the daemon's URL and the export line of a dev run
-// without --secure: https when it serves TLS, and the token and ZooKeeper
-// identity files it was given. A CA or client certificate of the user's
-// own it cannot name: the line says what to add.
-func plainDevExports(c *cli.Context, addr, zk string) (url, line string) {
-	url = "http://" + addr
-	if c.String("tls-cert-file") != "" {
-		url = "https://" + addr
-	}
-	vars := []string{"SEQD_ZK=" + lockdown.ShellWord(zk), "SEQD_ADDR=" + url}
-	for _, fe := range [][2]string{{"zk-auth-file", "SEQD_ZK_AUTH_FILE"}, {"api-token-file", "SEQD_API_TOKEN_FILE"}} {
-		flag, env := fe[0], fe[1]
-		if f := c.String(flag); f != "" {
-			if abs, err := filepath.Abs(f); err == nil {
-				f = abs
-			}
-			vars = append(vars, env+"="+lockdown.ShellWord(f))
-		}
-	}
-	line = strings.Join(vars, " ")
-	if c.String("tls-cert-file") != "" {
-		// A comment, so that the pasted lines still run.
-		line += "\n  # and SEQD_CACERT, the CA that signed --tls-cert-file"
-		if c.String("tls-client-ca-file") != "" {
-			line += "; SEQD_CERT and SEQD_KEY, a client certificate of --tls-client-ca-file's CA"
-		}
-		line += " (seqd dev --secure makes them all)"
-	}
-	return url, line
+// plainDev is a dev run without --secure, from the flags its export line
+// follows.
+func plainDev(c *cli.Context, zk string) lockdown.Plain {
+	return lockdown.Plain{ZK: zk, TLS: c.String("tls-cert-file") != "", ClientCA: c.String("tls-client-ca-file") != "",
+		ZKAuthFile: c.String("zk-auth-file"), APITokenFile: c.String("api-token-file")}
 }

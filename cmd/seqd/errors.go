@@ -30,9 +30,6 @@ func withCode(code int, err error) error { return exit.With(code, err) }
 // usageErrorf is a usage error: exit 64 and a sentence.
 func usageErrorf(format string, args ...any) error { return exit.Usagef(format, args...) }
 
-// signalError is the cause of a context cancelled by a signal.
-type signalError = exit.SignalError
-
 // interrupted is the error of a command whose context was cancelled: exit
 // 128+N for signal N.
 func interrupted(ctx context.Context, command string) error { return exit.Interruption(ctx, command) }

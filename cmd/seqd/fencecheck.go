@@ -22,6 +22,7 @@ func fenceCheckCommand() *cli.Command {
 			"holder's writes, refuses older holders' writes, reads and deletes, keeps its max across a restart, and compares\n" +
 			"tokens as 64-bit integers (across a power of ten, above 2^53 and 2^63). See docs/fencing.md.",
 		Flags:  fenceCheckFlags(),
+		Before: noArguments,
 		Action: fenceCheckAction,
 	}
 }
@@ -56,9 +57,6 @@ func fenceCheckFlags() []cli.Flag {
 // fenceCheckAction reads the flags into a fencecheck.Config, runs it and
 // prints the report.
 func fenceCheckAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErrorf("fence-check takes no arguments, got %q", c.Args().First())
-	}
 	cfg, err := fenceCheckConfig(c)
 	if err != nil {
 		return err

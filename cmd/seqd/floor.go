@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,12 +32,8 @@ func floorCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "from-floor-file", EnvVars: []string{"SEQD_FROM_FLOOR_FILE"},
 				Usage: "raise each root's floor to the highest token this daemon's floor `FILE` records for it (repeatable: every daemon's file, so that they all grant again)"},
 		}, zkSecurityFlags()...),
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("floor takes no arguments, got %q", c.Args().Slice())
-			}
-			return runFloor(c)
-		},
+		Before: noArguments,
+		Action: runFloor,
 	}
 }
 
@@ -82,15 +77,5 @@ func runFloor(c *cli.Context) error {
 		return withCode(ExitUnavailable, fmt.Errorf("floor: %w", err))
 	}
 	defer sess.Close()
-	out := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(out, "ROOT\tMODE\tFLOOR\tCHANGE")
-	for _, r := range roots {
-		line, err := tokenfloor.Apply(ctx, sess, r, targets, raise != nil)
-		if err != nil {
-			out.Flush()
-			return err
-		}
-		fmt.Fprintln(out, line)
-	}
-	return out.Flush()
+	return tokenfloor.Show(ctx, c.App.Writer, sess, roots, targets, raise != nil)
 }

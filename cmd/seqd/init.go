@@ -30,14 +30,12 @@ func initCommand() *cli.Command {
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", Usage: "the ZooKeeper servers: the serve flags and SEQD_ZK in client.env use them", EnvVars: []string{"SEQD_ZK"}},
 			&cli.StringSliceFlag{Name: "identity", Usage: "also write a client certificate that names `NAME` for --policy-file (a URI such as spiffe://example.org/team-a goes into a URI SAN, anything else into the CN): identity-N.pem and identity-N-key.pem, N counting from 1 (repeatable)", EnvVars: []string{"SEQD_IDENTITY"}},
 		},
+		Before: noArguments,
 		Action: initAction,
 	}
 }
 
 func initAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErrorf("init takes no arguments, got %q", c.Args().Slice())
-	}
 	if c.String("dir") == "" {
 		return usageErrorf("init needs --dir DIR, a new directory for the keys and certificates")
 	}

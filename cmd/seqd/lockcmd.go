@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -181,7 +180,7 @@ func parseLockConfig(c *cli.Context, kind fence.Kind, rootFlag string) (underloc
 	if cfg.Signer, err = signer(c); err != nil {
 		return cfg, err
 	}
-	cfg.Path, cfg.Args, err = lockProgram(cfg.Argv, c.Bool("shell"))
+	cfg.Path, cfg.Args, err = underlock.Program(cfg.Argv, c.Bool("shell"))
 	return cfg, err
 }
 
@@ -237,17 +236,4 @@ func lockArgs(args []string) (names, argv []string, err error) {
 		return nil, nil, usageErrorf("lock: no command given; usage: seqd lock [flags] %s -- CMD [ARG...]", strings.Join(names, " "))
 	}
 	return names, argv, nil
-}
-
-// lockProgram resolves the program to exec and its arguments (argv[0]
-// included): argv itself, or with shell its words joined for sh -c.
-func lockProgram(argv []string, shell bool) (path string, args []string, err error) {
-	if shell {
-		return "/bin/sh", []string{"sh", "-c", strings.Join(argv, " ")}, nil
-	}
-	path, err = exec.LookPath(argv[0])
-	if err != nil {
-		return "", nil, underlock.CommandError(err)
-	}
-	return path, argv, nil
 }

@@ -423,7 +423,7 @@ func TestPlainDevExportsFollowTheFlags(t *testing.T) {
 		if err := set.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		url, line := plainDevExports(cli.NewContext(newApp(nil, io.Discard, io.Discard), set, nil), "a:1", "zk:1")
+		url, line := plainDev(cli.NewContext(newApp(nil, io.Discard, io.Discard), set, nil), "zk:1").Exports("a:1")
 		for _, w := range tc.want {
 			if !strings.Contains(line, w) {
 				t.Errorf("%v: %q (url %s) does not say %q", tc.args, line, url, w)

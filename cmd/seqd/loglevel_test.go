@@ -44,3 +44,28 @@ func TestLogLevel(t *testing.T) {
 		t.Errorf("--log-level verbose: %v, want a usage error", err)
 	}
 }
+
+// --log-format is the same flag in serve, dev and store: text (also when
+// empty) or json, anything else a usage error.
+func TestLogFormat(t *testing.T) {
+	for _, c := range []struct{ format, want string }{
+		{"text", "level=INFO msg=hi"},
+		{"", "level=INFO msg=hi"},
+		{"json", `"level":"INFO","msg":"hi"`},
+	} {
+		var out bytes.Buffer
+		logger, err := newLogger(&out, c.format, slog.LevelInfo)
+		if err != nil {
+			t.Fatalf("--log-format %q: %v", c.format, err)
+		}
+		logger.Info("hi")
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("--log-format %q: logged %q, want %q in it", c.format, out.String(), c.want)
+		}
+	}
+	_, err := newLogger(&bytes.Buffer{}, "xml", slog.LevelInfo)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "want text or json") {
+		t.Errorf("--log-format xml: %v, want a usage error", err)
+	}
+}

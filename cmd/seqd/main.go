@@ -9,46 +9,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/urfave/cli/v2"
 )
 
 func main() {
-	ctx, stop := signalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := exit.SignalContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
-}
-
-// signalContext is cancelled by the first of sigs, with a *signalError
-// naming it as the cause, so that an interrupted command can exit 128+N.
-// Later signals are caught too (the process does not die of them) until
-// stop is called.
-func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case sig := <-ch:
-			if s, ok := sig.(syscall.Signal); ok {
-				cancel(&signalError{Sig: s})
-			} else {
-				cancel(nil)
-			}
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		cancel(nil)
-		<-done
-		signal.Stop(ch)
-	}
 }
 
 // run builds the app and runs it; it never calls os.Exit, so deferred cleanup

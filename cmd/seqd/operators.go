@@ -58,7 +58,7 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			table := c.Bool("table") || !c.Bool("json") && !c.Bool("token-only") && isTerminal(c.App.Writer)
+			table := c.Bool("table") || !c.Bool("json") && !c.Bool("token-only") && termtext.IsTerminal(c.App.Writer)
 			switch c.NArg() {
 			case 0:
 				return listLeases(c, cl, f, table)

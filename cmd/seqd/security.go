@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/internal/security"
 )
 
@@ -116,13 +113,6 @@ func serverSecurity(c *cli.Context, listen string, logger *slog.Logger) (server,
 	return s, nil
 }
 
-// startWith listens and serves h in the background with opts (the
-// connection cap is the server's); the channel gets Serve's result.
-func (s server) startWith(listen string, h http.Handler, opts httpserve.Options, logger *slog.Logger) (*httpserve.Server, net.Listener, <-chan error, error) {
-	opts.MaxConnections = s.max
-	return serving.Start(listen, h, s.tls, opts, logger)
-}
-
 func keygenCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "keygen",
@@ -132,10 +122,8 @@ func keygenCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "directory to write the keys to (created if missing; writable by no one else); required", EnvVars: []string{"SEQD_DIR"}},
 			&cli.StringFlag{Name: "kid", Value: "k1", Usage: "key id, [A-Za-z0-9_-]{1,32}: name a new key for rotation (e.g. 2026-11)", EnvVars: []string{"SEQD_KID"}},
 		},
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("keygen takes no arguments, got %q", c.Args().Slice())
-			}
 			dir := c.String("dir")
 			if dir == "" {
 				return usageErrorf("keygen needs --dir DIR")

@@ -53,13 +53,11 @@ func serveFlags(zkRequired bool) []cli.Flag {
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "serve",
-		Usage: "run the sequencer daemon: the HTTP API over ZooKeeper",
-		Flags: serveFlags(true),
+		Name:   "serve",
+		Usage:  "run the sequencer daemon: the HTTP API over ZooKeeper",
+		Flags:  serveFlags(true),
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("serve takes no arguments, got %q", c.Args().Slice())
-			}
 			if c.String("zk") == "" {
 				return usageErrorf("serve needs --zk host:port[,host:port…] (or SEQD_ZK)")
 			}
@@ -84,21 +82,19 @@ func devCommand() *cli.Command {
 			&cli.IntFlag{Name: "zk-port", Value: defaultDevZKPort, EnvVars: []string{"SEQD_ZK_PORT"},
 				Usage: "ZooKeeper's client port on 127.0.0.1 (0: any free port; the default falls back to a free one when taken)"}),
 			devSecureFlags()...),
+		Before: noArguments,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("dev takes no arguments, got %q", c.Args().Slice())
-			}
 			stopOnClosedStderr(c)
 			secure, err := prepareDevSecure(c)
 			if err != nil {
 				return err
 			}
-			defer secure.cleanup()
+			defer secure.Cleanup()
 			port, err := devZKPort(c)
 			if err != nil {
 				return err
 			}
-			zk, err := testenv.Start(c.Context, secure.zkOptions(port))
+			zk, err := testenv.Start(c.Context, secure.ZKOptions(port))
 			if err != nil {
 				if c.Context.Err() != nil {
 					return nil // stopped before ZooKeeper served: nothing to report
@@ -112,26 +108,13 @@ func devCommand() *cli.Command {
 			w := c.App.ErrWriter
 			fmt.Fprintf(w, "ZooKeeper (throwaway, standalone) on %s\n", zk.ConnectString())
 			if secure != nil {
-				servers, err := secure.apply(c, zk)
+				servers, err := applyDevSecure(c, secure, zk)
 				if err != nil {
 					return err
 				}
-				return stderrClosed(c, serve(c, servers, func(addr string) { secure.ready(w, addr) }))
+				return stderrClosed(c, serve(c, servers, func(addr string) { secure.WriteReady(w, addr) }))
 			}
-			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) {
-				url, line := plainDevExports(c, addr, zk.ConnectString())
-				fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
-
-  export %[2]s
-
-then try:
-  seqd acquire --ttl 30s demo
-  seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
-  curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
-Ctrl-C stops seqd and ZooKeeper.
-`, url, line)
-			}))
+			return stderrClosed(c, serve(c, zk.Servers(), func(addr string) { plainDev(c, zk.ConnectString()).WriteReady(w, addr) }))
 		},
 	}
 }
@@ -244,7 +227,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return err
 	}
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().version})
+	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().Version})
 	svc := sequencer.New(sequencer.Config{
 		MaxBlockingReads: blockingReads,
 
@@ -271,12 +254,13 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return startError(err, c.String("root"), zkSec)
 	}
 	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
-		Tokens: ids.tokens, Policy: ids.policy, CertIdentities: c.String("tls-client-ca-file") != ""})
-	stopReloads := ids.poll(ctx, logger, m)
+		Tokens: ids.Tokens, Policy: ids.Policy, CertIdentities: c.String("tls-client-ca-file") != ""})
+	stopReloads := ids.Poll(ctx, logger, m)
 	defer stopReloads()
 	// An acquire may wait client.MaxWait for its answer.
-	srv, ln, served, err := sec.startWith(listen, h, httpserve.Options{
-		WriteTimeout: api.MaxWait + 30*time.Second,
+	srv, ln, served, err := serving.Start(listen, h, sec.tls, httpserve.Options{
+		MaxConnections: sec.max,
+		WriteTimeout:   api.MaxWait + 30*time.Second,
 		// Renewals and releases are served ahead of everything else.
 		Priority: httpapi.LeaseUpkeep,
 		Keep:     httpapi.ProvesLease,
@@ -294,20 +278,14 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	return serving.RunDaemon(ctx, svc, srv, served, shutdownTimeout, logger)
 }
 
-// maxBlockingReads is --max-blocking-reads, or by default half the
-// connection cap (so that blocking reads alone never fill it), at most
-// sequencer.DefaultMaxBlockingReads.
+// maxBlockingReads is --max-blocking-reads, or serving's default for the
+// connection cap.
 func maxBlockingReads(c *cli.Context, sec server) (int, error) {
-	n := c.Int("max-blocking-reads")
-	switch {
+	switch n := c.Int("max-blocking-reads"); {
 	case n < 0:
 		return 0, usageErrorf("--max-blocking-reads must be positive")
 	case n > 0:
 		return n, nil
 	}
-	conns := sec.max
-	if conns == 0 {
-		conns = httpserve.DefaultMaxConnections()
-	}
-	return max(1, min(conns/2, sequencer.DefaultMaxBlockingReads)), nil
+	return serving.BlockingReads(sec.max), nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
@@ -31,14 +30,12 @@ func storeCommand() *cli.Command {
 			&cli.StringFlag{Name: "verify-keys-file", Usage: "admit only sequencers signed by a key in this file (from seqd keygen); bare tokens are refused", EnvVars: []string{"SEQD_VERIFY_KEYS_FILE"}},
 			&cli.StringSliceFlag{Name: "guard", Usage: "PREFIX=LOCK: keys starting with PREFIX take only sequencers of LOCK (repeatable; with --verify-keys-file)", EnvVars: []string{"SEQD_GUARD"}},
 		}, serverSecurityFlags()...),
+		Before: noArguments,
 		Action: storeAction,
 	}
 }
 
 func storeAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErrorf("store takes no arguments, got %q", c.Args().First())
-	}
 	dir := c.String("dir")
 	if dir == "" {
 		return usageErrorf("store needs --dir DIR (or SEQD_DIR)")
@@ -50,7 +47,7 @@ func storeAction(c *cli.Context) error {
 	if c.Int64("compact-bytes") <= 0 {
 		return usageErrorf("--compact-bytes must be positive")
 	}
-	logger, err := storeLogger(c.App.ErrWriter, c.String("log-format"))
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), slog.LevelInfo)
 	if err != nil {
 		return err
 	}
@@ -109,14 +106,4 @@ func storeSigned(c *cli.Context) (*fence.Verifier, []store.Guard, error) {
 		return nil, nil, usageErrorf("--guard needs --verify-keys-file: a guard trusts the lock named in a signed sequencer")
 	}
 	return verify, guards, nil
-}
-
-func storeLogger(w io.Writer, format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
-	}
-	return nil, usageErrorf("--log-format %q: want text or json", format)
 }

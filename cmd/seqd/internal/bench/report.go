@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 )
 
 // Result is one case: a kind with a number of clients on a lock layout.
@@ -173,11 +175,11 @@ func (rep *Report) measuredCost() bool {
 func (rep *Report) footnote() string {
 	warm := ""
 	if rep.Warmup > 0 {
-		warm = " after " + shortDuration(rep.Warmup) + " of warm-up"
+		warm = " after " + termtext.Duration(rep.Warmup) + " of warm-up"
 	}
 	rtt := ""
 	if rep.RTT > 0 {
-		rtt = " behind a delay proxy adding " + shortDuration(rep.RTT) + " of round trip"
+		rtt = " behind a delay proxy adding " + termtext.Duration(rep.RTT) + " of round trip"
 		if rep.RTTMeasured > 0 {
 			rtt += " (" + FormatLatency(rep.RTTMeasured) + " measured)"
 		}
@@ -195,7 +197,7 @@ func (rep *Report) footnote() string {
 	}
 	return fmt.Sprintf("each case measured for %s%s; ZooKeeper %s%s%s\n"+
 		"vs raw, vs gozk: cycles/s over those of raw create+delete and of go-zookeeper's zk.Lock with the same clients and locks\n",
-		shortDuration(rep.Duration), warm, strings.Join(rep.Servers, ","), rtt, daemon)
+		termtext.Duration(rep.Duration), warm, strings.Join(rep.Servers, ","), rtt, daemon)
 }
 
 func (rep *Report) costNote() string {
@@ -256,15 +258,6 @@ func FormatLatency(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.2fs", d.Seconds())
-}
-
-// shortDuration prints d without trailing zero units: 1m, not 1m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	return s
 }
 
 // jsonResult is a Result for machines: durations in milliseconds, ratios

@@ -16,6 +16,34 @@ type SignalError struct{ Sig syscall.Signal }
 
 func (e *SignalError) Error() string { return e.Sig.String() + " received" }
 
+// SignalContext is cancelled by the first of sigs, with a *SignalError
+// naming it as the cause, so that an interrupted command can exit 128+N.
+// Later signals are caught too (the process does not die of them) until
+// stop is called.
+func SignalContext(parent context.Context, sigs ...os.Signal) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case sig := <-ch:
+			if s, ok := sig.(syscall.Signal); ok {
+				cancel(&SignalError{Sig: s})
+			} else {
+				cancel(nil)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+		signal.Stop(ch)
+	}
+}
+
 // Interruption is the error of a command whose context was cancelled: exit
 // 128+N for signal N (130 for Ctrl-C), and 130 when no signal is known.
 func Interruption(ctx context.Context, command string) error {

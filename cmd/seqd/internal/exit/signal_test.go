@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A context cancelled by signal N is exit 128+N; cancelled otherwise, 130.
@@ -25,6 +26,35 @@ func TestInterruptionStatus(t *testing.T) {
 		if err := Interruption(ctx, "cmd"); !errors.As(err, &e) || e.Code != tc.want {
 			t.Errorf("cause %v: %v, want exit %d", tc.cause, err, tc.want)
 		}
+	}
+}
+
+// The first signal cancels the context with itself as the cause; stop
+// without a signal cancels it with none.
+func TestSignalContext(t *testing.T) {
+	ctx, stop := SignalContext(context.Background(), syscall.SIGUSR1)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGUSR1 did not cancel the context")
+	}
+	stop()
+	var se *SignalError
+	if !errors.As(context.Cause(ctx), &se) || se.Sig != syscall.SIGUSR1 {
+		t.Errorf("cause %v, want SIGUSR1 received", context.Cause(ctx))
+	}
+	var e *Error
+	if err := Interruption(ctx, "cmd"); !errors.As(err, &e) || e.Code != 128+int(syscall.SIGUSR1) {
+		t.Errorf("Interruption after SIGUSR1: %v, want exit %d", err, 128+int(syscall.SIGUSR1))
+	}
+
+	ctx, stop = SignalContext(context.Background(), syscall.SIGUSR1)
+	stop()
+	if ctx.Err() == nil || errors.As(context.Cause(ctx), &se) {
+		t.Errorf("stopped without a signal: err %v, cause %v; want cancelled, with no signal", ctx.Err(), context.Cause(ctx))
 	}
 }
 

@@ -167,3 +167,60 @@ then try:
 Ctrl-C stops seqd and ZooKeeper.
 `, l.Addr, where, strings.Join(vars, " "), zk)
 }
+
+// Plain is a dev run without --secure, as its export line shows it: the
+// files are the ones the daemon was given ("" for none).
+type Plain struct {
+	ZK           string // ZooKeeper's connect string
+	TLS          bool   // the daemon serves HTTPS (--tls-cert-file)
+	ClientCA     bool   // and requires client certificates (--tls-client-ca-file)
+	ZKAuthFile   string
+	APITokenFile string
+}
+
+// Exports is the daemon's URL and the export line that reaches it at
+// addr: https when it serves TLS, and the ZooKeeper identity and token
+// files, made absolute. A CA or client certificate of the user's own it
+// cannot name: the line says what to add, in a comment, so that the
+// pasted lines still run.
+func (p Plain) Exports(addr string) (url, line string) {
+	url = "http://" + addr
+	if p.TLS {
+		url = "https://" + addr
+	}
+	vars := []string{"SEQD_ZK=" + ShellWord(p.ZK), "SEQD_ADDR=" + url}
+	for _, fe := range [][2]string{{p.ZKAuthFile, "SEQD_ZK_AUTH_FILE"}, {p.APITokenFile, "SEQD_API_TOKEN_FILE"}} {
+		if f, env := fe[0], fe[1]; f != "" {
+			if abs, err := filepath.Abs(f); err == nil {
+				f = abs
+			}
+			vars = append(vars, env+"="+ShellWord(f))
+		}
+	}
+	line = strings.Join(vars, " ")
+	if p.TLS {
+		line += "\n  # and SEQD_CACERT, the CA that signed --tls-cert-file"
+		if p.ClientCA {
+			line += "; SEQD_CERT and SEQD_KEY, a client certificate of --tls-client-ca-file's CA"
+		}
+		line += " (seqd dev --secure makes them all)"
+	}
+	return url, line
+}
+
+// WriteReady writes the export line that reaches the daemon at addr, as a
+// shell takes it pasted, and what to try with it.
+func (p Plain) WriteReady(w io.Writer, addr string) {
+	url, line := p.Exports(addr)
+	fmt.Fprintf(w, `seqd API on %[1]s. In another terminal, paste:
+
+  export %[2]s
+
+then try:
+  seqd acquire --ttl 30s demo
+  seqd status demo
+  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
+  curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
+Ctrl-C stops seqd and ZooKeeper.
+`, url, line)
+}

@@ -3,6 +3,7 @@ package lockdown
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,6 +152,50 @@ func TestWriteReady(t *testing.T) {
 		"export SEQD_ZK=127.0.0.1:2181 SEQD_ZK_AUTH_FILE=/tmp/d/zk-auth SEQD_SIGNING_KEY_FILE=/tmp/d/signing.key SEQD_ZK_TLS_CA_FILE=/ca SEQD_ADDR=https://127.0.0.1:7070 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the ready text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The export line of a dev run without --secure says https only with TLS,
+// names the files it was given by absolute path, and says in a comment
+// (which keeps the pasted lines valid shell) what it cannot name.
+func TestPlainExports(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p       Plain
+		want    []string
+		wantNot []string
+	}{
+		{Plain{ZK: "zk:1"}, []string{"SEQD_ZK=zk:1 SEQD_ADDR=http://a:1"}, []string{"https", "#", "FILE"}},
+		{Plain{ZK: "zk:1,zk:2", TLS: true, ZKAuthFile: "auth", APITokenFile: "/t/my tok"},
+			[]string{"SEQD_ADDR=https://a:1", "SEQD_ZK_AUTH_FILE=" + filepath.Join(wd, "auth"), "SEQD_API_TOKEN_FILE='/t/my tok'", "\n  # and SEQD_CACERT"},
+			[]string{"SEQD_CERT"}},
+		{Plain{ZK: "zk:1", TLS: true, ClientCA: true}, []string{"SEQD_ADDR=https://a:1", "SEQD_CERT and SEQD_KEY"}, nil},
+	} {
+		url, line := tc.p.Exports("a:1")
+		for _, w := range tc.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%+v: %q (url %s) does not say %q", tc.p, line, url, w)
+			}
+		}
+		for _, w := range tc.wantNot {
+			if strings.Contains(line, w) {
+				t.Errorf("%+v: %q says %q", tc.p, line, w)
+			}
+		}
+		if want := map[bool]string{false: "http://a:1", true: "https://a:1"}[tc.p.TLS]; url != want {
+			t.Errorf("%+v: url %q, want %q", tc.p, url, want)
+		}
+		if out, err := exec.Command("/bin/sh", "-n", "-c", "export "+line).CombinedOutput(); err != nil {
+			t.Errorf("%+v: the printed lines are not valid shell: %v %s", tc.p, err, out)
+		}
+		var b strings.Builder
+		tc.p.WriteReady(&b, "a:1")
+		if !strings.Contains(b.String(), "seqd API on "+url+".") || !strings.Contains(b.String(), "\n  export "+line+"\n") {
+			t.Errorf("%+v: the ready text does not carry the URL and the export line:\n%s", tc.p, b.String())
 		}
 	}
 }

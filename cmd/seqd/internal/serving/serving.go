@@ -64,9 +64,34 @@ func Shutdown(ctx context.Context, srv *httpserve.Server, served <-chan error) e
 // for a change.
 const reloadEvery = time.Second
 
-// PollReloads reloads files when they change, until ctx ends or stop is
-// called (which waits for it). With no files it does nothing.
-func PollReloads(ctx context.Context, log *slog.Logger, m *metrics.Metrics, files ...sequencer.Reloadable) (stop func()) {
+// BlockingReads is how many blocking reads the daemon lets wait at once
+// when not told: half the connection cap (0: httpserve's default), so that
+// blocking reads alone never fill it, and at most
+// sequencer.DefaultMaxBlockingReads.
+func BlockingReads(maxConnections int) int {
+	if maxConnections == 0 {
+		maxConnections = httpserve.DefaultMaxConnections()
+	}
+	return max(1, min(maxConnections/2, sequencer.DefaultMaxBlockingReads))
+}
+
+// Identities are serve's named tokens and policy, each nil when its file
+// is not given.
+type Identities struct {
+	Tokens *sequencer.Watched[sequencer.Tokens]
+	Policy *sequencer.Watched[sequencer.Policy]
+}
+
+// Poll reloads the files given when they change, until ctx ends or stop
+// is called (which waits for it). With none it does nothing.
+func (ids Identities) Poll(ctx context.Context, log *slog.Logger, m *metrics.Metrics) (stop func()) {
+	var files []sequencer.Reloadable
+	if ids.Tokens != nil {
+		files = append(files, ids.Tokens)
+	}
+	if ids.Policy != nil {
+		files = append(files, ids.Policy)
+	}
 	if len(files) == 0 {
 		return func() {}
 	}

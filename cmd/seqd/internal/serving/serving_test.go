@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/internal/httpserve"
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/store"
 )
 
@@ -138,5 +140,57 @@ func TestLoopback(t *testing.T) {
 	}
 	if _, err := Loopback("127.0.0.1"); err == nil {
 		t.Error("Loopback without a port: no error")
+	}
+}
+
+// Poll reloads the files it is given and skips the ones that are not: a
+// changed tokens file comes into force without a policy file, and stop
+// ends the polling.
+func TestIdentitiesPoll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	write := func(line string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice 0123456789abcdef0123")
+	tokens, err := sequencer.WatchTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(metrics.NewRegistry(), metrics.Options{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	Identities{}.Poll(context.Background(), log, m)() // nothing to poll: returns at once
+
+	stop := Identities{Tokens: tokens}.Poll(context.Background(), log, m)
+	defer stop()
+	write("bob 0123456789abcdef0123")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if name, ok := tokens.Load().Lookup("0123456789abcdef0123"); ok && name == "bob" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the changed tokens file was not reloaded: %v", tokens.Load().Names())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Without --max-blocking-reads, blocking reads may take half the
+// connection cap, at least one and at most the sequencer's default.
+func TestBlockingReads(t *testing.T) {
+	for _, tc := range []struct{ conns, want int }{
+		{1, 1},
+		{2, 1},
+		{10, 5},
+		{2 * sequencer.DefaultMaxBlockingReads, sequencer.DefaultMaxBlockingReads},
+		{100000, sequencer.DefaultMaxBlockingReads},
+		{0, max(1, min(httpserve.DefaultMaxConnections()/2, sequencer.DefaultMaxBlockingReads))},
+	} {
+		if got := BlockingReads(tc.conns); got != tc.want {
+			t.Errorf("BlockingReads(%d) = %d, want %d", tc.conns, got, tc.want)
+		}
 	}
 }

@@ -2,14 +2,19 @@
 // terminal. What the daemon answers is anybody's text: an owner, a
 // command, an election's value and a name may hold a terminal escape (a
 // clipboard write, a cursor move) or a newline that forges a table row.
-// The terminal sees them only as visible escapes.
+// The terminal sees them only as visible escapes. IsTerminal tells a
+// terminal from a pipe or a file, for the commands that print a table to
+// people and JSON to programs, and Duration writes a duration as people
+// do.
 package termtext
 
 import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -76,4 +81,29 @@ func (j JSON) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// IsTerminal reports whether w is a terminal (a character device), where
+// a table is shown instead of JSON and progress lines are rewritten in
+// place.
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Duration is d as people write it, without trailing zero units: 10m and
+// 1h, not 10m0s and 1h0m0s.
+func Duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -3,7 +3,11 @@ package termtext
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Every rune a terminal acts on comes out as a visible escape; printable
@@ -39,5 +43,58 @@ func TestJSONKeepsTheValue(t *testing.T) {
 	var back map[string]string
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["owner"] != v["owner"] {
 		t.Errorf("decoded %q (%v), want %q", back["owner"], err, v["owner"])
+	}
+}
+
+// A pseudo-terminal is a terminal; a pipe, a file and a buffer are not.
+func TestIsTerminal(t *testing.T) {
+	pty, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	defer pty.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for _, tc := range []struct {
+		name string
+		w    any
+		want bool
+	}{
+		{"pty", pty, true},
+		{"pipe", w, false},
+		{"file", file, false},
+		{"buffer", &bytes.Buffer{}, false},
+	} {
+		if got := IsTerminal(tc.w); got != tc.want {
+			t.Errorf("%s: IsTerminal %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{10 * time.Minute, "10m"},
+		{time.Hour, "1h"},
+		{90 * time.Minute, "1h30m"},
+		{time.Hour + time.Second, "1h0m1s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{-time.Second, "-1s"},
+		{0, "0s"},
+	} {
+		if got := Duration(tc.d); got != tc.want {
+			t.Errorf("Duration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/zklock"
@@ -61,6 +63,23 @@ func Targets(roots []Root, raise *uint64, files []string) (map[string]uint64, er
 		}
 	}
 	return targets, nil
+}
+
+// Show writes the table of roots' floors to w, a header and one row per
+// root, raising each first as Apply does. On an error the rows so far are
+// written and the error returned.
+func Show(ctx context.Context, w io.Writer, sess *zklock.Session, roots []Root, targets map[string]uint64, explicit bool) error {
+	out := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(out, "ROOT\tMODE\tFLOOR\tCHANGE")
+	for _, r := range roots {
+		line, err := Apply(ctx, sess, r, targets, explicit)
+		if err != nil {
+			out.Flush()
+			return err
+		}
+		fmt.Fprintln(out, line)
+	}
+	return out.Flush()
 }
 
 // Apply shows r's floor, raised first when targets names it: one row of

@@ -49,6 +49,26 @@ func TestApplyRaisesNeverLowers(t *testing.T) {
 	if row, err := Apply(ctx, sess, r, nil, false); err != nil || !strings.HasSuffix(row, "\t5000\t-") {
 		t.Fatalf("after the refused lowering: %q, %v; want floor 5000 unchanged", row, err)
 	}
+
+	// The table: a header, and the rows up to a refusal.
+	other := Root{Path: "/tokenfloor-test-other", Mode: zklock.TokenVersion}
+	var b strings.Builder
+	if err := Show(ctx, &b, sess, []Root{r, other}, map[string]uint64{other.Path: 7}, true); err != nil {
+		t.Fatal(err)
+	}
+	want := "ROOT                    MODE     FLOOR  CHANGE\n" +
+		"/tokenfloor-test        zxid     5000   -\n" +
+		"/tokenfloor-test-other  version  7      created with floor 7\n"
+	if b.String() != want {
+		t.Errorf("Show:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Show(ctx, &b, sess, []Root{other, r}, map[string]uint64{r.Path: 10}, true); !errors.As(err, &e) || e.Code != exit.Usage {
+		t.Errorf("Show lowering: %v, want a usage error", err)
+	}
+	if got := b.String(); !strings.Contains(got, "/tokenfloor-test-other  version  7      -\n") || strings.Contains(got, "zxid") {
+		t.Errorf("Show up to a refusal wrote:\n%s\nwant the header and the first row only", got)
+	}
 }
 
 // A target above the highest floor is a usage error before anything is

@@ -355,7 +355,7 @@ func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 	})
 	if err != nil {
 		r.release(h)
-		return CommandError(err)
+		return commandError(err)
 	}
 	return r.finish(h, res, ms(time.Since(runStart)))
 }

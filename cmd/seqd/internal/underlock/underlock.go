@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,9 +91,24 @@ func (e *NoAuthError) Error() string {
 
 func (e *NoAuthError) Unwrap() error { return e.Err }
 
-// CommandError maps a command that cannot be run to a shell's statuses:
+// Program resolves the program to exec and its arguments (argv[0]
+// included): argv itself, or with shell its words joined for sh -c. A
+// program that cannot be found is exit 127, as in a shell, rather than a
+// lock taken for nothing.
+func Program(argv []string, shell bool) (path string, args []string, err error) {
+	if shell {
+		return "/bin/sh", []string{"sh", "-c", strings.Join(argv, " ")}, nil
+	}
+	path, err = exec.LookPath(argv[0])
+	if err != nil {
+		return "", nil, commandError(err)
+	}
+	return path, argv, nil
+}
+
+// commandError maps a command that cannot be run to a shell's statuses:
 // 127 not found, 126 found but not executable.
-func CommandError(err error) error {
+func commandError(err error) error {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return exit.With(127, fmt.Errorf("lock: %w", err))
 	}

@@ -107,3 +107,33 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// table prints a saved report as compare would have: medians, and the
+// ratio of the medians with the range of the rounds' own ratios; input
+// that is not such a report is a usage error.
+func TestTable(t *testing.T) {
+	rep := `{"duration_s": 5, "rounds": 3, "cells": [{"clients": 16, "locks": "own", "rounds": {
+		"http": [{"cycles_per_s": 300, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 200, "p50_ms": 1, "p99_ms": 2}],
+		"etcd": [{"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 400, "p50_ms": 1, "p99_ms": 2}],
+		"gozk": [{"cycles_per_s": 50, "p50_ms": 1, "p99_ms": 2}],
+		"raw": [{"cycles_per_s": 50, "p50_ms": 0.5, "p99_ms": 2}]}}]}`
+	var stdout, stderr bytes.Buffer
+	if err := tableCmd(nil, strings.NewReader(rep), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	t.Logf("\n%s", out)
+	// Medians 200 and 100: 2.00; the rounds' own ratios 3.00, 1.00, 0.50.
+	for _, want := range []string{"3 rounds of 5s", "200", "2.00 [0.50–3.00]", "4.00 [6.00–6.00]", "0.50ms"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the table", want)
+		}
+	}
+	for _, bad := range []string{"", "not json", `{"cells": []}`, `{"cels": []}`} {
+		err := tableCmd(nil, strings.NewReader(bad), &stdout, &stderr)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -3,16 +3,19 @@
 //
 //	etcdbench compare --seqd bin/seqd [--clients 16,64,256] [--duration 5s] [--rounds 3] [--rtt 1ms]
 //	etcdbench run --endpoints http://127.0.0.1:2379 [--clients 16] [--locks own|hot] [--duration 5s]
+//	etcdbench table < report.json
 //
 // compare starts etcd (Debian's etcd-server) on loopback, then runs rounds
 // of `seqd bench --dev` and of the same clients on etcd, interleaved, and
-// prints the medians and the ratios. run measures one group of clients on
-// a running etcd. It is a module of its own, so that etcd's client and
+// prints the medians and the ratios (--json: every round's results, which
+// table prints as compare would have). run measures one group of clients
+// on a running etcd. It is a module of its own, so that etcd's client and
 // gRPC stay out of seqd's.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,15 +59,17 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("give a command: compare or run")
+		return usagef("give a command: compare, run or table")
 	}
 	switch args[0] {
 	case "compare":
 		return compareCmd(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "table":
+		return tableCmd(args[1:], os.Stdin, stdout, stderr)
 	}
-	return usagef("unknown command %q: give compare or run", args[0])
+	return usagef("unknown command %q: give compare, run or table", args[0])
 }
 
 // flags is a flag set whose errors are usage errors, not exits.
@@ -191,4 +196,22 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return (&CompareReport{DurationS: duration.Seconds(), RoundsCount: 1,
 		Cells: []*Cell{{Clients: res.Clients, Locks: res.Locks, Rounds: map[string][]Result{"etcd": {*res}}}}}).WriteJSON(stdout)
+}
+
+// tableCmd prints the tables of a report that compare --json printed.
+func tableCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flags("table", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var rep CompareReport
+	dec := json.NewDecoder(stdin)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return usagef("table: standard input is not a report of compare --json: %v", err)
+	}
+	if len(rep.Cells) == 0 {
+		return usagef("table: the report has no results")
+	}
+	return rep.WriteTable(stdout)
 }

@@ -89,12 +89,16 @@ func (c Compare) Run(ctx context.Context, etcd *Etcd) (*CompareReport, error) {
 				x := cell(res.Clients, res.Locks)
 				x.Rounds[res.Case] = append(x.Rounds[res.Case], res)
 			}
-			groups := [][2]any{{1, LocksOwn}, {n, LocksOwn}, {n, LocksHot}}
+			type group struct {
+				clients int
+				locks   string
+			}
+			groups := []group{{1, LocksOwn}, {n, LocksOwn}, {n, LocksHot}}
 			if n == 1 {
-				groups = groups[:1]
+				groups = groups[:1] // one client: own and hot are the same
 			}
 			for _, g := range groups {
-				k, locks := g[0].(int), g[1].(string)
+				k, locks := g.clients, g.locks
 				fmt.Fprintf(c.Progress, "round %d of %d: etcd Mutex, %d clients, %s locks\n", round, c.Rounds, k, locks)
 				res, err := Run(ctx, Case{Endpoints: etcd.Endpoints, Clients: k, Locks: locks, Duration: c.Duration,
 					Prefix: fmt.Sprintf("/etcdbench/r%d-%d-%s", round, k, locks), ServerPID: etcd.PID})

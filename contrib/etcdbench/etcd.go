@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -160,30 +160,23 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// addedRTT is what the proxy at via adds to a TCP connect and first byte
-// round trip to direct: the median of 20 connection set-ups each way.
+// addedRTT is what the proxy at via adds to a round trip with etcd at
+// direct, probed with bytes that are no HTTP/2 preface, which etcd answers
+// by closing the connection.
 func addedRTT(via, direct string) time.Duration {
-	med := func(addr string) time.Duration {
-		var ds []time.Duration
-		for range 20 {
-			t0 := time.Now()
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				continue
-			}
-			// An HTTP/2 server answers a garbage preface by closing: one
-			// round trip through the proxy.
-			c.SetDeadline(time.Now().Add(time.Second))
-			c.Write([]byte("x\r\n\r\n"))
-			c.Read(make([]byte, 1))
-			c.Close()
-			ds = append(ds, time.Since(t0))
+	return testenv.AddedRTT(via, direct, func(addr string) error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
 		}
-		if len(ds) == 0 {
-			return 0
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write([]byte("x\r\n\r\n")); err != nil {
+			return err
 		}
-		slices.Sort(ds)
-		return ds[len(ds)/2]
-	}
-	return max(0, med(via)-med(direct))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	})
 }

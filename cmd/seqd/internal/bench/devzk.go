@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/seqd/seqd/testenv"
@@ -58,21 +57,10 @@ func StartDevZK(ctx context.Context, cfg *Config, progress io.Writer) (stop func
 }
 
 // addedRTT is what the proxy at via adds to a round trip with the server
-// at direct: the median time of a srvr four-letter word through it less
-// that of one straight to the server (each on a new connection, whose
-// handshake the proxy does not delay).
+// at direct, probed with a srvr four-letter word.
 func addedRTT(via, direct string) time.Duration {
-	median := func(addr string) time.Duration {
-		var ds []time.Duration
-		for range 9 {
-			t0 := time.Now()
-			if _, err := testenv.FourLetter(addr, "srvr", 2*time.Second); err != nil {
-				return 0
-			}
-			ds = append(ds, time.Since(t0))
-		}
-		slices.Sort(ds)
-		return ds[len(ds)/2]
-	}
-	return max(median(via)-median(direct), 0)
+	return testenv.AddedRTT(via, direct, func(addr string) error {
+		_, err := testenv.FourLetter(addr, "srvr", 2*time.Second)
+		return err
+	})
 }

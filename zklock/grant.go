@@ -26,18 +26,29 @@ type Grant struct {
 
 	m    *Mutex
 	guid string
-	at   time.Time     // when it was granted
-	lost chan struct{} // closed when the grant ends, for any reason
-	stop chan struct{} // closed by Release to end a look
+	at   time.Time // when it was granted
+	// quit is closed when a look must end: by Release, or when the grant
+	// ends for any reason. lost, made only once Lost is asked for (a holder
+	// of many grants waits with AfterEnd), is closed when the grant ends.
+	quit chan struct{}
+	lost chan struct{}
+	// after is what AfterEnd registered, run once the grant has ended.
+	after func(error)
 	// looked is when what the grant watches was last read (by its look:
-	// one at a time); mon is where the session's monitor has it.
-	looked time.Time
+	// one at a time), as a reading of sinceStart; mon is where the
+	// session's monitor has it.
+	looked time.Duration
 	mon    monState
 
-	mu       sync.Mutex
-	err      error
-	stopOnce sync.Once
+	mu  sync.Mutex
+	err error
 }
+
+// start is when the process began; sinceStart reads the monotonic clock
+// against it, so that a grant keeps a time in 8 bytes rather than 24.
+var start = time.Now()
+
+func sinceStart() time.Duration { return time.Since(start) }
 
 // Sequencer is the grant's sequencer string, name@token.
 func (g *Grant) Sequencer() string { return fmt.Sprintf("%s@%d", g.Name, g.Token) }
@@ -59,7 +70,26 @@ func (g *Grant) SafeFor() time.Duration {
 }
 
 // Lost closes when the grant ends: lost, or released.
-func (g *Grant) Lost() <-chan struct{} { return g.lost }
+func (g *Grant) Lost() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lost == nil {
+		if g.err != nil {
+			return closedChan
+		}
+		g.lost = make(chan struct{})
+	}
+	return g.lost
+}
+
+// stopLooks closes quit, once; g.mu is held.
+func (g *Grant) stopLooks() {
+	select {
+	case <-g.quit:
+	default:
+		close(g.quit)
+	}
+}
 
 // Err is nil while the grant holds; after Lost closes it says why:
 // ErrReleased, or an error wrapping ErrLockLost.
@@ -91,7 +121,10 @@ func (g *Grant) end(err error, report ...func()) bool {
 	for _, r := range report {
 		r()
 	}
-	close(g.lost)
+	g.stopLooks()
+	if g.lost != nil {
+		close(g.lost)
+	}
 	return true
 }
 
@@ -122,7 +155,9 @@ func (g *Grant) release(ctx context.Context, clean bool) error {
 // halt stops watching the grant, waiting for a look under way; it returns
 // the grant's error (nil while it holds).
 func (g *Grant) halt() error {
-	g.stopOnce.Do(func() { close(g.stop) })
+	g.mu.Lock()
+	g.stopLooks()
+	g.mu.Unlock()
 	g.stopWatching()
 	return g.Err()
 }
@@ -153,14 +188,6 @@ func (s *Session) deleteNode(ctx context.Context, p string) error {
 // Hooks run when a grant ends, so that a holder of many grants needs no
 // goroutine per grant waiting on Lost.
 
-// afterEnds holds the hooks of the grants that have not ended yet, beside
-// the Grant rather than in it: an entry lives from the first AfterEnd to the
-// grant's end. A grant's hooks are one func, composed in the order given.
-var afterEnds struct {
-	mu sync.Mutex
-	m  map[*Grant]func(error)
-}
-
 // AfterEnd arranges for f to be called once with the grant's error
 // (ErrReleased, or one wrapping ErrLockLost) when the grant ends, for any
 // reason; if it has already ended, f is called at once.
@@ -174,36 +201,31 @@ var afterEnds struct {
 //
 // Elections' leaderships, semaphore slots and read grants are Grants too.
 func (g *Grant) AfterEnd(f func(error)) {
-	afterEnds.mu.Lock()
-	if err := g.Err(); err != nil {
-		afterEnds.mu.Unlock()
+	g.mu.Lock()
+	if err := g.err; err != nil {
+		g.mu.Unlock()
 		go f(err)
 		return
 	}
-	if afterEnds.m == nil {
-		afterEnds.m = map[*Grant]func(error){}
-	}
-	if prev := afterEnds.m[g]; prev != nil {
-		afterEnds.m[g] = func(err error) { prev(err); f(err) }
+	if prev := g.after; prev != nil {
+		g.after = func(err error) { prev(err); f(err) }
 	} else {
-		afterEnds.m[g] = f
+		g.after = f
 	}
-	afterEnds.mu.Unlock()
+	g.mu.Unlock()
 }
 
 // runAfterEnd starts the hooks of g if it has ended; end calls it after
 // unlocking g.mu, whether or not that call ended the grant (a second call
 // finds no hooks left).
 func (g *Grant) runAfterEnd() {
-	err := g.Err()
-	if err == nil {
-		return
+	g.mu.Lock()
+	err, f := g.err, g.after
+	if err != nil {
+		g.after = nil
 	}
-	afterEnds.mu.Lock()
-	f := afterEnds.m[g]
-	delete(afterEnds.m, g)
-	afterEnds.mu.Unlock()
-	if f != nil {
+	g.mu.Unlock()
+	if err != nil && f != nil {
 		go f(err)
 	}
 }
@@ -222,7 +244,9 @@ func (g *Grant) ReleaseOnClose(ctx context.Context) error {
 	if g.m.delay > 0 {
 		return g.Release(ctx)
 	}
-	g.stopOnce.Do(func() { close(g.stop) })
+	g.mu.Lock()
+	g.stopLooks()
+	g.mu.Unlock()
 	if !g.end(ErrReleased) {
 		if err := g.Err(); !errors.Is(err, ErrReleased) {
 			return err

@@ -84,6 +84,59 @@ func TestAfterEnd(t *testing.T) {
 	}
 }
 
+// Lost is made when first asked for: asked while the grant holds, it is one
+// channel that closes at the end; asked after the end, it is closed already.
+// A lost grant closes it as a released one does.
+func TestLostWhenAsked(t *testing.T) {
+	t.Parallel()
+	c := shared.Get(t)
+	s := dial(t, c.Servers(), Options{})
+	ctx := ctxT(t, 30*time.Second)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(10 * time.Second):
+			return false
+		}
+	}
+
+	g, err := mutex(t, s, "lostasked/released").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.lost != nil {
+		t.Fatal("a grant made its Lost channel before it was asked for")
+	}
+	ch := g.Lost()
+	if ch != g.Lost() {
+		t.Fatal("two calls of Lost gave two channels")
+	}
+	select {
+	case <-ch:
+		t.Fatal("Lost closed while the grant holds")
+	default:
+	}
+	if err := g.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) || !closed(g.Lost()) {
+		t.Fatal("Lost did not close on release")
+	}
+
+	g, err = mutex(t, s, "lostasked/lost").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch = g.Lost()
+	if err := s.conn.Delete(g.Path, -1); err != nil { // an operator removes it
+		t.Fatal(err)
+	}
+	if !closed(ch) || !errors.Is(g.Err(), ErrLockLost) {
+		t.Fatalf("Lost did not close on a loss (err %v)", g.Err())
+	}
+}
+
 // Leaderships, semaphore slots and read grants are Grants: their hooks run
 // too.
 func TestAfterEndKinds(t *testing.T) {

@@ -56,9 +56,9 @@ const (
 // monState is the monitor's part of a Grant, guarded by monitor.mu.
 type monState struct {
 	state  grantState
+	halted bool            // Release has begun: nothing parks it again
 	ch     <-chan zk.Event // the watch, while parked
 	done   chan struct{}   // closed when the look (or ending) is over
-	halted bool            // Release has begun: nothing parks it again
 	next   *Grant          // the next grant parked on the same path
 }
 
@@ -410,7 +410,7 @@ func (g *Grant) lookAt(ev *zk.Event) (l *loss, ch <-chan zk.Event) {
 		if l, done := g.pace(g.looked); done {
 			return l, nil
 		}
-		g.looked = time.Now()
+		g.looked = sinceStart()
 		ch, l := g.arm()
 		if l != nil || g.Err() != nil {
 			return l, nil // lost; nil when ended by overtaken
@@ -494,8 +494,8 @@ const lookEvery = 10 * time.Millisecond
 
 // pace waits until lookEvery has passed since looked; done means the watch
 // is over (released, ended, or the session is), with l nil on release.
-func (g *Grant) pace(looked time.Time) (l *loss, done bool) {
-	wait := time.Until(looked.Add(g.m.s.lookEvery))
+func (g *Grant) pace(looked time.Duration) (l *loss, done bool) {
+	wait := looked + g.m.s.lookEvery - sinceStart()
 	if wait <= 0 {
 		return nil, false
 	}
@@ -504,9 +504,7 @@ func (g *Grant) pace(looked time.Time) (l *loss, done bool) {
 	select {
 	case <-t.C:
 		return nil, false
-	case <-g.stop:
-		return nil, true
-	case <-g.lost:
+	case <-g.quit:
 		return nil, true
 	case <-g.m.s.done:
 		return g.sessionLoss(), true
@@ -522,9 +520,7 @@ func (g *Grant) pause() (l *loss, done bool) {
 	select {
 	case <-tc:
 		return nil, false
-	case <-g.stop:
-		return nil, true
-	case <-g.lost:
+	case <-g.quit:
 		return nil, true
 	case <-s.done:
 		return g.sessionLoss(), true

@@ -376,11 +376,10 @@ func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, k
 		Path:   own,
 		Token:  token,
 		m:      m,
-		lost:   make(chan struct{}),
-		stop:   make(chan struct{}),
+		quit:   make(chan struct{}),
 		guid:   guid,
 		at:     s.clock.Now(),
-		looked: time.Now(),
+		looked: sinceStart(),
 	}
 	m.mu.Lock()
 	m.grant = g

@@ -221,6 +221,9 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		return usageErrorf("--cpu-profile: %v", err)
 	}
 	defer stopProfile()
+	paceCtx, stopPace := context.WithCancel(ctx)
+	defer stopPace()
+	go serving.PaceHeapEvery(paceCtx, time.Second, logger)
 
 	tokenFloor, floors, err := tokenFloors(c)
 	if err != nil {

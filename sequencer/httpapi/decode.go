@@ -59,7 +59,7 @@ func decodeBytes(body []byte, v any) error {
 		if err := dec.Decode(&tree); err != nil {
 			return badRequest("%s", jsonSentence(err))
 		}
-		if dec.More() {
+		if trailing(body, dec) {
 			return badRequest("the request body has data after the JSON object")
 		}
 		if _, ok := tree.(map[string]any); !ok {
@@ -75,6 +75,12 @@ func decodeBytes(body []byte, v any) error {
 		return badRequest("%s", jsonSentence(err))
 	}
 	return nil
+}
+
+// trailing reports whether body has more than JSON whitespace after the
+// value dec has read (a closing bracket too, which dec.More does not count).
+func trailing(body []byte, dec *json.Decoder) bool {
+	return len(bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")) > 0
 }
 
 // invalidUTF8At is the offset of the first byte of b that is not UTF-8.

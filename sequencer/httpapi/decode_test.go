@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -69,7 +70,7 @@ func decodeAllTheWay(body []byte, v any) error {
 	if err := dec.Decode(&tree); err != nil {
 		return badRequest("%s", jsonSentence(err))
 	}
-	if dec.More() {
+	if trailing(body, dec) {
 		return badRequest("the request body has data after the JSON object")
 	}
 	if _, ok := tree.(map[string]any); !ok {
@@ -97,6 +98,7 @@ func FuzzDecodeBody(f *testing.F) {
 		`{"OWNER":"a"}`,
 		`{"leases":[{"name":"a","lease_id":"x","token":1,"token":2}]}`,
 		`{"leases":[{"name":"a","lease_id":"0123456789abcdef0123456789abcdef","token":1}],"ttl":"5s"}`,
+		`{"owner":"a"}}`, `{"owner":"a"}]`, `{"owner":"a"} ]`,
 		``, `{}`, `[]`, `{"owner":`, `{"owner":"a"} {}`, ` {"owner":"a"} `, `"x"`, `{"owner":1}`, `{"ttl":"15s","x":1}`, "0\v", "{}\v", "{\"owner\":\"a\xff\"}", "{\"\xc3\":1}",
 	} {
 		f.Add([]byte(s))
@@ -124,4 +126,23 @@ func FuzzDecodeBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A body with a bracket after its object is refused, as one with any other
+// data after it is; JSON whitespace after it is not data.
+func TestDecodeRefusesTrailingData(t *testing.T) {
+	for body, refused := range map[string]bool{
+		`{"owner":"a"}}`:           true,
+		`{"owner":"a"}]`:           true,
+		`{"owner":"a"} }`:          true,
+		`{"owner":"a"} {}`:         true,
+		"{\"owner\":\"a\"}\v":      true,
+		"{\"owner\":\"a\"} \r\n\t": false,
+	} {
+		var v api.AcquireRequest
+		err := decodeBytes([]byte(body), &v)
+		if got := err != nil && strings.Contains(err.Error(), "data after the JSON object"); got != refused {
+			t.Errorf("%q: %v, want refused %v", body, err, refused)
+		}
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/seqd/seqd/api"
@@ -101,7 +103,215 @@ func invalidUTF8At(b []byte) int {
 // take the last of two "owner" keys and match "OWNER" too, while a proxy or
 // log in front of seqd may read the first, or not see it at all. at is
 // where raw sits in the body, for the message.
+//
+// It scans the bytes in place, allocating nothing for a body whose keys
+// are plain; a key with an escape in it (which may spell another key), or
+// anything that is not well-formed JSON, is left to exactKeysByToken,
+// which reads the value token by token.
 func exactKeys(raw []byte, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	k := t.Kind()
+	if k != reflect.Slice && k != reflect.Struct {
+		return nil
+	}
+	sc := scanner{b: raw}
+	sc.space()
+	if k == reflect.Slice {
+		if !sc.is('[') {
+			return exactKeysByToken(raw, t, at)
+		}
+		sc.i++
+		for n := 0; ; n++ {
+			sc.space()
+			if sc.is(']') {
+				return nil
+			}
+			v, ok := sc.value()
+			if !ok {
+				return exactKeysByToken(raw, t, at)
+			}
+			if err := exactKeys(v, t.Elem(), at+"["+strconv.Itoa(n)+"]"); err != nil {
+				return err
+			}
+			if !sc.next(']') {
+				return exactKeysByToken(raw, t, at)
+			}
+		}
+	}
+	if !sc.is('{') {
+		return exactKeysByToken(raw, t, at)
+	}
+	sc.i++
+	fields := fieldsOf(t)
+	var seenKeys [8][]byte
+	seen := seenKeys[:0]
+	for {
+		sc.space()
+		if sc.is('}') {
+			return nil
+		}
+		key, plain, ok := sc.str()
+		if !plain || !ok {
+			return exactKeysByToken(raw, t, at)
+		}
+		for _, s := range seen {
+			if bytes.Equal(s, key) {
+				return badRequest("the key %q appears twice in the request body", strings.TrimPrefix(at+"."+string(key), "."))
+			}
+		}
+		seen = append(seen, key)
+		ft, known := fields[string(key)]
+		if !known {
+			for n := range fields {
+				if strings.EqualFold(n, string(key)) {
+					return badRequest("the key %q must be spelt %q", strings.TrimPrefix(at+"."+string(key), "."), strings.TrimPrefix(at+"."+n, "."))
+				}
+			}
+		}
+		sc.space()
+		if !sc.is(':') {
+			return exactKeysByToken(raw, t, at)
+		}
+		sc.i++
+		sc.space()
+		v, ok := sc.value()
+		if !ok {
+			return exactKeysByToken(raw, t, at)
+		}
+		if known {
+			if e := elemKind(ft); e == reflect.Struct || e == reflect.Slice {
+				if err := exactKeys(v, ft, strings.TrimPrefix(at+"."+string(key), ".")); err != nil {
+					return err
+				}
+			}
+		}
+		if !sc.next('}') {
+			return exactKeysByToken(raw, t, at)
+		}
+	}
+}
+
+// elemKind is t's kind under its pointers.
+func elemKind(t reflect.Type) reflect.Kind {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind()
+}
+
+// scanner reads JSON text in place for exactKeys. Each method reports
+// whether it found what it reads; on text that is not well-formed it
+// stops, never reading past the end.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (sc *scanner) space() {
+	for sc.i < len(sc.b) {
+		switch sc.b[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+func (sc *scanner) is(c byte) bool { return sc.i < len(sc.b) && sc.b[sc.i] == c }
+
+// next steps over the comma between two members or items, or stops at the
+// closing bracket end (left for the caller's loop to find).
+func (sc *scanner) next(end byte) bool {
+	sc.space()
+	if sc.is(',') {
+		sc.i++
+		return true
+	}
+	return sc.is(end)
+}
+
+// str reads a string, returning what is between its quotes; plain is false
+// if it has an escape in it, ok false if it does not end.
+func (sc *scanner) str() (s []byte, plain, ok bool) {
+	if !sc.is('"') {
+		return nil, false, false
+	}
+	start := sc.i + 1
+	plain = true
+	for sc.i = start; sc.i < len(sc.b); sc.i++ {
+		switch sc.b[sc.i] {
+		case '\\':
+			plain = false
+			sc.i++
+		case '"':
+			sc.i++
+			return sc.b[start : sc.i-1], plain, true
+		}
+	}
+	return nil, false, false
+}
+
+// value steps over one value, returning its text.
+func (sc *scanner) value() ([]byte, bool) {
+	start := sc.i
+	if sc.is('"') {
+		_, _, ok := sc.str()
+		return sc.b[start:sc.i], ok
+	}
+	if !sc.is('{') && !sc.is('[') {
+		for sc.i < len(sc.b) && !endsLiteral(sc.b[sc.i]) {
+			sc.i++
+		}
+		return sc.b[start:sc.i], sc.i > start
+	}
+	depth := 0
+	for sc.i < len(sc.b) {
+		switch sc.b[sc.i] {
+		case '"':
+			if _, _, ok := sc.str(); !ok {
+				return nil, false
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+		sc.i++
+		if depth == 0 {
+			return sc.b[start:sc.i], true
+		}
+	}
+	return nil, false
+}
+
+// endsLiteral reports whether c ends a number, true, false or null.
+func endsLiteral(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// fieldTypes caches jsonFields by struct type.
+var fieldTypes sync.Map // reflect.Type -> map[string]reflect.Type
+
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldTypes.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	f := jsonFields(t)
+	fieldTypes.Store(t, f)
+	return f
+}
+
+// exactKeysByToken is exactKeys reading raw token by token, which decodes
+// escapes in keys.
+func exactKeysByToken(raw []byte, t reflect.Type, at string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -112,7 +322,7 @@ func exactKeys(raw []byte, t reflect.Type, at string) error {
 			return nil // Decode says what is wrong
 		}
 		for i, it := range items {
-			if err := exactKeys(it, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if err := exactKeysByToken(it, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
 				return err
 			}
 		}
@@ -125,7 +335,7 @@ func exactKeys(raw []byte, t reflect.Type, at string) error {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil // not an object: Decode says what is wrong
 	}
-	fields := jsonFields(t)
+	fields := fieldsOf(t)
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -151,7 +361,7 @@ func exactKeys(raw []byte, t reflect.Type, at string) error {
 			return nil
 		}
 		if known {
-			if err := exactKeys(val, ft, where); err != nil {
+			if err := exactKeysByToken(val, ft, where); err != nil {
 				return err
 			}
 		}

@@ -44,11 +44,11 @@ type Grant struct {
 	err error
 }
 
-// start is when the process began; sinceStart reads the monotonic clock
-// against it, so that a grant keeps a time in 8 bytes rather than 24.
-var start = time.Now()
+// processStart is when the process began; sinceStart reads the monotonic
+// clock against it, so that a grant keeps a time in 8 bytes rather than 24.
+var processStart = time.Now()
 
-func sinceStart() time.Duration { return time.Since(start) }
+func sinceStart() time.Duration { return time.Since(processStart) }
 
 // Sequencer is the grant's sequencer string, name@token.
 func (g *Grant) Sequencer() string { return fmt.Sprintf("%s@%d", g.Name, g.Token) }

@@ -119,6 +119,9 @@ func exactKeys(raw []byte, t reflect.Type, at string) error {
 	sc := scanner{b: raw}
 	sc.space()
 	if k == reflect.Slice {
+		if e := elemKind(t.Elem()); e != reflect.Struct && e != reflect.Slice {
+			return nil // no keys inside: nothing to walk
+		}
 		if !sc.is('[') {
 			return exactKeysByToken(raw, t, at)
 		}

@@ -3,6 +3,7 @@ package runlock
 import (
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -133,6 +134,12 @@ func TestLossSignalsGrandchildren(t *testing.T) {
 // Forwarded signals reach the group; statuses pass through as a shell
 // reports them.
 func TestForwardAndStatus(t *testing.T) {
+	// A process started under nohup has SIGHUP ignored, and a child
+	// inherits that. seqd lock handles the signals it forwards, so its
+	// command starts with their default action; the test does the same.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	for _, tc := range []struct {
 		name   string
 		script string

@@ -150,6 +150,41 @@ func (e *env) cleanup() {
 	}
 }
 
+// diverged names the ensemble's members whose copy of the tree differs
+// from the leader's, by ZooKeeper's own digest check (mntr's
+// zk_digest_mismatches_count), for a failure's message; "" when none does.
+// ZooKeeper 3.8.0 can leave a follower without transactions the others
+// applied when its link to the leader breaks mid-sync (ZOOKEEPER-4541): a
+// session that looks for its lost contender through that member never finds
+// it to delete it, and the lock stays held by it.
+func (e *env) diverged() string {
+	var out []string
+	for _, m := range e.zk.Members {
+		ans, err := testenv.FourLetter(m.ClientAddr, "mntr", 2*time.Second)
+		if err != nil {
+			continue
+		}
+		if n, ok := digestMismatches(ans); ok && n != "0" {
+			out = append(out, fmt.Sprintf("zk%d (%s mismatches)", m.ID, n))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; ZooKeeper's replicas diverged by its own digest check: " + strings.Join(out, ", ") +
+		" (a ZooKeeper fault, ZOOKEEPER-4541 in 3.8.0: that member lacks transactions the others applied)"
+}
+
+// digestMismatches is zk_digest_mismatches_count in an mntr answer.
+func digestMismatches(mntr string) (string, bool) {
+	for _, line := range strings.Split(mntr, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "zk_digest_mismatches_count" {
+			return f[1], true
+		}
+	}
+	return "", false
+}
+
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
@@ -295,7 +330,7 @@ func (r *run) finish(t *testing.T, until time.Time, seed uint64) Report {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := RunClient(ctx, fcfg); err != nil {
-		t.Errorf("%s: final read: %v", r.name, err)
+		t.Errorf("%s: final read: %v%s", r.name, err, r.e.diverged())
 	}
 	ops, err := ReadHistoryFiles(filepath.Join(r.hist, "*.jsonl"))
 	if err != nil {
@@ -771,4 +806,24 @@ func newCachingProxy(target string) *cachingProxy {
 		w.Write(rb)
 	}))
 	return p
+}
+
+// The divergence a failed final read reports is read from the field that
+// ZooKeeper's mntr answers with: a healthy server has it, at 0.
+func TestDigestMismatchesReadFromMntr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper: not in -short")
+	}
+	zk := zktest.StartT(t, testenv.Options{})
+	ans, err := testenv.FourLetter(zk.Members[0].ClientAddr, "mntr", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := digestMismatches(ans)
+	if !ok || n != "0" {
+		t.Fatalf("zk_digest_mismatches_count of a fresh server: %q, found %v; want 0 (mntr answered %q)", n, ok, ans)
+	}
+	if _, ok := digestMismatches("zk_version\t3.8.0\n"); ok {
+		t.Error("an answer without the field reported a count")
+	}
 }

@@ -332,3 +332,46 @@ func TestOverview(t *testing.T) {
 		t.Errorf("/ui/: %d, want the page with no external assets", code)
 	}
 }
+
+// A blocking overview's wait runs on the service's clock: held still, it
+// has not answered after more real time than the wait; moved past the wait,
+// it answers with the index it was given.
+func TestBlockingOverviewWaitsOnTheServiceClock(t *testing.T) {
+	zkc := sharedZK.Get(t)
+	clk := newFakeClock()
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), clock: clk})
+	ctx := ctxT(t, time.Minute)
+	cl, _ := client.New(d.srv.URL, client.WithoutEnv())
+	if _, err := cl.Acquire(ctx, "ovclock/a", client.Owner("a")); err != nil {
+		t.Fatal(err)
+	}
+	o, err := cl.Overview(ctx, api.Locks, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = time.Second
+	done := make(chan error, 1)
+	var got api.Overview
+	go func() {
+		var err error
+		got, err = cl.Overview(ctx, api.Locks, o.Index, wait)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the blocking overview answered (%v, index %d) with the clock held still", err, got.Index)
+	case <-time.After(3 * wait):
+	}
+	clk.Advance(wait)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Index != o.Index {
+			t.Errorf("nothing changed, yet the overview answered index %d, not %d", got.Index, o.Index)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the blocking overview did not answer once the clock passed its wait")
+	}
+}

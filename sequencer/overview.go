@@ -58,8 +58,8 @@ func (s *Service) Overview(ctx context.Context, f api.Family, blocking bool, ind
 // awaitOverview is a blocking overview: it answers once the overview's
 // index differs from index, or once wait has passed.
 func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, shape zklock.Shape, index uint64, wait time.Duration) (api.Overview, error) {
-	deadline := time.Now().Add(wait)
 	start := s.clock.Now()
+	deadline := start.Add(wait)
 	watching := false // the states of the last listing are watched
 	for {
 		// Once states are watched, the watch session must vouch for them
@@ -113,7 +113,8 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 			s.unsubscribeAll(ws)
 			return o, err
 		}
-		left := time.Until(deadline)
+		now := s.clock.Now()
+		left := deadline.Sub(now)
 		if left <= 0 && distrust != nil {
 			s.unsubscribeAll(ws)
 			return api.Overview{}, distrust
@@ -123,11 +124,11 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 			s.unsubscribeAll(ws)
 			return o, err
 		}
-		d := min(left, overviewRelist)
-		if distrust != nil {
-			d = min(d, start.Add(s.watches.quantum()).Sub(s.clock.Now())) // the grace
+		until := now.Add(min(left, overviewRelist))
+		if grace := start.Add(s.watches.quantum()); distrust != nil && grace.Before(until) {
+			until = grace
 		}
-		err = waitAny(ctx, changed, max(d, 0))
+		err = waitAny(ctx, s.clock, changed, until)
 		s.unsubscribeAll(ws)
 		if err != nil {
 			return api.Overview{}, err
@@ -151,9 +152,9 @@ func (s *Service) listNames(ctx context.Context, sess *zklock.Session, root stri
 	defer cancel(nil)
 	var graceOver <-chan time.Time
 	if cut > 0 {
-		t := time.NewTimer(cut)
+		c, t := s.clock.NewTimer(cut)
 		defer t.Stop()
-		graceOver = t.C
+		graceOver = c
 	}
 	go func() {
 		select {
@@ -205,9 +206,12 @@ func overviewIndex(names []string, ws []*watched) (idx uint64, ready bool, chang
 	return idx, ready, changed
 }
 
-// waitAny returns when one of chans closes, d passes or ctx ends.
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) error {
-	wctx, cancel := context.WithTimeout(ctx, d)
+// waitAny waits until one of chans closes, the clock reaches until, or
+// ctx ends (its error).
+func waitAny(ctx context.Context, clock zklock.Clock, chans []<-chan struct{}, until time.Time) error {
+	tc, t := clock.TimerAt(until)
+	defer t.Stop()
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, ch := range chans {
@@ -221,12 +225,13 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) erro
 			}
 		}()
 	}
-	<-wctx.Done()
-	wg.Wait()
-	if ctx.Err() != nil {
-		return ctx.Err()
+	select {
+	case <-tc:
+	case <-wctx.Done():
 	}
-	return nil
+	cancel()
+	wg.Wait()
+	return ctx.Err()
 }
 
 // overviewReads is how many status reads an overview runs at once.

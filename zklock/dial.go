@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -59,6 +60,10 @@ type Options struct {
 	// *FloorError until the root's floor is raised. Share one across the
 	// sessions of a process.
 	Floors *Floors
+
+	// plainReads reads the connection without a buffer (for the benchmark
+	// that measures what the buffer saves).
+	plainReads bool
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -150,6 +155,9 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 	if opts.TLS != nil {
 		dialer = TLSDialer(opts.TLS)
 	}
+	if !opts.plainReads {
+		dialer = bufferedDialer(dialer)
+	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
 		zk.WithDialer(dialer),
@@ -195,6 +203,34 @@ func TLSDialer(cfg *tls.Config) zk.Dialer {
 		return d.DialContext(ctx, network, addr)
 	}
 }
+
+// readBuffer is the size of a connection's read buffer: ZooKeeper's answers
+// to lock requests are tens of bytes, so it holds a burst of them.
+const readBuffer = 4096
+
+// bufferedDialer dials with d and reads each connection through a buffer.
+// go-zookeeper reads an answer in two reads, its length and then its body,
+// each a system call; through the buffer, one call takes in every answer
+// that has arrived.
+func bufferedDialer(d zk.Dialer) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := d(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
+	}
+}
+
+// bufferedConn is a connection whose reads go through r. Deadlines, writes
+// and Close are the connection's own: a read that finds the buffer empty
+// waits under the read deadline as the connection's own read would.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // authenticate adds the digest identity to the connection; go-zookeeper
 // sends it again after every reconnect, before any queued request.

@@ -29,8 +29,10 @@ func (c countingConn) Read(p []byte) (int, error) {
 }
 
 // framedServer accepts one connection and writes n answers framed as
-// ZooKeeper frames them (a 4-byte length, then the body), all at once.
-func framedServer(t *testing.T, n int, body []byte) string {
+// ZooKeeper frames them (a 4-byte length, then the body), all at once; the
+// channel closes once that write has returned (on loopback, the bytes are
+// then in the client's receive buffer).
+func framedServer(t *testing.T, n int, body []byte) (string, <-chan struct{}) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -42,16 +44,18 @@ func framedServer(t *testing.T, n int, body []byte) string {
 		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
-	go func() {
+	written := make(chan struct{})
+	go func() { // ends when the client closes, or with the listener
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
 		c.Write(out)
-		io.Copy(io.Discard, c) // until the client closes
+		close(written)
+		io.Copy(io.Discard, c)
 	}()
-	return l.Addr().String()
+	return l.Addr().String(), written
 }
 
 // readFrames reads n frames as go-zookeeper does: the length, then the body.
@@ -87,13 +91,12 @@ func TestBufferedDialerReadsABurstInOneCall(t *testing.T) {
 		if buffered {
 			d = bufferedDialer(counting)
 		}
-		addr := framedServer(t, answers, body)
+		addr, written := framedServer(t, answers, body)
 		c, err := d("tcp", addr, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Let the whole burst arrive before the first read.
-		time.Sleep(50 * time.Millisecond)
+		<-written // the whole burst has arrived before the first read
 		readFrames(t, c, answers)
 		c.Close()
 		got := reads.Load()
@@ -109,7 +112,7 @@ func TestBufferedDialerReadsABurstInOneCall(t *testing.T) {
 // A read that finds the buffer empty waits under the connection's read
 // deadline, as go-zookeeper's recvLoop relies on to notice a silent server.
 func TestBufferedConnKeepsTheReadDeadline(t *testing.T) {
-	addr := framedServer(t, 1, []byte("answer"))
+	addr, _ := framedServer(t, 1, []byte("answer"))
 	c, err := bufferedDialer(net.DialTimeout)("tcp", addr, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +158,10 @@ func BenchmarkReadBufferCPU(b *testing.B) {
 	for range rounds {
 		for _, sd := range sides {
 			var wg sync.WaitGroup
-			var failed atomic.Value
+			var (
+				failMu sync.Mutex
+				failed error
+			)
 			cpu0, start := processCPU(b), time.Now()
 			for _, m := range sd.ms {
 				wg.Add(1)
@@ -167,15 +173,17 @@ func BenchmarkReadBufferCPU(b *testing.B) {
 							err = g.Release(context.Background())
 						}
 						if err != nil {
-							failed.Store(err)
+							failMu.Lock()
+							failed = err
+							failMu.Unlock()
 							return
 						}
 					}
 				}()
 			}
 			wg.Wait()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
+			if failed != nil { // every worker has ended
+				b.Fatal(failed)
 			}
 			sd.cpu += processCPU(b) - cpu0
 			sd.wall += time.Since(start)

@@ -353,12 +353,24 @@ logfile ""
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(info, "loading:0") {
+		if v, ok := redisInfoField(info, "loading"); !ok || v != "0" {
 			return errors.New("still loading its data")
 		}
 		return nil
 	}
 	return nil
+}
+
+// redisInfoField is the value of field in an INFO answer, read by its whole
+// line: Redis 7 also reports async_loading, whose "async_loading:0" holds
+// "loading:0" while the server is still loading.
+func redisInfoField(info, field string) (string, bool) {
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == field {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // Addr is host:port.

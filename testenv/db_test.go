@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -149,6 +150,46 @@ func TestRedisAppendOnlyKeepsWritesAcrossSIGKILL(t *testing.T) {
 				t.Fatalf("after SIGKILL and restart: k = %q; want kept=%v", got, c.kept)
 			}
 		})
+	}
+}
+
+// TestRedisRestartWaitsUntilLoaded: Restart returns once Redis has loaded
+// its append-only file, so the first read after it is answered. The file
+// holds 200,000 writes: Redis answers INFO (and refuses reads with LOADING)
+// every 1,024 commands it replays, so it is seen loading.
+func TestRedisRestartWaitsUntilLoaded(t *testing.T) {
+	d := dbtest.StartT(t, testenv.DBOptions{Kind: testenv.Redis, AppendOnly: true, AppendFsync: "no"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opt, err := redis.ParseURL(d.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.MaxRetries = -1 // a LOADING answer must reach the test, not be retried
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	const keys, batch = 200_000, 10_000
+	for i := 0; i < keys; i += batch {
+		p := rdb.Pipeline()
+		for j := i; j < i+batch; j++ {
+			p.Set(ctx, fmt.Sprintf("key:%07d", j), "value", 0)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Redis has written the file before it answered (appendfsync no
+	// leaves the flush to the kernel, which a SIGKILL does not undo).
+	d.Kill()
+	if err := d.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rdb.Get(ctx, fmt.Sprintf("key:%07d", keys-1)).Result()
+	if err != nil {
+		t.Fatalf("the first read after Restart: %v", err)
+	}
+	if got != "value" {
+		t.Fatalf("the last key after Restart = %q, want %q", got, "value")
 	}
 }
 

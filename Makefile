@@ -32,19 +32,20 @@ lint:
 	cd $(KUBE) && $(GOBIN)/staticcheck ./...
 	cd $(ETCDBENCH) && $(GOBIN)/staticcheck ./...
 
-# The leader-failover tests run in a second pass without the race detector:
-# go-zookeeper itself races on its last zxid when a session with watches
-# reconnects (zklock/failover_norace_test.go says more). The tests that time
-# the daemon against a flood or a frozen ZooKeeper run in a pass of their
-# own, one package at a time: they check that a flood of connections cannot
-# starve a live lease's renewals and that a freeze is answered within a
-# fraction of the session timeout, and on two cores the clients' JVMs and
-# databases running beside them starve the daemon instead.
+# The leader-failover and lost-reply tests run in a second pass without the
+# race detector: go-zookeeper itself races on its last zxid when a session
+# with watches reconnects (zklock/failover_norace_test.go says more). The
+# tests that time the daemon against a flood or a frozen ZooKeeper run in a
+# pass of their own, one package at a time: they check that a flood of
+# connections cannot starve a live lease's renewals and that a freeze is
+# answered within a fraction of the session timeout, and on two cores the
+# clients' JVMs and databases running beside them starve the daemon
+# instead.
 ALONE_TESTS := ^(TestBusyFloodKeepsLeasesAlive|TestConnectionFlood|TestBlockingReadDuringFreeze)$$
 gotest:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -skip '$(ALONE_TESTS)' ./...
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./cmd/seqd/ ./sequencer/
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFailoverKeepsTokensRising|TestTLSEnsembleLeaderKill' ./zklock/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFailoverKeepsTokensRising|TestTLSEnsembleLeaderKill|TestCreateReplyLost|TestMultiMutexReplyLost' ./zklock/
 	cd $(KUBE) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
 	cd $(ETCDBENCH) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
 

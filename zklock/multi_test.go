@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,49 +265,6 @@ func TestMultiMutexHonoursLockDelay(t *testing.T) {
 	g.Release(ctxT(t, 10*time.Second))
 	if waited < delay-100*time.Millisecond {
 		t.Fatalf("granted %v after an unclean end, want at least the delay %v", waited, delay)
-	}
-}
-
-// A multi whose answer is lost: the contenders exist in every lock, and
-// Acquire finds them by their GUID and uses them, leaving no twin.
-func TestMultiMutexReplyLost(t *testing.T) {
-	c := shared.Get(t)
-	p := startDropProxy(t, c.Servers()[0])
-	s := dial(t, []string{p.addr()}, Options{})
-	other := dial(t, c.Servers(), Options{})
-	names := uniqueNames("multi/lostreply", 2)
-	mm := multiMutex(t, s, names)
-	g, err := mm.Acquire(ctxT(t, 10*time.Second)) // the lock nodes now exist
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Release(ctxT(t, 10*time.Second))
-	before := g.Locks
-
-	p.arm(DefaultRoot + "/" + names[0] + "/" + protectedPrefix)
-	g, err = mm.Acquire(ctxT(t, 20*time.Second))
-	if err != nil {
-		t.Fatalf("Acquire after a lost multi answer: %v", err)
-	}
-	select {
-	case <-p.dropped:
-	default:
-		t.Fatal("the proxy dropped no answer: the test tested nothing")
-	}
-	for i, l := range g.Locks {
-		if got, want := children(t, other, path.Dir(l.Path)), []string{path.Base(l.Path)}; !slices.Equal(got, want) {
-			t.Errorf("lock %s: children %v, want only %v (no twin)", l.Name, got, want)
-		}
-		// The multi whose answer was lost made the next contender in each
-		// lock: that one is used, not a second multi's.
-		was, _ := parseContender(path.Base(before[i].Path))
-		now, _ := parseContender(path.Base(l.Path))
-		if now.seq != was.seq+1 {
-			t.Errorf("lock %s: granted contender %d, want %d, the one the lost multi made", l.Name, now.seq, was.seq+1)
-		}
-	}
-	if err := g.Release(ctxT(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
 	}
 }
 

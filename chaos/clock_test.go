@@ -147,13 +147,17 @@ func clockFaults(t *testing.T, e *env, seed uint64) {
 	}
 	// The control: a daemon that answers a refused renewal with the
 	// lease's last answer tells a stalled client it holds past its end.
+	// A stall shows only if its round began 2 TTLs before the attempt
+	// ends (a renewal, the stall of 1.5 TTLs, the late renewal): an
+	// attempt lasts at least 6 TTLs, so that most rounds can.
 	t.Run("control-renew-ok", func(t *testing.T) {
 		m := semaphoreModel()
 		m.stallN = 2
 		const attempts = 3
+		d := max(*kindsControlFlag, 6*kindTTL)
 		for a := 0; a < attempts; a++ {
 			p := newBrokenProxy(e.urls[0], brokenRenewOK)
-			ops, _, stalls := runKind(t, e, m, fmt.Sprintf("clock-control-%d", a), seed+uint64(a), *kindsControlFlag, []string{p.URL}, nil, &modelRun{})
+			ops, _, stalls := runKind(t, e, m, fmt.Sprintf("clock-control-%d", a), seed+uint64(a), d, []string{p.URL}, nil, &modelRun{})
 			p.Close()
 			past := CheckHeldPastEnd(ops, e.loggedEnds(t))
 			t.Logf("control attempt %d: %d operations, %d client stalls; held past a logged end: %s", a+1, len(ops), stalls, past.Summary())

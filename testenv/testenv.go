@@ -575,6 +575,11 @@ func (m *Member) WaitServing(ctx context.Context) error {
 			}
 		}
 		if !m.Running() {
+			// Another process bound the port between its choice and
+			// the server's bind: Start tries again with new ports.
+			if strings.Contains(m.Logs(), "BindException: Address already in use") {
+				return fmt.Errorf("%w: zk%d could not bind %s", errPortTaken, m.ID, m.ClientAddr)
+			}
 			return fmt.Errorf("testenv: zk%d exited before serving", m.ID)
 		}
 		select {

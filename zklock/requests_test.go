@@ -133,6 +133,17 @@ func TestHandOverReadsNothing(t *testing.T) {
 				out, err := testenv.FourLetter(c.Servers()[0], "wchp", 5*time.Second)
 				return err == nil && strings.Contains(out, ga.Path)
 			})
+			if tc.pace == 0 {
+				// b's create fired a's watch on the children before
+				// it was answered, and with no pacing a's look reads
+				// them at once: the count starts once a is parked
+				// again, or a loaded machine puts that read inside it.
+				zktest.Eventually(t, 10*time.Second, "a's look to be over", func() bool {
+					s.mon.mu.Lock()
+					defer s.mon.mu.Unlock()
+					return ga.mon.state == parked
+				})
+			}
 			before := received(t, c, s.ID())
 			if err := ga.Release(ctxT(t, 10*time.Second)); err != nil {
 				t.Fatal(err)

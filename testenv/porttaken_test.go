@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,5 +32,20 @@ func TestMemberOnATakenPortSaysSo(t *testing.T) {
 	err = m.Restart(ctx)
 	if !errors.Is(err, errPortTaken) {
 		t.Fatalf("Restart on a taken port: %v; want errPortTaken", err)
+	}
+
+	// The port free again, the member exits for another reason (a config
+	// it cannot read): the earlier run's BindException, still in its
+	// logs, is not this run's.
+	ln.Close()
+	if err := os.WriteFile(m.cfg, []byte("clientPort=not-a-port\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Restart(ctx)
+	if err == nil || errors.Is(err, errPortTaken) {
+		t.Fatalf("Restart with a broken config: %v; want an exit that is not errPortTaken", err)
+	}
+	if !strings.Contains(m.Logs(), "BindException") {
+		t.Fatal("the logs no longer hold the earlier run's BindException: the check above tests nothing")
 	}
 }

@@ -118,6 +118,7 @@ type Member struct {
 	exited chan struct{}
 	paused bool
 	logs   *tailBuffer
+	run    int64 // logs.written when the running process started
 }
 
 // Start starts a cluster and waits until every member answers `srvr` with a
@@ -463,7 +464,7 @@ func (m *Member) start() error {
 		cmd.Wait()
 		close(exited)
 	}()
-	m.cmd, m.exited, m.paused = cmd, exited, false
+	m.cmd, m.exited, m.paused, m.run = cmd, exited, false, m.logs.mark()
 	return nil
 }
 
@@ -577,7 +578,7 @@ func (m *Member) WaitServing(ctx context.Context) error {
 		if !m.Running() {
 			// Another process bound the port between its choice and
 			// the server's bind: Start tries again with new ports.
-			if strings.Contains(m.Logs(), "BindException: Address already in use") {
+			if strings.Contains(m.runLogs(), "BindException: Address already in use") {
 				return fmt.Errorf("%w: zk%d could not bind %s", errPortTaken, m.ID, m.ClientAddr)
 			}
 			return fmt.Errorf("testenv: zk%d exited before serving", m.ID)
@@ -604,6 +605,17 @@ func (m *Member) Mode() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("testenv: zk%d not serving: %q", m.ID, strings.TrimSpace(out))
+}
+
+// runLogs is what the member's latest process wrote that is still held:
+// an earlier run's lines are not its.
+func (m *Member) runLogs() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs == nil {
+		return ""
+	}
+	return m.logs.since(m.run)
 }
 
 // Logs returns the member's recent output.
@@ -665,14 +677,16 @@ func holdPorts(n int) (ports []int, release func(), err error) {
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu      sync.Mutex
+	max     int
+	b       []byte
+	written int64 // bytes ever written
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.written += int64(len(p))
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
@@ -684,6 +698,21 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// mark is where the output written from now on begins, for since.
+func (t *tailBuffer) mark() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
+}
+
+// since is the output written after mark that is still held.
+func (t *tailBuffer) since(mark int64) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := min(t.written-mark, int64(len(t.b)))
+	return string(t.b[int64(len(t.b))-n:])
 }
 
 // DataDir is the member's ZooKeeper data directory (its myid and the

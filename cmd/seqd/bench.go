@@ -40,7 +40,7 @@ func benchCommand() *cli.Command {
 		&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, EnvVars: []string{"SEQD_DURATION"},
 			Usage: "measure each case for `DURATION` (10ms..1h), after a warm-up of a fifth of it (at most 1s)"},
 		&cli.StringFlag{Name: "cases", EnvVars: []string{"SEQD_CASES"},
-			Usage: "which to run, comma-separated: raw (create+delete), gozk (go-zookeeper's zk.Lock), zklock, http (the daemon); default all"},
+			Usage: "which to run, comma-separated: raw (create+delete), gozk (go-zookeeper's zk.Lock), zklock, session (zklock, all clients on one session), http (the daemon); default all"},
 		&cli.BoolFlag{Name: "latency", EnvVars: []string{"SEQD_LATENCY"},
 			Usage: "measure the latency figures instead of throughput: hand-over on a hot lock, loss detection (session expired → holder told) and crash to successor, each holder and daemon a process of its own"},
 		&cli.StringFlag{Name: "scale", EnvVars: []string{"SEQD_SCALE"},

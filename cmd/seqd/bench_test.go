@@ -110,9 +110,9 @@ func TestBenchTableAndJSON(t *testing.T) {
 		}
 	}
 	want := []string{
-		"raw/1/own", "gozk/1/own", "zklock/1/own", "http/1/own",
-		"raw/2/own", "gozk/2/own", "zklock/2/own", "http/2/own",
-		"raw/2/hot", "gozk/2/hot", "zklock/2/hot", "http/2/hot",
+		"raw/1/own", "gozk/1/own", "zklock/1/own", "session/1/own", "http/1/own",
+		"raw/2/own", "gozk/2/own", "zklock/2/own", "session/2/own", "http/2/own",
+		"raw/2/hot", "gozk/2/hot", "zklock/2/hot", "session/2/hot", "http/2/hot",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("cases %q, want %q; output:\n%s", got, want, out)

@@ -115,7 +115,7 @@ func (c Compare) Run(ctx context.Context, etcd *Etcd) (*CompareReport, error) {
 
 // seqdBench runs one seqd bench on a throwaway ZooKeeper.
 func (c Compare) seqdBench(ctx context.Context, n int) (*seqdReport, error) {
-	args := []string{"bench", "--dev", "--json", "--cases", "raw,gozk,http",
+	args := []string{"bench", "--dev", "--json", "--cases", "raw,gozk,session,http",
 		"--clients", strconv.Itoa(n), "--duration", c.Duration.String()}
 	if c.RTT > 0 {
 		args = append(args, "--rtt", c.RTT.String())
@@ -183,9 +183,9 @@ func (rep *CompareReport) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "seqd against etcd's Mutex, %s: %d rounds of %v per case, medians (the rounds' own ratios in brackets)\n",
 		regime, rep.RoundsCount, time.Duration(rep.DurationS*float64(time.Second)))
-	fmt.Fprintln(tw, "clients\tlocks\tseqd/s\tetcd/s\tseqd/etcd\tzk.Lock/s\tseqd/zk.Lock\tp50 seqd\tp50 etcd\tp50 raw\tp99 seqd\tp99 etcd\t")
+	fmt.Fprintln(tw, "clients\tlocks\tseqd/s\tetcd/s\tseqd/etcd\tzk.Lock/s\tseqd/zk.Lock\tsession/etcd\tp50 seqd\tp50 etcd\tp50 raw\tp99 seqd\tp99 etcd\t")
 	for _, c := range rep.Cells {
-		h, e, g, raw := c.Rounds["http"], c.Rounds["etcd"], c.Rounds["gozk"], c.Rounds["raw"]
+		h, e, g, raw, ses := c.Rounds["http"], c.Rounds["etcd"], c.Rounds["gozk"], c.Rounds["raw"], c.Rounds["session"]
 		col := func(rs []Result, f func(Result) float64, format string) string {
 			if v, ok := median(rs, f); ok {
 				return fmt.Sprintf(format, v)
@@ -201,9 +201,9 @@ func (rep *CompareReport) WriteTable(w io.Writer) error {
 			rs := perRound(a, b, f)
 			return fmt.Sprintf("%.2f [%.2f–%.2f]", va/vb, rs[0], rs[len(rs)-1])
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Clients, c.Locks,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Clients, c.Locks,
 			col(h, rate, "%.0f"), col(e, rate, "%.0f"), ratio(h, e, rate),
-			col(g, rate, "%.0f"), ratio(h, g, rate),
+			col(g, rate, "%.0f"), ratio(h, g, rate), ratio(ses, e, rate),
 			col(h, p50, "%.2fms"), col(e, p50, "%.2fms"), col(raw, p50, "%.2fms"),
 			col(h, p99, "%.1fms"), col(e, p99, "%.1fms"))
 	}

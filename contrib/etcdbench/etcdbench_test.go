@@ -116,6 +116,7 @@ func TestTable(t *testing.T) {
 		"http": [{"cycles_per_s": 300, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 200, "p50_ms": 1, "p99_ms": 2}],
 		"etcd": [{"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 100, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 400, "p50_ms": 1, "p99_ms": 2}],
 		"gozk": [{"cycles_per_s": 50, "p50_ms": 1, "p99_ms": 2}],
+		"session": [{"cycles_per_s": 600, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 300, "p50_ms": 1, "p99_ms": 2}, {"cycles_per_s": 400, "p50_ms": 1, "p99_ms": 2}],
 		"raw": [{"cycles_per_s": 50, "p50_ms": 0.5, "p99_ms": 2}]}}]}`
 	var stdout, stderr bytes.Buffer
 	if err := tableCmd(nil, strings.NewReader(rep), &stdout, &stderr); err != nil {
@@ -124,7 +125,9 @@ func TestTable(t *testing.T) {
 	out := stdout.String()
 	t.Logf("\n%s", out)
 	// Medians 200 and 100: 2.00; the rounds' own ratios 3.00, 1.00, 0.50.
-	for _, want := range []string{"3 rounds of 5s", "200", "2.00 [0.50–3.00]", "4.00 [6.00–6.00]", "0.50ms"} {
+	// The session case's median 400 over etcd's 100: 4.00, rounds 6.00,
+	// 3.00 and 1.00.
+	for _, want := range []string{"3 rounds of 5s", "200", "2.00 [0.50–3.00]", "4.00 [6.00–6.00]", "0.50ms", "4.00 [1.00–6.00]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the table", want)
 		}

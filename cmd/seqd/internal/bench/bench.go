@@ -30,14 +30,15 @@ import (
 
 // The kinds of client a case runs, in report order.
 const (
-	KindRaw    = "raw"    // create an ephemeral-sequential node, delete it
-	KindGoZK   = "gozk"   // go-zookeeper's zk.Lock: Lock, Unlock
-	KindZklock = "zklock" // zklock: Mutex.Acquire, Grant.Release
-	KindHTTP   = "http"   // the daemon: POST acquire, POST release
+	KindRaw     = "raw"     // create an ephemeral-sequential node, delete it
+	KindGoZK    = "gozk"    // go-zookeeper's zk.Lock: Lock, Unlock
+	KindZklock  = "zklock"  // zklock: Mutex.Acquire, Grant.Release
+	KindSession = "session" // zklock with every client on one session, as in the daemon
+	KindHTTP    = "http"    // the daemon: POST acquire, POST release
 )
 
 // Kinds are all the kinds, in report order.
-var Kinds = []string{KindRaw, KindGoZK, KindZklock, KindHTTP}
+var Kinds = []string{KindRaw, KindGoZK, KindZklock, KindSession, KindHTTP}
 
 // The lock layouts of a case.
 const (

@@ -192,8 +192,8 @@ func TestRunWithDigestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
 	}
-	if len(rep.Results) != 12 {
-		t.Fatalf("%d results, want 4 kinds × 3 groups", len(rep.Results))
+	if len(rep.Results) != 15 {
+		t.Fatalf("%d results, want 5 kinds × 3 groups", len(rep.Results))
 	}
 	for _, r := range rep.Results {
 		if r.Cycles < 1 || r.PerSecond <= 0 || !(0 < r.P50 && r.P50 <= r.P99 && r.P99 <= r.P999) {
@@ -203,7 +203,7 @@ func TestRunWithDigestAuth(t *testing.T) {
 			t.Errorf("%s: vs raw %v, vs gozk %v: both baselines ran", describe(r.Kind, Group{r.Clients, r.Locks}), r.VsRaw, r.VsGoZK)
 		}
 	}
-	if n := strings.Count(progress.String(), "\n"); n != 12 {
+	if n := strings.Count(progress.String(), "\n"); n != 15 {
 		t.Errorf("%d progress lines, want one per case:\n%s", n, progress.String())
 	}
 	if exists(t, conn, rep.Root) || exists(t, conn, base) {

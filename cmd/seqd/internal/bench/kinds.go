@@ -36,7 +36,10 @@ func lockName(g Group, w int) string {
 func (r *runner) setup(ctx context.Context, kind string, g Group) (cs []cycler, closeAll func(), err error) {
 	cs = make([]cycler, g.Clients)
 	closers := make([]func(), g.Clients)
-	var once sync.Once
+	var (
+		once   sync.Once
+		shared *zklock.Session // the session case's one session
+	)
 	closeAll = func() {
 		once.Do(func() {
 			for _, c := range closers {
@@ -44,7 +47,15 @@ func (r *runner) setup(ctx context.Context, kind string, g Group) (cs []cycler, 
 					c()
 				}
 			}
+			if shared != nil {
+				shared.Close()
+			}
 		})
+	}
+	if kind == KindSession {
+		if shared, err = r.dialZklock(ctx); err != nil {
+			return nil, closeAll, err
+		}
 	}
 	if kind == KindRaw {
 		// The parents exist before the clients start, as a lock node
@@ -66,7 +77,7 @@ func (r *runner) setup(ctx context.Context, kind string, g Group) (cs []cycler, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, closer, err := r.client(ctx, kind, g, w)
+			c, closer, err := r.client(ctx, kind, g, w, shared)
 			mu.Lock()
 			defer mu.Unlock()
 			cs[w], closers[w] = c, closer
@@ -83,8 +94,24 @@ func (r *runner) setup(ctx context.Context, kind string, g Group) (cs []cycler, 
 	return cs, closeAll, nil
 }
 
-// client connects client w of kind.
-func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycler, func(), error) {
+// dialZklock opens a zklock session as the bench's clients are configured.
+func (r *runner) dialZklock(ctx context.Context) (*zklock.Session, error) {
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
+	defer cancel()
+	s, err := zklock.Dial(dctx, r.cfg.Servers, zklock.Options{
+		SessionTimeout: r.cfg.SessionTimeout,
+		Auth:           r.cfg.Auth,
+		ACL:            r.cfg.ACL,
+		TLS:            r.cfg.TLS,
+	})
+	if err != nil {
+		return nil, unavailable{err}
+	}
+	return s, nil
+}
+
+// client connects client w of kind; shared is the session case's session.
+func (r *runner) client(ctx context.Context, kind string, g Group, w int, shared *zklock.Session) (cycler, func(), error) {
 	name := lockName(g, w)
 	switch kind {
 	case KindRaw:
@@ -100,16 +127,9 @@ func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycle
 		}
 		return gozkCycler{zk.NewLock(conn, r.root+"/gozk/"+name, r.acl)}, conn.Close, nil
 	case KindZklock:
-		dctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
-		defer cancel()
-		s, err := zklock.Dial(dctx, r.cfg.Servers, zklock.Options{
-			SessionTimeout: r.cfg.SessionTimeout,
-			Auth:           r.cfg.Auth,
-			ACL:            r.cfg.ACL,
-			TLS:            r.cfg.TLS,
-		})
+		s, err := r.dialZklock(ctx)
 		if err != nil {
-			return nil, nil, unavailable{err}
+			return nil, nil, err
 		}
 		m, err := zklock.NewMutex(s, name, zklock.WithRoot(r.root+"/zklock"))
 		if err != nil {
@@ -117,6 +137,14 @@ func (r *runner) client(ctx context.Context, kind string, g Group, w int) (cycle
 			return nil, nil, err
 		}
 		return zklockCycler{m}, func() { s.Close() }, nil
+	case KindSession:
+		// The daemon's ZooKeeper work without its HTTP: one session for
+		// all clients, so that a hot lock is handed over inside it.
+		m, err := zklock.NewMutex(shared, name, zklock.WithRoot(r.root+"/session"))
+		if err != nil {
+			return nil, nil, err
+		}
+		return zklockCycler{m}, func() {}, nil
 	case KindHTTP:
 		wait := time.Duration(0) // own locks are free: try once
 		if g.Locks == LocksHot {

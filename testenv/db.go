@@ -545,7 +545,8 @@ func (d *DB) Kill() { d.signalAndWait(syscall.SIGKILL) }
 // its directory for Restart.
 func (d *DB) Shutdown() { d.signalAndWait(syscall.SIGTERM) }
 
-// Pause freezes the server and its children with SIGSTOP.
+// Pause freezes the server and its children with SIGSTOP and returns once
+// all their threads have stopped.
 func (d *DB) Pause() error { return d.groupSignal(syscall.SIGSTOP) }
 
 // Resume continues a paused server.
@@ -558,6 +559,15 @@ func (d *DB) groupSignal(sig syscall.Signal) error {
 	}
 	if err := syscall.Kill(-pid, sig); err != nil {
 		return fmt.Errorf("testenv: %s: %w", d.Kind, err)
+	}
+	if sig == syscall.SIGSTOP {
+		pids, err := groupPIDs(pid)
+		if err == nil {
+			err = waitStopped(pids, stopWait)
+		}
+		if err != nil {
+			return fmt.Errorf("testenv: %s: %w", d.Kind, err)
+		}
 	}
 	return nil
 }

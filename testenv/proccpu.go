@@ -16,21 +16,11 @@ const userHZ = 100
 // ProcCPU is the user and system CPU time process pid has used so far,
 // from /proc/<pid>/stat.
 func ProcCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces: count from the ')'
-	// that closes it. utime and stime are fields 14 and 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("testenv: malformed /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("testenv: malformed /proc stat")
-	}
+	// utime and stime are fields 14 and 15.
 	var ticks int64
 	for _, v := range f[11:13] {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -40,4 +30,25 @@ func ProcCPU(pid int) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// statFields reads a /proc stat file and returns its fields from the third
+// (the state) on, so that f[0] is field 3.
+func statFields(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) may hold spaces: count from the ')'
+	// that closes it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, errors.New("testenv: malformed /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return nil, errors.New("testenv: malformed /proc stat")
+	}
+	return f, nil
 }

@@ -521,8 +521,9 @@ func (m *Member) Stop() { m.signalAndWait(syscall.SIGTERM, 10*time.Second) }
 // Kill stops the server with SIGKILL.
 func (m *Member) Kill() { m.signalAndWait(syscall.SIGKILL, 10*time.Second) }
 
-// Pause freezes the server with SIGSTOP: it answers nobody, and its clients'
-// sessions can expire on the other members.
+// Pause freezes the server with SIGSTOP and returns once all its threads
+// have stopped: it answers nobody, and its clients' sessions can expire on
+// the other members.
 func (m *Member) Pause() error { return m.pause(true) }
 
 // Resume continues a paused server with SIGCONT.
@@ -542,6 +543,11 @@ func (m *Member) pause(stop bool) error {
 		return fmt.Errorf("testenv: zk%d: %w", m.ID, err)
 	}
 	m.paused = stop
+	if stop {
+		if err := waitStopped([]int{m.cmd.Process.Pid}, stopWait); err != nil {
+			return fmt.Errorf("testenv: zk%d: %w", m.ID, err)
+		}
+	}
 	return nil
 }
 

@@ -153,3 +153,28 @@ func (c *Fake) WaitPending(n int, done <-chan struct{}) bool {
 		}
 	}
 }
+
+// WaitTimerAt blocks until a timer due at at is pending or done closes,
+// and reports whether one was. Where Pending counts every timer, it
+// singles out the one a test is waiting for by its deadline.
+func (c *Fake) WaitTimerAt(at time.Time, done <-chan struct{}) bool {
+	for {
+		c.mu.Lock()
+		found, added := false, c.added
+		for _, t := range c.timers {
+			if t.at.Equal(at) {
+				found = true
+				break
+			}
+		}
+		c.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-added:
+		case <-done:
+			return false
+		}
+	}
+}

@@ -57,6 +57,27 @@ func TestFakeWaitPending(t *testing.T) {
 	<-done
 }
 
+func TestFakeWaitTimerAt(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	c.NewTimer(2 * time.Second) // another timer: not the one waited for
+	found := make(chan bool, 1)
+	go func() { found <- c.WaitTimerAt(time.Unix(1, 0), nil) }()
+	select {
+	case <-found:
+		t.Fatal("WaitTimerAt returned before a timer was due at its deadline")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.NewTimer(time.Second)
+	if !<-found {
+		t.Fatal("WaitTimerAt returned false")
+	}
+	done := make(chan struct{})
+	close(done)
+	if c.WaitTimerAt(time.Unix(3, 0), done) {
+		t.Fatal("WaitTimerAt found a timer due at 3s, where none is")
+	}
+}
+
 // A timer for an absolute deadline is not postponed when the clock moves
 // between reading the time and arming it (NewTimer(deadline.Sub(Now())) is).
 func TestFakeTimerAtIgnoresMovesBeforeArming(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/clock"
+	"github.com/seqd/seqd/internal/httptry"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/testenv/zktest"
 	"github.com/seqd/seqd/zklock"
@@ -287,31 +288,5 @@ func httpTestServer(t testing.TB, h http.Handler) string {
 // httpDoWith is httpDo with headers ("Host" sets the request's Host).
 func httpDoWith(t testing.TB, method, url, body string, headers map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, sb.String()
+	return httptry.Do(t, method, url, body, headers)
 }

@@ -115,12 +115,22 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 		}
 		now := s.clock.Now()
 		left := deadline.Sub(now)
-		if left <= 0 && distrust != nil {
+		if left <= 0 && distrust != nil && !errors.Is(distrust, errNoWatchSession) {
 			s.unsubscribeAll(ws)
 			return api.Overview{}, distrust
 		}
 		if left <= 0 {
-			o, err := s.overviewOf(ctx, f, names, more, idx)
+			// The states are read plainly either way; the index is the
+			// watches' only once they have every state, else the plain
+			// one (what the watches give once they have read them), and
+			// then ZooKeeper has a quantum to answer (readSoon).
+			var o api.Overview
+			var err error
+			if ready && distrust == nil {
+				o, err = s.overviewOf(ctx, f, names, more, idx)
+			} else {
+				o, err = readSoon(ctx, s, func(ctx context.Context) (api.Overview, error) { return s.overviewOf(ctx, f, names, more, 0) })
+			}
 			s.unsubscribeAll(ws)
 			return o, err
 		}
@@ -284,20 +294,28 @@ func (s *Service) overviewOf(ctx context.Context, f api.Family, names []string, 
 }
 
 // plainIndex is the index of an overview read without blocking: a hash of
-// its names and their states' indexes.
+// its names and then their states' indexes, as overviewIndex hashes them,
+// so that it is the index the watches give for the states as first read.
 func plainIndex(o api.Overview) uint64 {
-	h := fnv.New64a()
-	add := func(name string, idx uint64) {
-		h.Write([]byte(name + "\x00" + strconv.FormatUint(idx, 10) + "\x00"))
-	}
+	var names []string
+	var idxs []uint64
 	for _, st := range o.Locks {
-		add(st.Name, st.Index)
+		names, idxs = append(names, st.Name), append(idxs, st.Index)
 	}
 	for _, st := range o.Semaphores {
-		add(st.Name, st.Index)
+		names, idxs = append(names, st.Name), append(idxs, st.Index)
 	}
 	for _, st := range o.Elections {
-		add(st.Name, st.Index)
+		names, idxs = append(names, st.Name), append(idxs, st.Index)
+	}
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	for _, i := range idxs {
+		h.Write([]byte(strconv.FormatUint(i, 10)))
+		h.Write([]byte{0})
 	}
 	return max(h.Sum64(), 1)
 }

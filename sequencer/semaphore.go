@@ -76,20 +76,29 @@ func (s *Service) SemaphoreStatus(ctx context.Context, name string) (api.Semapho
 	if err := validateName(api.Semaphores, name); err != nil {
 		return api.SemaphoreStatus{}, err
 	}
-	sess, err := s.liveSession()
+	st, err := s.semaphoreState(ctx, name)
 	if err != nil {
 		return api.SemaphoreStatus{}, err
-	}
-	sem, err := s.semaphore(sess, name)
-	if err != nil {
-		return api.SemaphoreStatus{}, err
-	}
-	st, err := sem.State(ctx)
-	if err != nil {
-		return api.SemaphoreStatus{}, s.readError(ctx, err)
 	}
 	out := semaphoreStatus(name, st)
 	return out, s.queueSemaphore(ctx, &out)
+}
+
+// semaphoreState reads name's holders and limit from ZooKeeper.
+func (s *Service) semaphoreState(ctx context.Context, name string) (zklock.SemaphoreState, error) {
+	sess, err := s.liveSession()
+	if err != nil {
+		return zklock.SemaphoreState{}, err
+	}
+	sem, err := s.semaphore(sess, name)
+	if err != nil {
+		return zklock.SemaphoreState{}, err
+	}
+	st, err := sem.State(ctx)
+	if err != nil {
+		return zklock.SemaphoreState{}, s.readError(ctx, err)
+	}
+	return st, nil
 }
 
 func semaphoreStatus(name string, st zklock.SemaphoreState) api.SemaphoreStatus {

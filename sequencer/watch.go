@@ -3,6 +3,7 @@ package sequencer
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -360,6 +361,11 @@ func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait ti
 	defer t.Stop()
 	start := s.clock.Now()
 	var grace <-chan time.Time
+	look := func() (have bool, changed <-chan struct{}, st state) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.have, w.changed, state{holder: w.holder, leader: w.leader, sem: w.sem, index: w.index}
+	}
 	for {
 		hold, trustChanged, distrust := h.vouch(start)
 		if distrust != nil && !hold {
@@ -370,10 +376,7 @@ func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait ti
 			defer gt.Stop()
 			grace = gc
 		}
-		w.mu.Lock()
-		have, changed := w.have, w.changed
-		st := state{holder: w.holder, leader: w.leader, sem: w.sem, index: w.index}
-		w.mu.Unlock()
+		have, changed, st := look()
 		if distrust == nil && have && st.index != index {
 			return st, s.answerable()
 		}
@@ -382,16 +385,64 @@ func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait ti
 		case <-trustChanged:
 		case <-grace:
 		case <-tc:
+			// Judged afresh: the trust or the state may have changed
+			// as the wait ended.
+			_, _, distrust = h.vouch(start)
+			have, _, st = look()
 			switch {
-			case distrust != nil:
-				return state{}, distrust
-			case !have:
-				return st, unavailable(fmt.Sprintf("the state could not be read within %v", wait), nil)
+			case distrust == nil && have:
+				return st, s.answerable()
+			case distrust == nil, errors.Is(distrust, errNoWatchSession):
+				// The wait ended before the watch had the state (its
+				// session still being dialled, or its first read not
+				// back): the answer is a plain read, as without index.
+				return readSoon(ctx, s, func(ctx context.Context) (state, error) { return s.readState(ctx, key) })
 			}
-			return st, s.answerable()
+			return state{}, distrust
 		case <-ctx.Done():
 			return st, ctx.Err()
 		}
+	}
+}
+
+// readSoon makes read, a plain read for a reader whose wait is over, for
+// at most the watch session's quantum on the service clock: a ZooKeeper
+// that has not answered by then gets the reader a 503, as a watched state
+// it cannot vouch for does, rather than the read's own, longer, timeout.
+func readSoon[T any](ctx context.Context, s *Service, read func(context.Context) (T, error)) (T, error) {
+	q := s.watches.quantum()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tc, t := s.clock.NewTimer(q)
+	defer t.Stop()
+	go func() {
+		select {
+		case <-tc:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	v, err := read(rctx)
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		var zero T
+		return zero, unavailable(fmt.Sprintf("zookeeper did not answer within %v: the state cannot be vouched for", q.Round(time.Millisecond)), nil)
+	}
+	return v, err
+}
+
+// readState reads key's state from ZooKeeper on the leases' session, as a
+// status read without index does.
+func (s *Service) readState(ctx context.Context, key watchKey) (state, error) {
+	switch key.kind {
+	case fence.KindElection:
+		l, err := s.leader(ctx, key.name)
+		return state{leader: l, index: l.Index}, err
+	case fence.KindSemaphore:
+		st, err := s.semaphoreState(ctx, key.name)
+		return state{sem: st, index: st.Index}, err
+	default:
+		h, err := s.holder(ctx, key.name)
+		return state{holder: h, index: h.Index}, err
 	}
 }
 

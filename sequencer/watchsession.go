@@ -34,6 +34,11 @@ import (
 // session to prove itself, and none once a ping has gone unanswered for
 // half that long.
 
+// errNoWatchSession is the distrust of a watch session not dialled yet (or
+// ended): nothing is known wrong with ZooKeeper, so a reader whose wait
+// ends meanwhile is answered with a plain read on the leases' session.
+var errNoWatchSession = unavailable("no zookeeper session to watch the state on", nil)
+
 // recycleMin is the fewest names left behind on the watch session for
 // which it is replaced.
 const recycleMin = 64
@@ -125,7 +130,7 @@ func (h *hub) distrustLocked(now time.Time) error {
 	s := h.ws.sess
 	switch {
 	case s == nil || s.Err() != nil:
-		return unavailable("no zookeeper session to watch the state on", nil)
+		return errNoWatchSession
 	case !s.Connected():
 		return unavailable("disconnected from zookeeper", nil)
 	}

@@ -194,26 +194,33 @@ func (s *Service) unsubscribeAll(ws []*watched) {
 // differ from the next one with nothing changed); changed is the channels
 // that close at their next change.
 func overviewIndex(names []string, ws []*watched) (idx uint64, ready bool, changed []<-chan struct{}) {
-	h := fnv.New64a()
 	ready = true
 	changed = make([]<-chan struct{}, 0, len(ws)+1)
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-	}
+	idxs := make([]uint64, 0, len(ws))
 	for _, w := range ws {
 		w.mu.Lock()
-		h.Write([]byte(strconv.FormatUint(w.index, 10)))
-		h.Write([]byte{0})
+		idxs = append(idxs, w.index)
 		ready = ready && w.have
 		changed = append(changed, w.changed)
 		w.mu.Unlock()
 	}
-	idx = h.Sum64()
-	if idx == 0 {
-		idx = 1 // 0 is no index
+	return hashIndex(names, idxs), ready, changed
+}
+
+// hashIndex is an overview's index: a hash of its names, then of their
+// states' indexes, never 0 (no index). Watched and plain overviews both
+// take theirs from it, so that they agree for the same states.
+func hashIndex(names []string, idxs []uint64) uint64 {
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
 	}
-	return idx, ready, changed
+	for _, i := range idxs {
+		h.Write([]byte(strconv.FormatUint(i, 10)))
+		h.Write([]byte{0})
+	}
+	return max(h.Sum64(), 1)
 }
 
 // waitAny waits until one of chans closes, the clock reaches until, or
@@ -293,9 +300,8 @@ func (s *Service) overviewOf(ctx context.Context, f api.Family, names []string, 
 	return o, nil
 }
 
-// plainIndex is the index of an overview read without blocking: a hash of
-// its names and then their states' indexes, as overviewIndex hashes them,
-// so that it is the index the watches give for the states as first read.
+// plainIndex is the index of an overview read without blocking: the index
+// the watches give for its states as first read.
 func plainIndex(o api.Overview) uint64 {
 	var names []string
 	var idxs []uint64
@@ -308,14 +314,5 @@ func plainIndex(o api.Overview) uint64 {
 	for _, st := range o.Elections {
 		names, idxs = append(names, st.Name), append(idxs, st.Index)
 	}
-	h := fnv.New64a()
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-	}
-	for _, i := range idxs {
-		h.Write([]byte(strconv.FormatUint(i, 10)))
-		h.Write([]byte{0})
-	}
-	return max(h.Sum64(), 1)
+	return hashIndex(names, idxs)
 }

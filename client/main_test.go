@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/clockstep"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
 	"github.com/seqd/seqd/testenv"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	clockstep.Watch()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	zk, err := testenv.Start(ctx, testenv.Options{})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seqd/seqd/internal/clockstep"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -17,6 +18,7 @@ import (
 // directory) at cleanup.
 func StartT(t testing.TB, opts testenv.DBOptions) *testenv.DB {
 	t.Helper()
+	clockstep.Watch()
 	d, err := testenv.StartDB(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start %s: %v", opts.Kind, err)
@@ -44,6 +46,7 @@ type Lazy struct {
 // test if the server cannot be started.
 func (l *Lazy) Get(t testing.TB) *testenv.DB {
 	t.Helper()
+	clockstep.Watch()
 	l.once.Do(func() { l.d, l.err = testenv.StartDB(context.Background(), l.Options) })
 	if l.err != nil {
 		t.Fatalf("start %s: %v", l.Options.Kind, l.err)

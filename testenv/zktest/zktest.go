@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqd/seqd/internal/clockstep"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -19,6 +20,7 @@ import (
 // stops the cluster at cleanup.
 func StartT(t testing.TB, opts testenv.Options) *testenv.Cluster {
 	t.Helper()
+	clockstep.Watch()
 	c, err := testenv.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start ZooKeeper: %v", err)
@@ -47,6 +49,7 @@ type Lazy struct {
 // test if ZooKeeper cannot be started.
 func (l *Lazy) Get(t testing.TB) *testenv.Cluster {
 	t.Helper()
+	clockstep.Watch()
 	l.once.Do(func() { l.c, l.err = testenv.Start(context.Background(), l.Options) })
 	if l.err != nil {
 		t.Fatalf("start ZooKeeper: %v", l.err)

@@ -52,7 +52,7 @@ type Jump struct {
 }
 
 func (j Jump) String() string {
-	return fmt.Sprintf("%s: between two readings %v apart, the monotonic clock moved %v and the wall clock %v",
+	return fmt.Sprintf("%s: between two readings due %v apart, the monotonic clock moved %v and the wall clock %v",
 		j.At.Format("15:04:05.000"), tick, j.Mono.Round(time.Millisecond), j.Wall.Round(time.Millisecond))
 }
 

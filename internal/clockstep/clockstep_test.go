@@ -70,8 +70,11 @@ exit 3
 		t.Fatal(err)
 	}
 	callsFile, planFile := filepath.Join(dir, "calls"), filepath.Join(dir, "plan")
-	os.WriteFile(callsFile, nil, 0o644)
-	os.WriteFile(planFile, []byte(strings.Join(plan, "\n")+"\n"), 0o644)
+	for f, b := range map[string]string{callsFile: "", planFile: strings.Join(plan, "\n") + "\n"} {
+		if err := os.WriteFile(f, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd := exec.Command("../../scripts/gotest.sh", "-race", "-skip", "^(A|B)$", "--", "ex/a", "ex/b")
 	cmd.Env = append(os.Environ(), "GO="+fake, "CALLS="+callsFile, "PLAN="+planFile)
 	b, err := cmd.CombinedOutput()
@@ -81,7 +84,10 @@ exit 3
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := os.ReadFile(callsFile)
+	got, err := os.ReadFile(callsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return strings.Split(strings.TrimSpace(string(got)), "\n"), string(b), code
 }
 

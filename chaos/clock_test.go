@@ -161,6 +161,9 @@ func clockFaults(t *testing.T, e *env, seed uint64) {
 			p.Close()
 			past := CheckHeldPastEnd(ops, e.loggedEnds(t))
 			t.Logf("control attempt %d: %d operations, %d client stalls; held past a logged end: %s", a+1, len(ops), stalls, past.Summary())
+			if stalls == 0 {
+				t.Logf("control attempt %d had no stall to show the bug: %s", a+1, tally(ops))
+			}
 			if len(past.Violations) > 0 {
 				t.Logf("control caught (as it must): %v", past.Violations[0])
 				return

@@ -184,3 +184,18 @@ func TestCheckHeldPastEnd(t *testing.T) {
 		wantViolations(t, tc.name, CheckHeldPastEnd(tc.ops, ends), tc.want)
 	}
 }
+
+func TestTally(t *testing.T) {
+	ops := []Op{
+		{Kind: KindAcquire, Result: ResultOK},
+		{Kind: KindAcquire, Result: ResultFail, Err: "503: not ready"},
+		{Kind: KindAcquire, Result: ResultFail, Err: "503: not ready"},
+		{Kind: KindRenew, Result: ResultFail, Err: "409: lost"},
+		{Kind: KindRelease},
+	}
+	got := tally(ops)
+	want := "acquire fail 2, acquire ok 1, release pending 1, renew fail 1; commonest error (2): 503: not ready"
+	if got != want {
+		t.Errorf("tally = %q, want %q", got, want)
+	}
+}

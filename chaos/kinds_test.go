@@ -7,10 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,9 +268,13 @@ func (e *env) awaitReady(t *testing.T, d time.Duration) {
 }
 
 // runKind runs m for d under faults (none if nil), through urls, and returns
-// the history's operations, the faults injected and the client stalls.
+// the history's operations, the faults injected and the client stalls. It
+// starts once every daemon is ready: a run under faults may have left one
+// between sessions, and a control attempt spent on its refusals shows
+// nothing.
 func runKind(t *testing.T, e *env, m kindModel, name string, seed uint64, d time.Duration, urls []string, faults []string, mr *modelRun) ([]Op, map[string]int, int) {
 	t.Helper()
+	e.awaitReady(t, 30*time.Second)
 	hist := filepath.Join(e.dir, "kinds-"+name)
 	if err := os.MkdirAll(hist, 0o755); err != nil {
 		t.Fatal(err)
@@ -374,9 +380,6 @@ func TestKinds(t *testing.T) {
 		t.Run(m.name+"/control", func(t *testing.T) {
 			const attempts = 3
 			for a := 0; a < attempts; a++ {
-				// The run under faults may have left a daemon between
-				// sessions: an attempt spent on refusals shows nothing.
-				e.awaitReady(t, 30*time.Second)
 				mr := &modelRun{}
 				urls := m.control(t, e, mr)
 				name := fmt.Sprintf("%s-control-%d", m.name, a)
@@ -396,6 +399,7 @@ func TestKinds(t *testing.T) {
 					}
 					return
 				}
+				t.Logf("%s caught nothing: %s", name, tally(ops))
 			}
 			t.Errorf("%s: the control made no violation in %d attempts", m.name, attempts)
 		})
@@ -710,4 +714,37 @@ func twinControl(t *testing.T, e *env, _ *modelRun) []string {
 	p := newBrokenProxy(e.urls[0], brokenTwin)
 	t.Cleanup(p.Close)
 	return []string{p.URL}
+}
+
+// tally counts ops by kind and result, and names the commonest error: what
+// a run that showed nothing spent its time on.
+func tally(ops []Op) string {
+	counts := map[string]int{}
+	errs := map[string]int{}
+	for _, op := range ops {
+		res := op.Result
+		if res == "" {
+			res = "pending"
+		}
+		counts[op.Kind+" "+res]++
+		if op.Err != "" {
+			errs[op.Err]++
+		}
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	out := strings.Join(parts, ", ")
+	if len(errs) > 0 {
+		top := ""
+		for e, n := range errs {
+			if top == "" || n > errs[top] || n == errs[top] && e < top {
+				top = e
+			}
+		}
+		out += fmt.Sprintf("; commonest error (%d): %s", errs[top], top)
+	}
+	return out
 }

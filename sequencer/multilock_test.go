@@ -241,3 +241,24 @@ func TestMultiLockAudit(t *testing.T) {
 		t.Fatalf("audit log %v lacks %v", audit.events(t), want)
 	}
 }
+
+// A multi-lock lease of one lock bears that lock's name: a status read and
+// an overview of the lock on the daemon that holds it answer, with the
+// lease's token (they once read the lease as a single lock's, whose grant
+// it has not, and the overview's reader took the daemon down).
+func TestStatusOfALockHeldByAOneLockMultiLock(t *testing.T) {
+	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers()})
+	ctx := ctxT(t, time.Minute)
+	ml, err := d.svc.Service.AcquireMulti(ctx, api.MultiAcquireRequest{Names: []string{"one/m"}, Owner: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.svc.Service.Status(ctx, "one/m")
+	if err != nil || !st.Held || st.Token != ml.Locks[0].Token {
+		t.Fatalf("status: %+v %v, want held with token %d", st, err, ml.Locks[0].Token)
+	}
+	o, err := d.svc.Service.Overview(ctx, api.Locks, false, 0, 0)
+	if err != nil || len(o.Locks) != 1 || o.Locks[0].Token != ml.Locks[0].Token {
+		t.Fatalf("overview: %+v %v", o, err)
+	}
+}

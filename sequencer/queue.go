@@ -99,7 +99,9 @@ func (s *Service) expiresAt(f api.Family, name string, token uint64) *time.Time 
 	}
 	if f == api.Locks || f == api.Semaphores {
 		for _, l := range s.leases {
-			if l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
+			// A multi-lock's lease (grant nil) is named by its locks'
+			// names joined: one of a single lock bears that lock's name.
+			if l.grant != nil && l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
 				t := l.expires.UTC()
 				return &t
 			}

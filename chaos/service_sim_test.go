@@ -119,7 +119,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				// A listing names no lease ids: the token tells the lease.
-				gone := !slices.ContainsFunc(svc.Leases(api.Locks), func(x api.Lease) bool { return x.Token == l.Token })
+				gone := !slices.ContainsFunc(svc.Leases(context.Background(), api.Locks), func(x api.Lease) bool { return x.Token == l.Token })
 				var stt api.LockStatus
 				var err error
 				if gone {
@@ -143,7 +143,7 @@ func serviceSchedule(t *testing.T, servers []string, seed uint64, fenced bool) (
 	// its deadline watch (which tells every grant): a timer armed after a
 	// jump would see the jump late.
 	advance := func(d time.Duration) {
-		n := len(svc.Leases(api.Locks))
+		n := len(svc.Leases(context.Background(), api.Locks))
 		want := 2 + min(n, 1)
 		quiet := make(chan struct{})
 		tm := time.AfterFunc(5*time.Second, func() { close(quiet) })

@@ -76,11 +76,11 @@ func (g grant) newTTL() time.Duration {
 	return g.ttl
 }
 
-// Acquire grants the lock name to req.Owner for req.TTL, waiting up to
+// acquireLock grants the lock name to req.Owner for req.TTL, waiting up to
 // req.Wait (0 tries once). If ctx ends while waiting (the HTTP client went
 // away), the contender is withdrawn. A request with the lease_id of a live
 // lease is a retry: see retry.
-func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.Lease, error) {
+func (s *Service) acquireLock(ctx context.Context, name string, req api.AcquireRequest) (api.Lease, error) {
 	g, err := readGrant(api.Locks, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
 		return api.Lease{}, err

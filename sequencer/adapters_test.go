@@ -127,7 +127,7 @@ func (s tsvc) Check(ctx context.Context, name string, token uint64) (uint64, err
 	return s.Service.Check(ctx, fence.Sequencer{Name: name, Token: token})
 }
 
-func (s tsvc) Leases() []Lease { return s.Service.Leases(api.Locks) }
+func (s tsvc) Leases() []Lease { return s.Service.Leases(context.Background(), api.Locks) }
 
 func (s tsvc) AcquireSemaphore(ctx context.Context, name, owner string, limit int, ttl, wait time.Duration, opts ...AcquireOption) (Lease, error) {
 	o := grantOptions(opts)

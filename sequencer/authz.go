@@ -6,51 +6,51 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
-// Authorization: the policy judges each request by its caller (in the
-// request's context) before anything changes, and reads show only what
-// the caller may read. Without a policy every check lets everything
-// through, as before there were policies.
+// How the verbs judge a caller: the policy's rules, the quotas, and what
+// reads show. Without a policy every check lets everything through, breaks
+// aside, which need the admin.
 
-// Ask is what a grant request asks for, as the policy judges it.
-type Ask struct {
-	Family  api.Family
-	Kind    string // a policy kind word: KindLockWord, KindSharedWord...
-	Names   []string
-	TTL     *api.Duration
-	LeaseID string // a retry's lease id, which takes nothing more of the quota
+// grantAsk is what a grant request asks for, as the policy judges it.
+type grantAsk struct {
+	family  api.Family
+	kind    string // a policy kind word: policy.KindLockWord...
+	names   []string
+	ttl     *api.Duration
+	leaseID string // a retry's lease id, which takes nothing more of the quota
 }
 
-// Authorize lets the caller of ctx make the grant a, within its quota,
-// counting it until done is called; otherwise the error says which rule
-// or quota refused it. Names are validated first: a bad name is a 400
+// grant enters the caller of ctx and lets it make the grant a, within its
+// quota, counting it until done is called; otherwise the error says which
+// rule or quota refused it. Names are validated first: a bad name is a 400
 // whatever the policy says.
-func (s *Service) Authorize(ctx context.Context, a Ask) (done func(), err error) {
-	c := callerOf(ctx)
+func (s *Service) grant(ctx context.Context, a grantAsk) (_ context.Context, done func(), err error) {
+	ctx, c := s.enter(ctx)
 	if c.policy == nil {
-		return func() {}, nil
+		return ctx, func() {}, nil
 	}
-	keys := make([]string, 0, len(a.Names))
-	for _, n := range a.Names {
-		if err := validateName(a.Family, n); err != nil {
-			return nil, err
+	keys := make([]string, 0, len(a.names))
+	for _, n := range a.names {
+		if err := validateName(a.family, n); err != nil {
+			return ctx, nil, err
 		}
-		if err := s.judge(c, c.decide(a.Kind, ActAcquire, n)); err != nil {
-			return nil, err
+		if err := s.judge(c, c.decide(a.kind, policy.ActAcquire, n)); err != nil {
+			return ctx, nil, err
 		}
-		keys = append(keys, nameKey(a.Family, n))
+		keys = append(keys, nameKey(a.family, n))
 	}
-	done, err = s.reserve(ctx, keys, a.TTL, a.LeaseID)
-	var pe *PolicyError
+	done, err = s.reserve(c, keys, a.ttl, a.leaseID)
+	var pe *policy.Error
 	if errors.As(err, &pe) {
-		return nil, s.judge(c, pe)
+		return ctx, nil, s.judge(c, pe)
 	}
-	return done, err
+	return ctx, done, err
 }
 
 // judge counts a refusal of c; nil passes.
-func (s *Service) judge(c *caller, e *PolicyError) error {
+func (s *Service) judge(c *caller, e *policy.Error) error {
 	if e == nil {
 		return nil
 	}
@@ -62,110 +62,112 @@ func (s *Service) judge(c *caller, e *PolicyError) error {
 	return e
 }
 
-// MayAct refuses the caller of ctx action on name of family f, with the
-// rule that refuses it.
-func (s *Service) MayAct(ctx context.Context, f api.Family, action, name string) error {
-	return s.may(ctx, familyKinds(f)[0], action, name)
+// mayBreak refuses a break c may not make: without a policy, one by
+// anybody but the admin; with one, one no rule allows (the admin may
+// always break).
+func (s *Service) mayBreak(c *caller, f api.Family, name string) error {
+	switch {
+	case c.id == policy.Admin:
+		return nil
+	case c.policy != nil:
+		return s.judge(c, c.decide(familyKinds(f)[0], policy.ActBreak, name))
+	case !s.cfg.Authority.HasAdmin():
+		return s.judge(c, &policy.Error{Msg: "breaking a holder needs the admin token, and this daemon has none: start it with --admin-token-file"})
+	}
+	return s.judge(c, &policy.Error{Msg: "breaking a holder needs the admin token (the daemon's --admin-token-file): send Authorization: Bearer <admin token>; the API token is not enough"})
 }
 
-// MayCheck refuses the caller of ctx a check of seq, with the rule that
-// refuses it.
-func (s *Service) MayCheck(ctx context.Context, seq fence.Sequencer) error {
-	return s.may(ctx, policyKind(seq.Kind), ActCheck, seq.Name)
-}
-
-// may refuses the caller of ctx action on the name of kind, with the rule
-// that refuses it.
-func (s *Service) may(ctx context.Context, kind, action, name string) error {
-	c := callerOf(ctx)
-	return s.judge(c, c.decide(kind, action, name))
-}
-
-// readable reports whether the caller of ctx may read name of family f.
-// A lock is read as a lock or as a shared lock: a rule for either kind
-// lets its names be read.
-func readable(ctx context.Context, f api.Family, name string) bool {
-	c := callerOf(ctx)
+// readable reports whether c may read name of family f. A lock is read as
+// a lock or as a shared lock: a rule for either kind lets its names be
+// read.
+func readable(c *caller, f api.Family, name string) bool {
 	if c.policy == nil {
 		return true
 	}
 	for _, k := range familyKinds(f) {
-		if c.decide(k, ActRead, name) == nil {
+		if c.decide(k, policy.ActRead, name) == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// MayRead refuses a status read of name of family f the caller may not
-// make.
-func (s *Service) MayRead(ctx context.Context, f api.Family, name string) error {
-	if readable(ctx, f, name) {
+// mayRead refuses a status read of name of family f that c may not make.
+func (s *Service) mayRead(c *caller, f api.Family, name string) error {
+	if readable(c, f, name) {
 		return nil
 	}
-	return s.may(ctx, familyKinds(f)[0], ActRead, name)
+	return s.judge(c, c.decide(familyKinds(f)[0], policy.ActRead, name))
 }
 
 // familyKinds are the policy kinds of family f.
 func familyKinds(f api.Family) []string {
 	switch f {
 	case api.Semaphores:
-		return []string{KindSemaphoreWord}
+		return []string{policy.KindSemaphoreWord}
 	case api.Elections:
-		return []string{KindElectionWord}
+		return []string{policy.KindElectionWord}
 	case api.MultiLocks:
-		return []string{KindMultiWord}
+		return []string{policy.KindMultiWord}
 	}
-	return []string{KindLockWord, KindSharedWord}
+	return []string{policy.KindLockWord, policy.KindSharedWord}
 }
 
 // policyKind is the policy's word for a sequencer's kind.
 func policyKind(k fence.Kind) string {
 	if k == kindMulti {
-		return KindMultiWord
+		return policy.KindMultiWord
 	}
 	return kindWord(k)
 }
 
-// AuthorizeRenew refuses a renewal's new TTL beyond the caller's max_ttl.
-func (s *Service) AuthorizeRenew(ctx context.Context, ttl *api.Duration) error {
-	c := callerOf(ctx)
-	q := c.policy.quotaOf(c.id)
-	if ttl == nil || q == nil {
+// ownersTTL refuses a renewal's new TTL beyond the max_ttl of the identity
+// that acquired the lease id, whoever renews it. An id that names no live
+// lease passes: the renewal itself answers for it.
+func (s *Service) ownersTTL(id string, ttl *api.Duration) error {
+	p := s.cfg.Authority.Policy()
+	if ttl == nil || p == nil {
 		return nil
 	}
-	var pe *PolicyError
-	if err := q.checkTTL(c.id, ttl); errors.As(err, &pe) {
-		return s.judge(c, pe)
+	s.mu.Lock()
+	var owner *caller
+	if l := s.lookupLocked(id); l != nil {
+		owner = l.who
+	}
+	s.mu.Unlock()
+	if owner == nil || owner.id == "" {
+		return nil
+	}
+	if err := p.QuotaOf(owner.id).CheckTTL(owner.id, ttl); err != nil {
+		return s.judge(owner, err)
 	}
 	return nil
 }
 
-// VisibleLeases are the leases of family f the caller of ctx may read.
-func VisibleLeases(ctx context.Context, f api.Family, ls []api.Lease) []api.Lease {
-	if callerOf(ctx).policy == nil {
+// visibleLeases are the leases of family f that c may read.
+func visibleLeases(c *caller, f api.Family, ls []api.Lease) []api.Lease {
+	if c.policy == nil {
 		return ls
 	}
 	out := ls[:0]
 	for _, l := range ls {
-		if readable(ctx, f, l.Name) {
+		if readable(c, f, l.Name) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-// VisibleMultiLeases are the multi-lock leases whose every lock the caller of
-// ctx may read.
-func VisibleMultiLeases(ctx context.Context, ls []api.MultiLease) []api.MultiLease {
-	if callerOf(ctx).policy == nil {
+// visibleMultiLeases are the multi-lock leases whose every lock c may read.
+func visibleMultiLeases(c *caller, ls []api.MultiLease) []api.MultiLease {
+	if c.policy == nil {
 		return ls
 	}
 	out := ls[:0]
 next:
 	for _, l := range ls {
 		for _, lk := range l.Locks {
-			if !readable(ctx, api.MultiLocks, lk.Name) {
+			if !readable(c, api.MultiLocks, lk.Name) {
 				continue next
 			}
 		}
@@ -174,14 +176,14 @@ next:
 	return out
 }
 
-// VisibleOverview is o without the names the caller of ctx may not read.
-func VisibleOverview(ctx context.Context, f api.Family, o api.Overview) api.Overview {
-	if callerOf(ctx).policy == nil {
+// visibleOverview is o without the names c may not read.
+func visibleOverview(c *caller, f api.Family, o api.Overview) api.Overview {
+	if c.policy == nil {
 		return o
 	}
-	o.Locks = keep(o.Locks, func(st api.LockStatus) bool { return readable(ctx, f, st.Name) })
-	o.Semaphores = keep(o.Semaphores, func(st api.SemaphoreStatus) bool { return readable(ctx, f, st.Name) })
-	o.Elections = keep(o.Elections, func(st api.ElectionStatus) bool { return readable(ctx, f, st.Name) })
+	o.Locks = keep(o.Locks, func(st api.LockStatus) bool { return readable(c, f, st.Name) })
+	o.Semaphores = keep(o.Semaphores, func(st api.SemaphoreStatus) bool { return readable(c, f, st.Name) })
+	o.Elections = keep(o.Elections, func(st api.ElectionStatus) bool { return readable(c, f, st.Name) })
 	return o
 }
 

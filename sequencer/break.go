@@ -15,12 +15,12 @@ import (
 // next grant's token is higher than the broken holder's, so a resource
 // that fences refuses the broken holder's late writes.
 
-// Break deletes the contender of the holder of family f's name that
+// breakHolder deletes the contender of the holder of family f's name that
 // req.Token names (required), after the request passed
 // the admin check. by is where the request came from, for the audit log.
 // The audit line is written and synced before the holder is broken; if it
 // cannot be, nothing is broken and the error is a 503.
-func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (api.BreakResponse, error) {
+func (s *Service) breakHolder(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (api.BreakResponse, error) {
 	if err := validateName(f, name); err != nil {
 		return api.BreakResponse{}, err
 	}
@@ -57,7 +57,7 @@ func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.
 	}
 	// The line goes to the audit log, synced, before anything is broken:
 	// a break that cannot be recorded is not made.
-	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: IdentityOf(ctx)}
+	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: callerOf(ctx).name()}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
 		s.auditFailed(e, err)
 		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)

@@ -13,10 +13,10 @@ import (
 // Check: whether a token is its grantor's current holder's, read from
 // ZooKeeper so that it answers for grants held through any daemon.
 
-// ParseSequencer reads a sequencer sent to check: a signed one must verify
+// parseSequencer reads a sequencer sent to check: a signed one must verify
 // with the daemon's keys (a plain one is read as it is: check compares its
 // token with ZooKeeper's anyway).
-func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
+func (s *Service) parseSequencer(seq string) (fence.Sequencer, error) {
 	if s.cfg.Verifier != nil {
 		got, err := s.cfg.Verifier.Verify(seq)
 		if !errors.Is(err, fence.ErrUnsigned) {
@@ -26,7 +26,7 @@ func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
 	return fence.ParseSequencer(seq)
 }
 
-// Check answers whether seq's token is its grantor's current holder's,
+// check answers whether seq's token is its grantor's current holder's,
 // reading ZooKeeper, so that it answers for holders on other daemons: an
 // exclusive lock's holder, an election's leader (its term), or, for the
 // kinds that hold side by side, one of a semaphore's holders or of a lock's
@@ -34,7 +34,7 @@ func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
 // slot: seq's own while it holds, 0 otherwise), and a *ConflictError when
 // the token does not hold: stale when a later token holds an exclusive
 // lock or leads the election.
-func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error) {
+func (s *Service) check(ctx context.Context, seq fence.Sequencer) (uint64, error) {
 	if err := validateName(familyOf(seq.Kind), seq.Name); err != nil {
 		return 0, err
 	}

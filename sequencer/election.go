@@ -30,10 +30,10 @@ func validateValue(value string) error {
 	return nil
 }
 
-// Campaign stands for election name on req.Owner's behalf with req.Value
+// campaign stands for election name on req.Owner's behalf with req.Value
 // (default the owner), waiting up to req.Wait to be elected (0 tries
 // once), and returns the leadership as a lease whose Term is its token.
-func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Lease, error) {
+func (s *Service) campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Lease, error) {
 	g, err := readGrant(api.Elections, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
 		return api.Lease{}, err
@@ -79,8 +79,8 @@ func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignReq
 	return s.admit(ctx, &lease{kind: fence.KindElection, grant: lead.Grant, lead: lead, value: value}, g, 0)
 }
 
-// Proclaim sets the value of a live leadership lease, keeping its term.
-func (s *Service) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) (api.Lease, error) {
+// proclaim sets the value of a live leadership lease, keeping its term.
+func (s *Service) proclaim(ctx context.Context, name string, req api.ProclaimRequest) (api.Lease, error) {
 	if err := validateValue(req.Value); err != nil {
 		return api.Lease{}, err
 	}
@@ -125,8 +125,8 @@ func (s *Service) leader(ctx context.Context, name string) (zklock.Leader, error
 	return l, nil
 }
 
-// ElectionStatus reads an election's leader from ZooKeeper.
-func (s *Service) ElectionStatus(ctx context.Context, name string) (api.ElectionStatus, error) {
+// readElection reads an election's leader from ZooKeeper.
+func (s *Service) readElection(ctx context.Context, name string) (api.ElectionStatus, error) {
 	if err := validateName(api.Elections, name); err != nil {
 		return api.ElectionStatus{}, err
 	}

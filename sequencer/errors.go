@@ -1,163 +1,32 @@
 package sequencer
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/seqd/seqd/api"
-	"github.com/seqd/seqd/fence"
 )
 
-// Errors of the Service: each is a type the HTTP API answers with its own
-// status and code, and each matches the client package's error for that
-// code (errors.Is(err, client.ErrHeld)), so that callers in process and
-// over HTTP test errors alike. Messages are sentences for people, built
-// where the error is made.
-
-// RequestError is a request refused before anything changed: a 400.
-type RequestError struct{ Msg string }
-
-func (e *RequestError) Error() string { return e.Msg }
-
-// Is makes errors.Is(err, client.ErrBadRequest) true.
-func (e *RequestError) Is(target error) bool { return target == api.ErrBadRequest }
+// The Service's errors are package api's: a transport maps each to its
+// status and code without linking the service.
+type (
+	// RequestError is a request refused before anything changed: a 400.
+	RequestError = api.RequestError
+	// UnavailableError is a request that needs ZooKeeper while the daemon
+	// cannot reach it, or cannot trust its session: a 503.
+	UnavailableError = api.UnavailableError
+	// ConflictError is a 409: a stale token, a lost lease, a grant refused.
+	ConflictError = api.ConflictError
+)
 
 func badRequest(format string, args ...any) error {
 	return &RequestError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// UnavailableError is a request that needs ZooKeeper while the daemon
-// cannot reach it, or cannot trust its session: a 503.
-type UnavailableError struct {
-	Msg string
-	Err error // the cause, if any
-}
-
-func (e *UnavailableError) Error() string {
-	if e.Err != nil {
-		return e.Msg + ": " + e.Err.Error()
-	}
-	return e.Msg
-}
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, client.ErrUnavailable) true.
-func (e *UnavailableError) Is(target error) bool { return target == api.ErrUnavailable }
-
 func unavailable(msg string, cause error) error { return &UnavailableError{Msg: msg, Err: cause} }
 
-// ConflictError is a 409: a stale token, a lost lease, a grant refused
-// (held, full, led by another), a check that failed, or a semaphore limit
-// that is not the recorded one, with the current token where one is known.
-type ConflictError struct {
-	// Err is fence.ErrStaleToken (a *fence.StaleTokenError), client.ErrLost,
-	// client.ErrHeld, client.ErrNotHeld or client.ErrLimitMismatch.
-	Err          error
-	Kind         fence.Kind
-	Name         string
-	Token        uint64 // what the caller sent (0 for a grant)
-	CurrentToken uint64 // 0 when unknown
-	// Ended says, for client.ErrLost, how the lease ended as far as this
-	// daemon knows: "released", "expired", "lost", or "" when it does not
-	// know the lease.
-	Ended string
-	// Delayed says, for client.ErrHeld, that the lock is free but within
-	// the lock-delay of an unclean end.
-	Delayed bool
-	// Limit is, for client.ErrLimitMismatch, the recorded limit; for a full
-	// semaphore, the limit asked for.
-	Limit int
-	// Reason is, for client.ErrBroken, the reason the break gave.
-	Reason string
-}
-
-func (e *ConflictError) Unwrap() error { return e.Err }
-
-// Is makes a broken lease a lost one too: errors.Is(err, client.ErrLost).
-func (e *ConflictError) Is(target error) bool {
-	return target == api.ErrLost && errors.Is(e.Err, api.ErrBroken)
-}
-
-func (e *ConflictError) Error() string {
-	what := fmt.Sprintf("%s %q", noun(e.Kind), e.Name)
-	switch {
-	case errors.Is(e.Err, fence.ErrStaleToken):
-		return fmt.Sprintf("%s %d for %s is stale: the %s's current %s is %d", tokenWord(e.Kind), e.Token, what, noun(e.Kind), tokenWord(e.Kind), e.CurrentToken)
-	case errors.Is(e.Err, api.ErrLimitMismatch):
-		return fmt.Sprintf("%s has limit %d, recorded by its holders; every holder must name the same limit", what, e.Limit)
-	case errors.Is(e.Err, api.ErrHeld):
-		return e.heldMessage(what)
-	case errors.Is(e.Err, api.ErrNotHeld) && e.Token == 0:
-		return fmt.Sprintf("nobody holds %s", what)
-	case errors.Is(e.Err, api.ErrNotHeld):
-		return fmt.Sprintf("%s %d does not hold %s: it is free or held with another %s", tokenWord(e.Kind), e.Token, what, tokenWord(e.Kind))
-	case errors.Is(e.Err, api.ErrBroken):
-		if e.Kind == fence.KindElection {
-			return fmt.Sprintf("the leadership of %s with term %d was broken by an operator: %s", what, e.Token, e.Reason)
-		}
-		return fmt.Sprintf("the lease on %s with token %d was broken by an operator: %s", what, e.Token, e.Reason)
-	}
-	if e.Kind == kindMulti && e.Token == 0 {
-		return fmt.Sprintf("no live multi-lock lease %s on this daemon: released, expired, lost, or never granted here", e.Name)
-	}
-	lease := fmt.Sprintf("the lease on %s with token %d", what, e.Token)
-	if e.Kind == fence.KindElection {
-		lease = fmt.Sprintf("the leadership of %s with term %d", what, e.Token)
-	}
-	switch e.Ended {
-	case "released", "expired":
-		return fmt.Sprintf("%s was %s", lease, e.Ended)
-	case "lost":
-		return fmt.Sprintf("%s was lost (its ZooKeeper session or node went away)", lease)
-	}
-	return fmt.Sprintf("no live lease on %s with %s %d: unknown lease (released, expired, or not granted by this daemon)", what, tokenWord(e.Kind), e.Token)
-}
-
-func (e *ConflictError) heldMessage(what string) string {
-	retry := " (an owner retrying its own acquire sends the lease_id it was given)"
-	if e.Kind == fence.KindElection {
-		retry = " (an owner retrying its own campaign sends the lease_id it was given)"
-	}
-	switch {
-	case e.Delayed:
-		return fmt.Sprintf("%s is free but within its lock-delay after its last holder ended uncleanly; try again later", what)
-	case e.Kind == fence.KindShared:
-		return fmt.Sprintf("%s has a writer, holding or queued ahead%s", what, retry)
-	case e.Kind == fence.KindSemaphore:
-		return fmt.Sprintf("%s is full: its %d slots are held, or another acquirer is taking one%s", what, e.Limit, retry)
-	case e.Kind == fence.KindElection:
-		return fmt.Sprintf("%s has another leader%s", what, retry)
-	}
-	return fmt.Sprintf("%s is held%s", what, retry)
-}
-
-// noun names a kind's grantor in messages: a lock, a semaphore, an
-// election.
-func noun(k fence.Kind) string {
-	switch k {
-	case fence.KindSemaphore:
-		return "semaphore"
-	case fence.KindElection:
-		return "election"
-	case kindMulti:
-		return "multi-lock"
-	}
-	return "lock"
-}
-
-// tokenWord is what a kind calls its token.
-func tokenWord(k fence.Kind) string {
-	if k == fence.KindElection {
-		return "term"
-	}
-	return "token"
-}
-
-// ForbiddenError is a request the caller's token does not allow: a 403.
-type ForbiddenError struct{ Msg string }
-
-func (e *ForbiddenError) Error() string { return e.Msg }
-
-// Is makes errors.Is(err, client.ErrUnauthorized) true.
-func (e *ForbiddenError) Is(target error) bool { return target == api.ErrUnauthorized }
+// noun names a kind's grantor in messages; tokenWord is what a kind calls
+// its token.
+var (
+	noun      = api.KindNoun
+	tokenWord = api.TokenWord
+)

@@ -76,18 +76,6 @@ func (s *Service) LeasePath(name string, token uint64) string {
 	return ""
 }
 
-// WatchedValue is a Watched that holds v and reads no file.
-func WatchedValue[T any](v *T) *Watched[T] {
-	w := &Watched[T]{}
-	w.cur.Store(v)
-	return w
-}
-
-// Decide is p's decision on id's action on name of kind.
-func (p *Policy) Decide(id, kind, action, name string) *PolicyError {
-	return p.decide(id, kind, action, name)
-}
-
 // Noun names a kind in messages.
 var Noun = noun
 
@@ -95,12 +83,3 @@ const (
 	RecycleMin    = recycleMin
 	RenewParallel = renewParallel
 )
-
-// QuotaOf is the quota p sets for id, nil for none.
-func (p *Policy) QuotaOf(id string) *Quota { return p.quotaOf(id) }
-
-// GlobMatches reports whether the policy glob pat matches s.
-func GlobMatches(pat, s string) bool {
-	g, _ := parseGlob("x", pat)
-	return g.match(s)
-}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
+	"github.com/seqd/seqd/sequencer/policy"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +69,9 @@ type daemonOpts struct {
 	// audit log.
 	apiToken, adminToken string
 	audit                *sequencer.AuditLog
+	// authority names callers and holds the policy; default one with
+	// adminToken alone.
+	authority *policy.Authority
 }
 
 func startDaemon(t testing.TB, o daemonOpts) *daemon {
@@ -83,6 +87,9 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	}
 	if o.logger == nil {
 		o.logger = testLogger(t)
+	}
+	if o.authority == nil && o.adminToken != "" {
+		o.authority = policy.NewAuthority(policy.AuthorityOptions{AdminToken: o.adminToken})
 	}
 	svc := sequencer.New(sequencer.Config{
 		Servers:        o.servers,
@@ -101,11 +108,12 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 		ZKTLS:          o.zkTLS,
 		LockDelay:      o.delay,
 		Audit:          o.audit,
+		Authority:      o.authority,
 	})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.HandlerOptions{Gatherer: o.reg, APIToken: o.apiToken, AdminToken: o.adminToken}))
+	srv := httptest.NewServer(httpapi.NewHandler(svc, httpapi.HandlerOptions{Gatherer: o.reg, APIToken: o.apiToken}))
 	t.Cleanup(func() {
 		srv.Close()
 		svc.Close(context.Background())

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
+	"github.com/seqd/seqd/sequencer/policy"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,7 +52,7 @@ const (
 type idDaemon struct {
 	d       *daemon
 	url     string
-	policy  *sequencer.Watched[sequencer.Policy]
+	policy  *policy.Watched[policy.Policy]
 	pfile   string
 	clients map[string]*http.Client // by identity; "ops" presents no certificate
 	audit   *syncBuffer
@@ -74,23 +76,24 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-func startIDDaemon(t *testing.T, policy string) *idDaemon {
+func startIDDaemon(t *testing.T, policyText string) *idDaemon {
 	t.Helper()
 	dir := t.TempDir()
 	pfile := filepath.Join(dir, "policy")
 	tfile := filepath.Join(dir, "tokens")
-	writeFile(t, pfile, policy)
+	writeFile(t, pfile, policyText)
 	writeFile(t, tfile, "ops "+opsTk+"\n")
-	pol, err := sequencer.WatchPolicy(pfile)
+	pol, err := policy.WatchPolicy(pfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := sequencer.WatchTokens(tfile)
+	toks, err := policy.WatchTokens(tfile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	audit := &syncBuffer{}
-	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), audit: sequencer.NewAuditLog(audit, nil)})
+	auth := policy.NewAuthority(policy.AuthorityOptions{Tokens: toks, Policy: pol, CertIdentities: true})
+	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), audit: sequencer.NewAuditLog(audit, nil), authority: auth})
 	ca, err := security.NewCA("test CA", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +112,7 @@ func startIDDaemon(t *testing.T, policy string) *idDaemon {
 		return p
 	}
 	logs := &syncBuffer{}
-	h := httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Tokens: toks, Policy: pol, CertIdentities: true, Gatherer: d.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	h := httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Gatherer: d.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{
 		Certificates: []tls.Certificate{pair(ca.IssueServer([]string{"127.0.0.1"}, time.Hour))},
@@ -125,7 +128,10 @@ func startIDDaemon(t *testing.T, policy string) *idDaemon {
 		teamA:      clientFor(pair(ca.IssueIdentity(teamA, time.Hour))),
 		teamB:      clientFor(pair(ca.IssueIdentity(teamB, time.Hour))),
 		"stranger": clientFor(pair(ca.IssueIdentity("stranger", time.Hour))),
-		"ops":      clientFor(),
+		// Certificates named like the admin and like a named token.
+		"cert:admin": clientFor(pair(ca.IssueIdentity("admin", time.Hour))),
+		"cert:ops":   clientFor(pair(ca.IssueIdentity("ops", time.Hour))),
+		"ops":        clientFor(),
 	}}
 	return idc
 }
@@ -394,12 +400,12 @@ func TestPolicyReload(t *testing.T) {
 	st, e := c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "before the reload", st, e, 403, api.CodeForbidden, "")
 	writeFile(t, c.pfile, "allow "+teamA+" * * read\n"+testPolicy)
-	sequencer.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
+	policy.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
 	st, e = c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "after the reload", st, e, 200, "", "")
 
 	writeFile(t, c.pfile, "allow "+teamA+" * * read\nallow * bogus * *\n")
-	sequencer.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
+	policy.ReloadAll(slog.New(slog.NewTextHandler(c.logs, nil)), c.d.svc.Metrics(), c.policy)
 	st, e = c.call(t, teamA, "GET", "/v1/locks/team-b/y", "")
 	want(t, "after a bad reload", st, e, 200, "", "")
 	st, e = c.call(t, teamA, "POST", "/v1/locks/team-a/x/acquire", `{"owner":"o"}`)
@@ -415,7 +421,7 @@ func TestPolicyReload(t *testing.T) {
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	polled := make(chan struct{})
-	go func() { sequencer.Poll(ctx, tick, nil, c.d.svc.Metrics(), c.policy); close(polled) }()
+	go func() { policy.Poll(ctx, tick, nil, c.d.svc.Metrics(), c.policy); close(polled) }()
 	defer func() { cancel(); <-polled }()
 	tick <- time.Now()
 	tick <- time.Now() // the first tick's reload is done once the second is taken
@@ -426,19 +432,23 @@ func TestPolicyReload(t *testing.T) {
 	}
 }
 
-// The negative control of the reads' filter: the same daemon without a
-// policy shows every caller every name.
+// The negative control of the reads' filter: the admin, whom no policy
+// judges, sees every name of the same daemon.
 func TestWithoutPolicyEveryoneSeesAll(t *testing.T) {
 	c := startIDDaemon(t, testPolicy)
 	c.call(t, teamA, "POST", "/v1/locks/team-a/x/acquire", `{"owner":"o"}`)
 	c.call(t, teamB, "POST", "/v1/locks/team-b/y/acquire", `{"owner":"o"}`)
-	h := httpapi.NewHandler(c.d.svc.Service, httpapi.HandlerOptions{})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/v1/locks", nil))
-	var list map[string]any
-	json.Unmarshal(rec.Body.Bytes(), &list)
-	if got := leaseNames(list["locks"]); fmt.Sprint(got) != "[team-a/x team-b/y]" {
-		t.Fatalf("without a policy the listing shows %v, want both names", got)
+	admin := policy.WithCaller(context.Background(), policy.Caller{ID: policy.Admin, Via: policy.ViaAdmin})
+	var got []string
+	for _, l := range c.d.svc.Service.Leases(admin, api.Locks) {
+		got = append(got, l.Name)
+	}
+	sort.Strings(got)
+	if fmt.Sprint(got) != "[team-a/x team-b/y]" {
+		t.Fatalf("unjudged, the listing shows %v, want both names", got)
+	}
+	if ls := c.d.svc.Service.Leases(context.Background(), api.Locks); len(ls) != 0 {
+		t.Fatalf("an anonymous in-process caller sees %v under a policy that lets it read nothing", ls)
 	}
 }
 

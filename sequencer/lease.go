@@ -435,10 +435,10 @@ func (s *Service) auditEnd(l *lease, state leaseState, closing bool) {
 	}
 }
 
-// Renew extends a live lease of family f by its TTL (or req.TTL, which then
+// renew extends a live lease of family f by its TTL (or req.TTL, which then
 // becomes its TTL) and keeps its token. While ZooKeeper is unreachable it
 // answers an *UnavailableError: the lease cannot be vouched for.
-func (s *Service) Renew(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (api.Lease, error) {
+func (s *Service) renew(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (api.Lease, error) {
 	ttl, err := optionalTTL(req.TTL)
 	if err != nil {
 		return api.Lease{}, err
@@ -535,9 +535,9 @@ func (s *Service) countRenewal(l *lease) {
 	}
 }
 
-// Release ends a live lease of family f and deletes its contender (for an
+// release ends a live lease of family f and deletes its contender (for an
 // election, resigns: the next candidate is elected at once).
-func (s *Service) Release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) error {
+func (s *Service) release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) error {
 	if req.TTL != nil {
 		return badRequest("a release takes no ttl")
 	}
@@ -551,11 +551,11 @@ func (s *Service) Release(ctx context.Context, f api.Family, name string, req ap
 	return nil
 }
 
-// SafeFor is how long the live lease id of family f on name is guaranteed
+// safeFor is how long the live lease id of family f on name is guaranteed
 // to hold: until its TTL passes or the session could expire, whichever is
 // first (0 once it has ended). ok is false when id is not such a lease on
 // this daemon.
-func (s *Service) SafeFor(f api.Family, name, id string) (safe time.Duration, ok bool) {
+func (s *Service) safeFor(f api.Family, name, id string) (safe time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lookupLocked(id)
@@ -568,9 +568,9 @@ func (s *Service) SafeFor(f api.Family, name, id string) (safe time.Duration, ok
 	return max(0, min(l.expires.Sub(s.clock.Now()), l.held().SafeFor())), true
 }
 
-// Leases lists the live leases of family f held through this daemon, by
+// leaseList lists the live leases of family f held through this daemon, by
 // name, as a listing shows them: no lease ids, no signed sequencers.
-func (s *Service) Leases(f api.Family) []api.Lease {
+func (s *Service) leaseList(f api.Family) []api.Lease {
 	s.mu.Lock()
 	out := make([]api.Lease, 0, len(s.leases))
 	for _, l := range s.leases {

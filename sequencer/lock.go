@@ -13,8 +13,8 @@ import (
 // from ZooKeeper, so that they answer for holders on any daemon. The grant
 // itself is in acquire.go, shared by every kind.
 
-// Status reads a lock's state from ZooKeeper.
-func (s *Service) Status(ctx context.Context, name string) (api.LockStatus, error) {
+// readLock reads a lock's state from ZooKeeper.
+func (s *Service) readLock(ctx context.Context, name string) (api.LockStatus, error) {
 	if err := validateName(api.Locks, name); err != nil {
 		return api.LockStatus{}, err
 	}

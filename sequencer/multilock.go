@@ -23,9 +23,8 @@ import (
 // holder's.
 
 // kindMulti is a multi-lock lease's kind. It is the daemon's own: no
-// sequencer carries it, since each lock of the lease has its own
-// exclusive sequencer.
-const kindMulti fence.Kind = "multilock"
+// sequencer carries it.
+const kindMulti = api.KindMulti
 
 // lockSet is a multi-lock lease's locks.
 type lockSet struct {
@@ -59,12 +58,12 @@ func (l *lease) multiListed() api.MultiLease {
 	return api.MultiLease{Locks: locks, Owner: l.owner, TTL: api.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
 }
 
-// AcquireMulti grants req.Owner every lock of req.Names at once for
+// acquireMulti grants req.Owner every lock of req.Names at once for
 // req.TTL, waiting up to req.Wait (0 tries once). Not granted within the
 // wait is a *ConflictError (held) naming the lock it was waiting for. A
 // request with the lease_id of a live lease is a retry: it must repeat the
 // request, names in the same order included.
-func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest) (api.MultiLease, error) {
+func (s *Service) acquireMulti(ctx context.Context, req api.MultiAcquireRequest) (api.MultiLease, error) {
 	g, delay, err := s.readMulti(req)
 	if err != nil {
 		return api.MultiLease{}, err
@@ -167,10 +166,10 @@ func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g gran
 	return mg, nil
 }
 
-// RenewMulti extends a live multi-lock lease by its TTL (or req.TTL, which
+// renewMulti extends a live multi-lock lease by its TTL (or req.TTL, which
 // then becomes its TTL), after checking in ZooKeeper that every lock still
 // holds; it keeps every token.
-func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
+func (s *Service) renewMulti(ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
 	ttl, err := optionalTTL(req.TTL)
 	if err != nil {
 		return api.MultiLease{}, err
@@ -192,9 +191,9 @@ func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (ap
 	return out, err
 }
 
-// ReleaseMulti ends a live multi-lock lease and deletes its contenders, in
+// releaseMulti ends a live multi-lock lease and deletes its contenders, in
 // one transaction.
-func (s *Service) ReleaseMulti(ctx context.Context, req api.MultiLeaseRequest) (api.ReleaseResponse, error) {
+func (s *Service) releaseMulti(ctx context.Context, req api.MultiLeaseRequest) (api.ReleaseResponse, error) {
 	if req.TTL != nil {
 		return api.ReleaseResponse{}, badRequest("a release takes no ttl")
 	}
@@ -316,11 +315,11 @@ func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reas
 	}
 }
 
-// MultiLockStatus reads the live multi-lock lease id of this daemon, as
+// multiLockStatus reads the live multi-lock lease id of this daemon, as
 // its holder sees it. blocking makes it answer once the lease's index
 // differs from index (it was renewed, or it ended), or when wait has
 // passed. A lease that is not live here is a 409 lost.
-func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
+func (s *Service) multiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
 	if !api.ValidLeaseID(id) {
 		return api.MultiLockStatus{}, badRequest("%.40q is not a lease id: GET /v1/multilocks/{lease_id} takes the 32 lowercase hex digits of a multi-lock lease", id)
 	}
@@ -354,9 +353,9 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool,
 	}
 }
 
-// MultiLeases lists the live multi-lock leases held through this daemon,
+// multiLeases lists the live multi-lock leases held through this daemon,
 // as a listing shows them: no lease ids, no signed sequencers.
-func (s *Service) MultiLeases() []api.MultiLease {
+func (s *Service) multiLeases() []api.MultiLease {
 	s.mu.Lock()
 	out := []api.MultiLease{}
 	for _, l := range s.leases {

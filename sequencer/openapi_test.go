@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
+	"github.com/seqd/seqd/sequencer/policy"
 
 	"go.yaml.in/yaml/v3"
 
@@ -229,13 +229,15 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	spec := readOpenAPI(t)
 	zkc := sharedZK.Get(t)
 	signer, _ := newSigner(t, "k1")
-	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), signer: signer})
-	closed := startDaemon(t, daemonOpts{servers: zkc.Servers()})
+	const adminToken = "admin-token-for-tests-0123456789"
+	d := startDaemon(t, daemonOpts{servers: zkc.Servers(), signer: signer, adminToken: adminToken})
+	closed := startDaemon(t, daemonOpts{servers: zkc.Servers(), adminToken: adminToken})
 	closed.svc.Close(context.Background())
 	authed := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{APIToken: "s3cret-token-for-tests"}))
-	const adminToken = "admin-token-for-tests-0123456789"
-	admin := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{AdminToken: adminToken}))
-	closedAdmin := httpTestServer(t, httpapi.NewHandler(closed.svc.Service, httpapi.HandlerOptions{AdminToken: adminToken}))
+	// Second handlers over the same services, whose requests carry the
+	// admin token.
+	admin := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{}))
+	closedAdmin := httpTestServer(t, httpapi.NewHandler(closed.svc.Service, httpapi.HandlerOptions{}))
 	c := &apiCheck{t: t, spec: spec, seen: map[string]bool{}, bearer: map[string]string{admin: adminToken, closedAdmin: adminToken}}
 	u := d.srv.URL
 	for _, f := range testFamilies {
@@ -397,15 +399,16 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 }
 
 // policyAnswers sends the routes a policy judges their 403 and 429, from
-// a handler with a policy file: anonymous may take ok/* within a minute.
-func policyAnswers(c *apiCheck, d *daemon) {
+// a daemon with a policy file: anonymous may take ok/* within a minute.
+func policyAnswers(c *apiCheck, _ *daemon) {
 	t := c.t
-	p, err := sequencer.ParsePolicy("policy", []byte("allow anonymous * ok/* *\nquota anonymous max_ttl=1m\n"))
+	p, err := policy.ParsePolicy("policy", []byte("allow anonymous * ok/* *\nquota anonymous max_ttl=1m\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := sequencer.WatchedValue(p)
-	u := httpTestServer(t, httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Policy: w}))
+	pd := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), root: "/seqd-test/openapi-policy",
+		authority: policy.NewAuthority(policy.AuthorityOptions{Policy: policy.Fixed("policy", p)})})
+	u := pd.srv.URL
 	for _, f := range testFamilies {
 		grant := fmt.Sprintf("/v1/%s/{name}/%s", f.name, f.grant)
 		renew := fmt.Sprintf("/v1/%s/{name}/renew", f.name)
@@ -420,5 +423,6 @@ func policyAnswers(c *apiCheck, d *daemon) {
 	const acq, ren = "/v1/multilocks/acquire", "/v1/multilocks/renew"
 	c.do(acq, "POST", u+acq, `{"names":["ok/m","no"],"owner":"o"}`, 403)
 	c.do(acq, "POST", u+acq, `{"names":["ok/m"],"owner":"o","ttl":"5m"}`, 429)
-	c.do(ren, "POST", u+ren, `{"lease_id":"00000000000000000000000000000000","locks":[{"name":"ok/m","token":1}],"ttl":"5m"}`, 429)
+	ml := c.do(acq, "POST", u+acq, `{"names":["ok/m"],"owner":"o"}`, 200)
+	c.do(ren, "POST", u+ren, fmt.Sprintf(`{"lease_id":%q,"locks":[{"name":"ok/m","token":%d}],"ttl":"5m"}`, ml["lease_id"], tokenOf(ml["locks"].([]any)[0].(map[string]any))), 429)
 }

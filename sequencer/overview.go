@@ -22,11 +22,11 @@ import (
 // appeared or went: the names' own changes wake it at once.
 const overviewRelist = time.Second
 
-// Overview reads the status of every name of family f under its root (at
+// overview reads the status of every name of family f under its root (at
 // most client.MaxOverview). blocking makes it wait, up to wait, for a state
 // whose index differs from index: a listed name's state changed, or a name
 // appeared or went.
-func (s *Service) Overview(ctx context.Context, f api.Family, blocking bool, index uint64, wait time.Duration) (api.Overview, error) {
+func (s *Service) overview(ctx context.Context, f api.Family, blocking bool, index uint64, wait time.Duration) (api.Overview, error) {
 	root, shape := s.cfg.Root, zklock.ShapeLock
 	switch f {
 	case api.Semaphores:
@@ -275,11 +275,11 @@ func (s *Service) overviewOf(ctx context.Context, f api.Family, names []string, 
 			for i := range next {
 				switch f {
 				case api.Semaphores:
-					o.Semaphores[i], errs[i] = s.SemaphoreStatus(ctx, names[i])
+					o.Semaphores[i], errs[i] = s.readSemaphore(ctx, names[i])
 				case api.Elections:
-					o.Elections[i], errs[i] = s.ElectionStatus(ctx, names[i])
+					o.Elections[i], errs[i] = s.readElection(ctx, names[i])
 				default:
-					o.Locks[i], errs[i] = s.Status(ctx, names[i])
+					o.Locks[i], errs[i] = s.readLock(ctx, names[i])
 				}
 			}
 		}()

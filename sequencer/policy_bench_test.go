@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
-// What a policy costs per request: one daemon's Service served by two
-// handlers over loopback HTTP, one without a policy and one with a policy
+// What a policy costs per request: two daemons on one ZooKeeper, served
+// over loopback HTTP, one without a policy and one with a policy
 // of 60 rules (the caller's allowing rule last) and a quota, its caller
 // named by one of 20 named tokens; requests alternate between them in
 // one run. Two mixes: a lease listing (answered from memory: the check is
@@ -42,18 +42,19 @@ func BenchmarkPolicyCost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	p, err := sequencer.WatchPolicy(pfile)
+	p, err := policy.WatchPolicy(pfile)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tk, err := sequencer.WatchTokens(tfile)
+	tk, err := policy.WatchTokens(tfile)
 	if err != nil {
 		b.Fatal(err)
 	}
 	bare := httptest.NewServer(httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{}))
 	defer bare.Close()
-	judged := httptest.NewServer(httpapi.NewHandler(d.svc.Service, httpapi.HandlerOptions{Policy: p, Tokens: tk}))
-	defer judged.Close()
+	jd := startDaemon(b, daemonOpts{servers: sharedZK.Get(b).Servers(), root: "/seqd-test/policy-cost-judged", logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		authority: policy.NewAuthority(policy.AuthorityOptions{Policy: p, Tokens: tk})})
+	judged := jd.srv
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	do := func(url, method, path, body string, token bool) string {
 		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
@@ -123,7 +124,7 @@ func BenchmarkPolicyDecide(b *testing.B) {
 		fmt.Fprintf(&pol, "allow team-%02d lock,shared team-%02d/* acquire,read,check\n", i, i)
 	}
 	pol.WriteString("allow bench * bench/* *\n")
-	p, err := sequencer.ParsePolicy("p", []byte(pol.String()))
+	p, err := policy.ParsePolicy("p", []byte(pol.String()))
 	if err != nil {
 		b.Fatal(err)
 	}

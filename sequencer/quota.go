@@ -1,9 +1,7 @@
 package sequencer
 
 import (
-	"context"
 	"sync"
-	"time"
 
 	"github.com/seqd/seqd/api"
 )
@@ -79,17 +77,16 @@ func (s *Service) heldLocked(l *lease, d int) {
 	s.m.IdentityLease(l.who.label, d)
 }
 
-// reserve lets the caller of ctx start an acquire of names (keys) with
+// reserve lets caller c start an acquire of names (keys) with
 // ttl, within its quota, and counts it until done is called; a request
 // beyond the quota is a *PolicyError. retry says the request retries a
 // live lease of the caller's: it takes nothing new.
-func (s *Service) reserve(ctx context.Context, keys []string, ttl *api.Duration, leaseID string) (done func(), err error) {
-	c := callerOf(ctx)
-	q := c.policy.quotaOf(c.id)
+func (s *Service) reserve(c *caller, keys []string, ttl *api.Duration, leaseID string) (done func(), err error) {
+	q := c.policy.QuotaOf(c.id)
 	if q == nil {
 		return func() {}, nil
 	}
-	if err := q.checkTTL(c.id, ttl); err != nil {
+	if err := q.CheckTTL(c.id, ttl); err != nil {
 		return nil, err
 	}
 	s.quota.mu.Lock()
@@ -99,7 +96,7 @@ func (s *Service) reserve(ctx context.Context, keys []string, ttl *api.Duration,
 		p = &identityHold{}
 	}
 	if q.Waiters > 0 && p.leases >= q.Waiters {
-		return nil, q.refuse("%s may have %d acquires in flight at once, and has %d", c.id, q.Waiters, p.leases)
+		return nil, q.Refuse("%s may have %d acquires in flight at once, and has %d", c.id, q.Waiters, p.leases)
 	}
 	s.mu.Lock()
 	retry := false
@@ -115,10 +112,10 @@ func (s *Service) reserve(ctx context.Context, keys []string, ttl *api.Duration,
 	switch {
 	case retry:
 	case q.Leases > 0 && held.leases+p.leases >= q.Leases:
-		err = q.refuse("%s may hold %d leases at once; it holds %d and has %d being granted", c.id, q.Leases, held.leases, p.leases)
+		err = q.Refuse("%s may hold %d leases at once; it holds %d and has %d being granted", c.id, q.Leases, held.leases, p.leases)
 	case q.Names > 0:
 		if n := distinct(held, p, keys); n > q.Names {
-			err = q.refuse("%s may hold %d distinct names at once; this request would make it %d", c.id, q.Names, n)
+			err = q.Refuse("%s may hold %d distinct names at once; this request would make it %d", c.id, q.Names, n)
 		}
 	}
 	s.mu.Unlock()
@@ -155,20 +152,4 @@ func distinct(held, pending *identityHold, keys []string) int {
 		}
 	}
 	return n
-}
-
-// checkTTL refuses a TTL longer than the quota's max_ttl; a request with no
-// TTL asks for api.DefaultTTL.
-func (q *Quota) checkTTL(id string, ttl *api.Duration) error {
-	if q == nil || q.MaxTTL == 0 {
-		return nil
-	}
-	t := api.DefaultTTL
-	if ttl != nil {
-		t = time.Duration(*ttl)
-	}
-	if t > q.MaxTTL {
-		return q.refuse("%s may ask a TTL of at most %v; this request asks %v", id, q.MaxTTL, t)
-	}
-	return nil
 }

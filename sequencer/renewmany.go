@@ -40,11 +40,11 @@ func validateRenewMany(req *api.RenewManyRequest) error {
 	return nil
 }
 
-// RenewMany renews each lock lease of req (with req.TTL, or each its own),
+// renewMany renews each lock lease of req (with req.TTL, or each its own),
 // at most renewParallel at a time, and returns each one's lease or error,
 // in order. It refuses the whole batch (a *RequestError) if any item is
 // malformed, before renewing any.
-func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]api.Lease, []error, error) {
+func (s *Service) renewMany(ctx context.Context, req api.RenewManyRequest) ([]api.Lease, []error, error) {
 	if err := validateRenewMany(&req); err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]ap
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			leases[i], errs[i] = s.Renew(ctx, api.Locks, it.Name, api.LeaseRequest{LeaseID: it.LeaseID, Token: it.Token, TTL: req.TTL})
+			leases[i], errs[i] = s.renew(ctx, api.Locks, it.Name, api.LeaseRequest{LeaseID: it.LeaseID, Token: it.Token, TTL: req.TTL})
 		}()
 	}
 	wg.Wait()

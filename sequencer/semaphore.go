@@ -13,12 +13,12 @@ import (
 // Curator's InterProcessSemaphoreV2's, under the semaphore root, and the
 // first acquirer records the limit in the semaphore's node.
 
-// AcquireSemaphore grants req.Owner one of req.Limit slots of name for
+// acquireSemaphore grants req.Owner one of req.Limit slots of name for
 // req.TTL, waiting up to req.Wait (0 tries once). Every holder must name
 // the limit the first recorded: another is a *ConflictError
 // (client.ErrLimitMismatch) with the recorded one. The lease's token is
 // above every earlier grant's on the semaphore.
-func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (api.Lease, error) {
+func (s *Service) acquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (api.Lease, error) {
 	g, err := readGrant(api.Semaphores, name, req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
 		return api.Lease{}, err
@@ -71,8 +71,8 @@ func (s *Service) semaphore(sess *zklock.Session, name string) (*zklock.Semaphor
 	return sem, nil
 }
 
-// SemaphoreStatus reads the semaphore's holders from ZooKeeper.
-func (s *Service) SemaphoreStatus(ctx context.Context, name string) (api.SemaphoreStatus, error) {
+// readSemaphore reads the semaphore's holders from ZooKeeper.
+func (s *Service) readSemaphore(ctx context.Context, name string) (api.SemaphoreStatus, error) {
 	if err := validateName(api.Semaphores, name); err != nil {
 		return api.SemaphoreStatus{}, err
 	}

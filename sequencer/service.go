@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/sequencer/policy"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -68,6 +69,9 @@ type Config struct {
 	// rebuilt) until the root's floor is raised (see zklock.Options).
 	TokenFloor uint64
 	Floors     *zklock.Floors
+	// Authority names the identities and holds the policy that the verbs
+	// judge callers by; nil: no policy, and no admin (nobody may break).
+	Authority *policy.Authority
 	// Audit, if set, records every grant, release, expiry, loss, break,
 	// term and resignation of the daemon's leases (and every break it
 	// makes).

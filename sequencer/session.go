@@ -166,8 +166,8 @@ func (s *Service) session() (*zklock.Session, error) {
 	return sess, nil
 }
 
-// Ready reports whether the ZooKeeper session is connected.
-func (s *Service) Ready() bool {
+// ready reports whether the ZooKeeper session is connected.
+func (s *Service) ready() bool {
 	sess, err := s.session()
 	return err == nil && sess.Connected()
 }

@@ -453,9 +453,9 @@ func (s *Service) answerable() error {
 	return err
 }
 
-// WaitLock is a blocking read of a lock's state: it answers when the
+// waitLock is a blocking read of a lock's state: it answers when the
 // state's index differs from index, or once wait has passed.
-func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
+func (s *Service) waitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
 	st, err := s.awaitState(ctx, api.Locks, name, index, wait)
 	if err != nil {
 		return api.LockStatus{}, err
@@ -465,8 +465,8 @@ func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait 
 	return out, s.queueLock(ctx, &out)
 }
 
-// WaitSemaphore is a blocking read of a semaphore's state, as WaitLock.
-func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
+// waitSemaphore is a blocking read of a semaphore's state, as WaitLock.
+func (s *Service) waitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
 	st, err := s.awaitState(ctx, api.Semaphores, name, index, wait)
 	if err != nil {
 		return api.SemaphoreStatus{}, err
@@ -476,8 +476,8 @@ func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, 
 	return out, s.queueSemaphore(ctx, &out)
 }
 
-// WaitElection is a blocking read of an election's state, as WaitLock.
-func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
+// waitElection is a blocking read of an election's state, as WaitLock.
+func (s *Service) waitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
 	st, err := s.awaitState(ctx, api.Elections, name, index, wait)
 	if err != nil {
 		return api.ElectionStatus{}, err

@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/serving"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // loadIdentityFiles reads serve's --tokens-file and --policy-file: a line
@@ -13,12 +13,12 @@ func loadIdentityFiles(c *cli.Context) (serving.Identities, error) {
 	var f serving.Identities
 	var err error
 	if p := c.String("tokens-file"); p != "" {
-		if f.Tokens, err = sequencer.WatchTokens(p); err != nil {
+		if f.Tokens, err = policy.WatchTokens(p); err != nil {
 			return f, usageErrorf("--tokens-file: %v", err)
 		}
 	}
 	if p := c.String("policy-file"); p != "" {
-		if f.Policy, err = sequencer.WatchPolicy(p); err != nil {
+		if f.Policy, err = policy.WatchPolicy(p); err != nil {
 			return f, usageErrorf("--policy-file: %v", err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/internal/security"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 func initCommand() *cli.Command {
@@ -61,8 +61,11 @@ func initAction(c *cli.Context) error {
 	}
 	l := lockdown.Dir{Addr: lockdown.DaemonURL(listen, hosts), ZK: c.String("zk"), Names: lockdown.DNSNames(hosts), Identities: c.StringSlice("identity")}
 	for _, id := range l.Identities {
-		if why := sequencer.ValidIdentity(id); why != "" {
+		if why := policy.ValidIdentity(id); why != "" {
 			return usageErrorf("--identity: %s", why)
+		}
+		if why := policy.Reserved(id); why != "" {
+			return usageErrorf("--identity: %s, and the daemon refuses a certificate that names it", why)
 		}
 	}
 	if l.Path, err = filepath.Abs(c.String("dir")); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // TestInitThenKeygenRotates: the verify.keys seqd init writes is one that
@@ -156,7 +156,7 @@ func TestInitIssuesACertificatePerIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := sequencer.CertIdentity(cert); got != want {
+		if got := policy.CertIdentity(cert); got != want {
 			t.Errorf("%s names %q, want %q", cf, got, want)
 		}
 		if st, err := os.Stat(filepath.Join(dir, kf)); err != nil || st.Mode().Perm() != 0o600 {
@@ -168,5 +168,15 @@ func TestInitIssuesACertificatePerIdentity(t *testing.T) {
 	}
 	if code, _, errs := runCLI(ctx, "init", "--dir", filepath.Join(t.TempDir(), "bad"), "--identity", "two words"); code != 64 || !strings.Contains(errs, "has a space") {
 		t.Fatalf("init --identity 'two words': exit %d %s, want 64 naming the space", code, errs)
+	}
+	for _, id := range []string{"admin", "anonymous"} {
+		dir := filepath.Join(t.TempDir(), "reserved")
+		code, _, errs := runCLI(ctx, "init", "--dir", dir, "--identity", id)
+		if code != 64 || !strings.Contains(errs, "refuses a certificate that names it") {
+			t.Fatalf("init --identity %s: exit %d %s, want 64 saying the daemon refuses such a certificate", id, code, errs)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("init --identity %s wrote %s (%v)", id, dir, err)
+		}
 	}
 }

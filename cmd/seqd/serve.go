@@ -14,6 +14,7 @@ import (
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
 	"github.com/seqd/seqd/sequencer/httpapi"
+	"github.com/seqd/seqd/sequencer/policy"
 	"github.com/seqd/seqd/testenv"
 )
 
@@ -252,12 +253,13 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 		ZKTLS:          zkSec.tls,
 		LockDelay:      lockDelay,
 		Audit:          audit,
+		Authority: policy.NewAuthority(policy.AuthorityOptions{AdminToken: admin, Tokens: ids.Tokens, Policy: ids.Policy,
+			CertIdentities: c.String("tls-client-ca-file") != ""}),
 	})
 	if err := svc.Start(ctx); err != nil {
 		return startError(err, c.String("root"), zkSec)
 	}
-	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AdminToken: admin, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger,
-		Tokens: ids.Tokens, Policy: ids.Policy, CertIdentities: c.String("tls-client-ca-file") != ""})
+	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger})
 	stopReloads := ids.Poll(ctx, logger, m)
 	defer stopReloads()
 	// An acquire may wait client.MaxWait for its answer.

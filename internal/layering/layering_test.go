@@ -41,6 +41,8 @@ func TestImportRules(t *testing.T) {
 		{pkg: "fencecheck", onlyStd: true, beyond: []string{mod + "fence", mod + "api", mod + "client"}, why: "the conformance cases run from a resource's own Go test: they must pull in nothing but the standard library and the daemon's client (no ZooKeeper client, no daemon, no CLI)"},
 		{pkg: "sequencer", forbid: []string{mod + "client"}, why: "the daemon speaks the wire contract (api), not the client"},
 		{pkg: "sequencer", noImport: []string{"net/http"}, why: "sequencer is the lease service: routes, decoding and statuses belong to sequencer/httpapi, which calls it"},
+		{pkg: "sequencer/policy", onlyStd: true, beyond: []string{mod + "fence", mod + "api"}, why: "who a caller is and what the policy allows is judged from the standard library and the wire contract alone"},
+		{pkg: "sequencer/httpapi", forbid: []string{mod + "zklock", "github.com/go-zookeeper/zk"}, why: "the transport calls an interface of the service's verbs: it links no ZooKeeper client"},
 		{pkg: "store", forbid: []string{"github.com/go-zookeeper/zk", mod + "zklock", mod + "sequencer"}, why: "a resource must not pull in ZooKeeper"},
 		{pkg: "zklock", forbid: []string{mod + "metrics", mod + "internal/", mod + "sequencer", "github.com/prometheus/"}, why: "zklock is a library of its own"},
 		{pkg: "cmd/seqd", forbid: []string{"testing"}, why: "the binary must not link package testing"},

@@ -14,7 +14,7 @@ import (
 // origin, and, after DNS rebinding, a Host that is the page's name. None of
 // them reaches /v1/; the daemon's own page and every client do.
 func TestBrowserRequestsRefused(t *testing.T) {
-	svc := startService(t)
+	svc := &fakeService{}
 	own := serve(t, svc, HandlerOptions{})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(own, "http://"))
 	acquire := own + "/v1/locks/csrf/acquire"
@@ -50,11 +50,15 @@ func TestBrowserRequestsRefused(t *testing.T) {
 			}
 		})
 	}
-	if ls := svc.Leases(api.Locks); len(ls) != 0 {
-		t.Fatalf("leases after refused requests = %+v, want none", ls)
+	if v := svc.asked(); len(v) != 0 {
+		t.Fatalf("refused requests reached the service: %v", v)
 	}
-	if ch := zkChildren(t, rootOf(t)); len(ch) != 0 {
-		t.Fatalf("lock nodes after refused requests = %v, want none", ch)
+	// The control: the same acquire as a client sends it reaches it.
+	if status, got := httpDoWith(t, "POST", acquire, body, hdr{"Content-Type": "application/json"}); status != 200 {
+		t.Fatalf("a client's acquire: %d %s", status, got)
+	}
+	if v := svc.asked(); len(v) != 1 || v[0] != "Acquire" {
+		t.Fatalf("a client's acquire reached the service as %v, want [Acquire]", v)
 	}
 
 	// What the daemon's own page, curl with -H and the clients send.
@@ -88,7 +92,7 @@ func TestBrowserRequestsRefused(t *testing.T) {
 // A name given to the daemon is served; a token does not lift the Host
 // rule.
 func TestAllowedHosts(t *testing.T) {
-	srv := serve(t, startService(t), HandlerOptions{APIToken: "s3cret-s3cret-s3cret", AllowedHosts: []string{"seqd.internal", "Other.Example."}})
+	srv := serve(t, &fakeService{}, HandlerOptions{APIToken: "s3cret-s3cret-s3cret", AllowedHosts: []string{"seqd.internal", "Other.Example."}})
 	auth := "Bearer s3cret-s3cret-s3cret"
 	for _, tc := range []struct {
 		host   string

@@ -11,8 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seqd/seqd/sequencer"
-
 	"github.com/seqd/seqd/api"
 )
 
@@ -125,7 +123,7 @@ func FuzzDecodeBody(f *testing.F) {
 					t.Fatalf("%T: %q decoded to %+v; its encoding %s to %+v, %v", v, body, v, b, again, err)
 				}
 			}
-			var re *sequencer.RequestError
+			var re *api.RequestError
 			if err != nil && !errors.As(err, &re) {
 				t.Fatalf("%T: %q refused with %v, not a 400", v, body, err)
 			}

@@ -8,13 +8,12 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // How an error becomes a status: the Service's errors are typed
-// (sequencer.ConflictError, RequestError, UnavailableError,
-// ForbiddenError, PolicyError), and failure maps each to its status and
-// the code of the wire contract.
+// (api.ConflictError, RequestError, UnavailableError, policy.Error), and
+// failure maps each to its status and the code of the wire contract.
 
 // errAnswered: the handler wrote the answer itself.
 var errAnswered = errors.New("answered")
@@ -30,7 +29,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err erro
 	}
 }
 
-func conflictCode(ce *sequencer.ConflictError) string {
+func conflictCode(ce *api.ConflictError) string {
 	switch {
 	case errors.Is(ce.Err, api.ErrBroken):
 		return api.CodeBroken
@@ -55,12 +54,12 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // failure is the status and body that answer err.
 func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 	var (
-		ce *sequencer.ConflictError
-		re *sequencer.RequestError
-		ue *sequencer.UnavailableError
+		ce *api.ConflictError
+		re *api.RequestError
+		ue *api.UnavailableError
 		se *fence.SequencerError
-		fe *sequencer.ForbiddenError
-		pe *sequencer.PolicyError
+		fe *forbiddenError
+		pe *policy.Error
 	)
 	switch {
 	case errors.As(err, &pe) && pe.Quota:
@@ -95,7 +94,15 @@ func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 	return http.StatusInternalServerError, api.ErrorBody{Error: err.Error(), Code: api.CodeInternal}
 }
 
+// forbiddenError is a request the handler's guards refuse: a 403.
+type forbiddenError struct{ Msg string }
+
+func (e *forbiddenError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, api.ErrUnauthorized) true.
+func (e *forbiddenError) Is(target error) bool { return target == api.ErrUnauthorized }
+
 // badRequest is a 400 with a sentence that says what is wrong.
 func badRequest(format string, args ...any) error {
-	return &sequencer.RequestError{Msg: fmt.Sprintf(format, args...)}
+	return &api.RequestError{Msg: fmt.Sprintf(format, args...)}
 }

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/seqd/seqd/sequencer"
 )
 
 // What a web page can make a browser send: a form or a text/plain fetch
@@ -80,14 +78,14 @@ func (g *guard) host(r *http.Request) error {
 	if ip := net.ParseIP(h); ip != nil && (ip.IsLoopback() || local != nil && ip.Equal(local.IP)) {
 		return nil
 	}
-	return &sequencer.ForbiddenError{Msg: fmt.Sprintf("the Host %q is neither a loopback name or address nor a name this daemon was given (seqd serve --host): a web page that rebinds its name to this address would send it", r.Host)}
+	return &forbiddenError{Msg: fmt.Sprintf("the Host %q is neither a loopback name or address nor a name this daemon was given (seqd serve --host): a web page that rebinds its name to this address would send it", r.Host)}
 }
 
 // sameOrigin refuses a request that a browser says comes from a page of
 // another origin.
 func sameOrigin(r *http.Request) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return &sequencer.ForbiddenError{Msg: fmt.Sprintf("the request comes from a page of another origin (Sec-Fetch-Site: %s): /v1/ serves only this daemon's own page and programs", site)}
+		return &forbiddenError{Msg: fmt.Sprintf("the request comes from a page of another origin (Sec-Fetch-Site: %s): /v1/ serves only this daemon's own page and programs", site)}
 	}
 	o, ok := r.Header["Origin"]
 	if !ok {
@@ -95,7 +93,7 @@ func sameOrigin(r *http.Request) error {
 	}
 	u, err := url.Parse(strings.Join(o, ","))
 	if err != nil || len(o) != 1 || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-		return &sequencer.ForbiddenError{Msg: fmt.Sprintf("the request comes from a page of another origin (Origin: %s): /v1/ serves only this daemon's own page and programs", strings.Join(o, ","))}
+		return &forbiddenError{Msg: fmt.Sprintf("the request comes from a page of another origin (Origin: %s): /v1/ serves only this daemon's own page and programs", strings.Join(o, ","))}
 	}
 	return nil
 }

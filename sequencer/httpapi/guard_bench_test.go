@@ -14,7 +14,7 @@ import (
 // path, each served through the handler with the checks and without them,
 // interleaved in one run. Reports ns per request of both and their ratio.
 func BenchmarkGuardCost(b *testing.B) {
-	svc := startService(b)
+	svc := &fakeService{}
 	with := NewHandler(svc, HandlerOptions{}).(http.HandlerFunc)
 	hh := &handler{s: svc, log: discard, families: routes(), guard: newGuard(nil)}
 	bare := http.HandlerFunc(hh.v1) // the routes without the checks

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -24,27 +22,13 @@ import (
 // HandlerOptions configures NewHandler.
 type HandlerOptions struct {
 	// APIToken, if set, is required as "Authorization: Bearer <token>" on
-	// every /v1/ call.
+	// every /v1/ call; the admin token and the named tokens of the
+	// service's Authority are accepted wherever it is.
 	APIToken string
-	// AdminToken, if set, is required as "Authorization: Bearer <token>"
-	// on every break (POST /v1/{family}/{name}/break), and accepted
-	// wherever APIToken is. Without it, breaks are refused (403).
-	AdminToken string
 	// AllowedHosts are the names a request's Host may give besides
 	// loopback names and addresses and the address it arrived on (the
 	// daemon's DNS names when it listens beyond loopback).
 	AllowedHosts []string
-	// Tokens, if set, are named bearer tokens: each is accepted wherever
-	// the API token is, and names its caller.
-	Tokens *sequencer.Watched[sequencer.Tokens]
-	// CertIdentities names a caller by its client certificate (see
-	// CertIdentity). Set it only when the TLS layer verifies client
-	// certificates against a CA (mutual TLS).
-	CertIdentities bool
-	// Policy, if set, judges every request by its caller's identity, and
-	// limits what each identity takes (see ParsePolicy); without it every
-	// caller may do everything a token lets it.
-	Policy *sequencer.Watched[sequencer.Policy]
 	// Gatherer serves /metrics; nil serves no /metrics.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -52,13 +36,14 @@ type HandlerOptions struct {
 
 // NewHandler serves the HTTP API over s: the routes of the families in
 // routes, /v1/check and /v1/renew, plus /healthz, /readyz and, with a
-// Gatherer, /metrics. The wire types are package api's.
-func NewHandler(s *sequencer.Service, opts HandlerOptions) http.Handler {
+// Gatherer, /metrics. The wire types are package api's. The handler names
+// each caller with s's Authority and attaches it to the request's
+// context; s's verbs decide what it may do.
+func NewHandler(s Service, opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{s: s, token: opts.APIToken, adminToken: opts.AdminToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts),
-		tokens: opts.Tokens, certIDs: opts.CertIdentities, policy: opts.Policy}
+	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts)}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
 		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
@@ -86,15 +71,11 @@ func NewHandler(s *sequencer.Service, opts HandlerOptions) http.Handler {
 }
 
 type handler struct {
-	s          *sequencer.Service
-	token      string
-	adminToken string
-	log        *slog.Logger
-	families   map[api.Family]*family
-	guard      *guard
-	tokens     *sequencer.Watched[sequencer.Tokens]
-	certIDs    bool
-	policy     *sequencer.Watched[sequencer.Policy]
+	s        Service
+	token    string
+	log      *slog.Logger
+	families map[api.Family]*family
+	guard    *guard
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
@@ -147,17 +128,11 @@ func (h *handler) v1(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusOK, f.list(h, r))
 				return
 			}
-			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: sequencer.VisibleLeases(r.Context(), api.Family(fam), h.s.Leases(api.Family(fam)))})
+			writeJSON(w, http.StatusOK, api.LeaseList{Family: fam, Leases: h.s.Leases(r.Context(), api.Family(fam))})
 		}
 	case r.Method == http.MethodPost:
 		h.act(w, r, api.Family(fam), f, rest)
 	case r.Method == http.MethodGet:
-		if !f.bare {
-			if err := h.s.MayRead(r.Context(), api.Family(fam), rest); err != nil {
-				h.fail(w, r, err)
-				return
-			}
-		}
 		h.status(w, r, f, rest)
 	default:
 		methods := []string{http.MethodGet}
@@ -232,7 +207,6 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family)
 		return
 	}
 	o, err := h.s.Overview(r.Context(), f, q.blocking, q.index, q.wait)
-	o = sequencer.VisibleOverview(r.Context(), f, o)
 	if err == nil {
 		w.Header().Set(api.IndexHeader, strconv.FormatUint(o.Index, 10))
 	}
@@ -241,11 +215,11 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, f api.Family)
 
 // safeFor is the safe_for_ms of a status read that names a lease of this
 // daemon; nil when it names none.
-func (h *handler) safeFor(f api.Family, name string, q query) *int64 {
+func (h *handler) safeFor(ctx context.Context, f api.Family, name string, q query) *int64 {
 	if q.leaseID == "" {
 		return nil
 	}
-	safe, ok := h.s.SafeFor(f, name, q.leaseID)
+	safe, ok := h.s.SafeFor(ctx, f, name, q.leaseID)
 	if !ok {
 		return nil
 	}
@@ -264,7 +238,7 @@ func readStatus[S any](ctx context.Context, name string, q query, plain func(con
 
 func lockStatus(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.Status, h.s.WaitLock)
-	st.SafeForMS = h.safeFor(api.Locks, name, q)
+	st.SafeForMS = h.safeFor(r.Context(), api.Locks, name, q)
 	return st, st.Index, err
 }
 
@@ -278,13 +252,13 @@ func multiLockStatusRead(h *handler, r *http.Request, id string, q query) (any, 
 
 func semaphoreStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.SemaphoreStatus, h.s.WaitSemaphore)
-	st.SafeForMS = h.safeFor(api.Semaphores, name, q)
+	st.SafeForMS = h.safeFor(r.Context(), api.Semaphores, name, q)
 	return st, st.Index, err
 }
 
 func electionStatusRead(h *handler, r *http.Request, name string, q query) (any, uint64, error) {
 	st, err := readStatus(r.Context(), name, q, h.s.ElectionStatus, h.s.WaitElection)
-	st.SafeForMS = h.safeFor(api.Elections, name, q)
+	st.SafeForMS = h.safeFor(r.Context(), api.Elections, name, q)
 	return st, st.Index, err
 }
 
@@ -316,11 +290,8 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	case req.Name == "":
 		return nil, badRequest(`send {"sequencer":"[kind:]name@token"} or {"name":"…","token":N}`)
 	}
-	if err := h.s.MayCheck(r.Context(), seq); err != nil {
-		return nil, err
-	}
 	cur, err := h.s.Check(r.Context(), seq)
-	var ce *sequencer.ConflictError
+	var ce *api.ConflictError
 	if errors.As(err, &ce) {
 		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
 		return nil, errAnswered
@@ -335,10 +306,6 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 func (h *handler) renewMany(w http.ResponseWriter, r *http.Request) {
 	var req api.RenewManyRequest
 	if err := decode(w, r, &req); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if err := h.s.AuthorizeRenew(r.Context(), req.TTL); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -3,10 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/seqd/seqd/api"
-	"github.com/seqd/seqd/sequencer"
 )
 
 // family is the routes of one family of leases, one row of the table in
@@ -35,8 +35,8 @@ func routes() map[api.Family]*family {
 	return map[api.Family]*family{
 		api.Locks: {
 			actions: map[string]action{
-				"acquire": post(checkedGrant(lockAsk, (*sequencer.Service).Acquire)),
-				"renew":   post(checkedRenew(renewIn(api.Locks))),
+				"acquire": post(Service.Acquire),
+				"renew":   post(renewIn(api.Locks)),
 				"release": post(releaseIn(api.Locks)),
 				"break":   breakIn(api.Locks),
 			},
@@ -44,8 +44,8 @@ func routes() map[api.Family]*family {
 		},
 		api.Semaphores: {
 			actions: map[string]action{
-				"acquire": post(checkedGrant(semaphoreAsk, (*sequencer.Service).AcquireSemaphore)),
-				"renew":   post(checkedRenew(renewIn(api.Semaphores))),
+				"acquire": post(Service.AcquireSemaphore),
+				"renew":   post(renewIn(api.Semaphores)),
 				"release": post(releaseIn(api.Semaphores)),
 				"break":   breakIn(api.Semaphores),
 			},
@@ -53,10 +53,10 @@ func routes() map[api.Family]*family {
 		},
 		api.Elections: {
 			actions: map[string]action{
-				"campaign": post(checkedGrant(campaignAsk, (*sequencer.Service).Campaign)),
-				"renew":    post(checkedRenew(renewIn(api.Elections))),
+				"campaign": post(Service.Campaign),
+				"renew":    post(renewIn(api.Elections)),
 				"resign":   post(releaseIn(api.Elections)),
-				"proclaim": post((*sequencer.Service).Proclaim),
+				"proclaim": post(Service.Proclaim),
 				"break":    breakIn(api.Elections),
 			},
 			status: electionStatusRead,
@@ -64,20 +64,13 @@ func routes() map[api.Family]*family {
 		api.MultiLocks: {
 			bare: true,
 			actions: map[string]action{
-				"acquire": post(checkedGrant(multiAsk, func(s *sequencer.Service, ctx context.Context, _ string, req api.MultiAcquireRequest) (api.MultiLease, error) {
-					return s.AcquireMulti(ctx, req)
-				})),
-				"renew": postBare(func(s *sequencer.Service, ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
-					if err := s.AuthorizeRenew(ctx, req.TTL); err != nil {
-						return api.MultiLease{}, err
-					}
-					return s.RenewMulti(ctx, req)
-				}),
-				"release": postBare((*sequencer.Service).ReleaseMulti),
+				"acquire": postBare(Service.AcquireMulti),
+				"renew":   postBare(Service.RenewMulti),
+				"release": postBare(Service.ReleaseMulti),
 			},
 			status: multiLockStatusRead,
 			list: func(h *handler, r *http.Request) any {
-				return api.MultiLeaseList{MultiLocks: sequencer.VisibleMultiLeases(r.Context(), h.s.MultiLeases())}
+				return api.MultiLeaseList{MultiLocks: h.s.MultiLeases(r.Context())}
 			},
 		},
 	}
@@ -85,7 +78,7 @@ func routes() map[api.Family]*family {
 
 // post is the action that decodes the body strictly into a Req and answers
 // with what do returns.
-func post[Req, Resp any](do func(*sequencer.Service, context.Context, string, Req) (Resp, error)) action {
+func post[Req, Resp any](do func(Service, context.Context, string, Req) (Resp, error)) action {
 	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
 		var req Req
 		if err := decode(w, r, &req); err != nil {
@@ -97,31 +90,27 @@ func post[Req, Resp any](do func(*sequencer.Service, context.Context, string, Re
 
 // postBare is post for an action of a bare family, which names nothing in
 // its path.
-func postBare[Req, Resp any](do func(*sequencer.Service, context.Context, Req) (Resp, error)) action {
-	return post(func(s *sequencer.Service, ctx context.Context, _ string, req Req) (Resp, error) {
+func postBare[Req, Resp any](do func(Service, context.Context, Req) (Resp, error)) action {
+	return post(func(s Service, ctx context.Context, _ string, req Req) (Resp, error) {
 		return do(s, ctx, req)
 	})
 }
 
-func renewIn(f api.Family) func(*sequencer.Service, context.Context, string, api.LeaseRequest) (api.Lease, error) {
-	return func(s *sequencer.Service, ctx context.Context, name string, req api.LeaseRequest) (api.Lease, error) {
+func renewIn(f api.Family) func(Service, context.Context, string, api.LeaseRequest) (api.Lease, error) {
+	return func(s Service, ctx context.Context, name string, req api.LeaseRequest) (api.Lease, error) {
 		return s.Renew(ctx, f, name, req)
 	}
 }
 
-func releaseIn(f api.Family) func(*sequencer.Service, context.Context, string, api.LeaseRequest) (api.ReleaseResponse, error) {
-	return func(s *sequencer.Service, ctx context.Context, name string, req api.LeaseRequest) (api.ReleaseResponse, error) {
+func releaseIn(f api.Family) func(Service, context.Context, string, api.LeaseRequest) (api.ReleaseResponse, error) {
+	return func(s Service, ctx context.Context, name string, req api.LeaseRequest) (api.ReleaseResponse, error) {
 		return api.ReleaseResponse{Released: true}, s.Release(ctx, f, name, req)
 	}
 }
 
-// breakIn serves POST /v1/{family}/{name}/break: only with the admin
-// token.
+// breakIn serves POST /v1/{family}/{name}/break.
 func breakIn(f api.Family) action {
 	return func(h *handler, w http.ResponseWriter, r *http.Request, name string) (any, error) {
-		if err := h.mayBreak(r, f, name); err != nil {
-			return nil, err
-		}
 		var req api.BreakRequest
 		if err := decode(w, r, &req); err != nil {
 			return nil, err
@@ -186,4 +175,35 @@ func ProvesLease(r *http.Request, status int) bool {
 		return true
 	}
 	return false
+}
+
+// Route is one route of the API, as Routes lists it: Path has {name}
+// where a lease's name (or a multi-lock's lease id) goes.
+type Route struct {
+	Method string
+	Path   string
+	Family api.Family // "" for /v1/check and /v1/renew
+	Action string     // a POST's action; "status", "list" or "overview" for a GET
+}
+
+// Routes lists every /v1/ route the handler serves, from its route table,
+// sorted: what a test that must reach every route enumerates.
+func Routes() []Route {
+	out := []Route{{Method: http.MethodPost, Path: "/v1/check", Action: "check"}, {Method: http.MethodPost, Path: "/v1/renew", Action: "renew"}}
+	for fam, f := range routes() {
+		base := "/v1/" + string(fam)
+		out = append(out, Route{http.MethodGet, base, fam, "list"}, Route{http.MethodGet, base + "/{name}", fam, "status"})
+		if !f.bare {
+			out = append(out, Route{http.MethodGet, base + "?all=1", fam, "overview"})
+		}
+		for a := range f.actions {
+			p := base + "/{name}/" + a
+			if f.bare {
+				p = base + "/" + a
+			}
+			out = append(out, Route{http.MethodPost, p, fam, a})
+		}
+	}
+	slices.SortFunc(out, func(a, b Route) int { return strings.Compare(a.Method+" "+a.Path, b.Method+" "+b.Path) })
+	return out
 }

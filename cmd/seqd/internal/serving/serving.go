@@ -25,6 +25,7 @@ import (
 	"github.com/seqd/seqd/internal/security"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // Start listens on listen and serves h in the background, over TLS when
@@ -78,14 +79,14 @@ func BlockingReads(maxConnections int) int {
 // Identities are serve's named tokens and policy, each nil when its file
 // is not given.
 type Identities struct {
-	Tokens *sequencer.Watched[sequencer.Tokens]
-	Policy *sequencer.Watched[sequencer.Policy]
+	Tokens *policy.Watched[policy.Tokens]
+	Policy *policy.Watched[policy.Policy]
 }
 
 // Poll reloads the files given when they change, until ctx ends or stop
 // is called (which waits for it). With none it does nothing.
 func (ids Identities) Poll(ctx context.Context, log *slog.Logger, m *metrics.Metrics) (stop func()) {
-	var files []sequencer.Reloadable
+	var files []policy.Reloadable
 	if ids.Tokens != nil {
 		files = append(files, ids.Tokens)
 	}
@@ -101,7 +102,7 @@ func (ids Identities) Poll(ctx context.Context, log *slog.Logger, m *metrics.Met
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sequencer.Poll(ctx, t.C, log.With("component", "reload"), m, files...)
+		policy.Poll(ctx, t.C, log.With("component", "reload"), m, files...)
 	}()
 	return func() {
 		cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 	"github.com/seqd/seqd/store"
 )
 
@@ -155,7 +156,7 @@ func TestIdentitiesPoll(t *testing.T) {
 		}
 	}
 	write("alice 0123456789abcdef0123")
-	tokens, err := sequencer.WatchTokens(path)
+	tokens, err := policy.WatchTokens(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,31 +1,31 @@
-package sequencer
+package policy
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/seqd/seqd/metrics"
 )
 
 // Identities: who a caller is, for the policy, the quotas, the audit log
-// and the metrics. A caller is named by its client certificate (mutual
-// TLS), or by a named bearer token of the tokens file; a caller named by
-// neither (the API token, or no token on a daemon without one) is
-// IdentityAnonymous, and the admin token is IdentityAdmin.
+// and the metrics. There are three namespaces, and a name lives in one:
+// the admin token names Admin; a named bearer token of the tokens file
+// names the identity its line gives; a client certificate (mutual TLS)
+// names what it says, unless that is Admin, Anonymous or a name of the
+// tokens file, which a certificate is refused for. A caller named by none
+// (the API token, or no token on a daemon without one) is Anonymous.
 
 const (
-	// IdentityAnonymous is a caller no certificate or named token names.
-	IdentityAnonymous = "anonymous"
-	// IdentityAdmin is a caller with the admin token: the operator, whom no
+	// Anonymous is a caller no certificate or named token names, and an
+	// in-process caller that names none.
+	Anonymous = "anonymous"
+	// Admin is a caller with the admin token: the operator, whom no
 	// policy rule or quota limits.
-	IdentityAdmin = "admin"
+	Admin = "admin"
 )
 
 // maxIdentityBytes bounds an identity (a SPIFFE ID may be long).
@@ -44,14 +44,10 @@ func CertIdentity(c *x509.Certificate) string {
 	return c.Subject.CommonName
 }
 
-// ValidIdentity says what is wrong with an identity's name, "" if
-// nothing (see validIdentity).
-func ValidIdentity(name string) string { return validIdentity(name) }
-
-// validIdentity says what is wrong with an identity's name, "" if nothing:
+// ValidIdentity says what is wrong with an identity's name, "" if nothing:
 // printable ASCII without spaces, so that it fits a tokens file line, a
 // policy rule, an audit line and a metric label as it is.
-func validIdentity(name string) string {
+func ValidIdentity(name string) string {
 	switch {
 	case name == "":
 		return "an identity is empty"
@@ -98,10 +94,10 @@ func ParseTokens(file string, data []byte) (*Tokens, error) {
 			return nil, fmt.Errorf("%s: a line is NAME TOKEN (two words), this one has %d", at, len(f))
 		}
 		name, tok := f[0], f[1]
-		if why := validIdentity(name); why != "" {
+		if why := ValidIdentity(name); why != "" {
 			return nil, fmt.Errorf("%s: %s", at, why)
 		}
-		if name == IdentityAdmin || name == IdentityAnonymous {
+		if name == Admin || name == Anonymous {
 			return nil, fmt.Errorf("%s: %q is reserved (the admin token's and an unnamed caller's identity)", at, name)
 		}
 		if len(tok) < MinNamedTokenBytes {
@@ -166,8 +162,8 @@ func (t *Tokens) Lookup(tok string) (string, bool) {
 	return t.names[found], true
 }
 
-// named reports whether a token names identity id.
-func (t *Tokens) named(id string) bool {
+// Has reports whether a token names identity id.
+func (t *Tokens) Has(id string) bool {
 	if t == nil {
 		return false
 	}
@@ -186,71 +182,3 @@ func (t *Tokens) Names() []string {
 	}
 	return append([]string(nil), t.names...)
 }
-
-// caller is who sent a request and the policy that judges it (nil: none,
-// or the admin), carried in the request's context to the Service, whose
-// leases keep the identity (for the quotas and the audit log).
-type caller struct {
-	id     string
-	label  string // id as metrics show it: bounded
-	policy *Policy
-	rules  []int // the policy's rules for id
-}
-
-type callerKey struct{}
-
-// WithCaller is ctx carrying the caller named id, judged by p (nil: no
-// policy) and, for its metric label, known to the tokens t.
-func WithCaller(ctx context.Context, id string, p *Policy, t *Tokens) context.Context {
-	return withCaller(ctx, &caller{id: id, label: label(id, p, t), policy: p})
-}
-
-// label is identity id as a metric label: the identities the tokens file
-// or the policy names, anonymous and admin keep their name; any other
-// (a certificate's) is metrics.OtherIdentity, so that the series stay
-// bounded whatever certificates callers present.
-func label(id string, p *Policy, t *Tokens) string {
-	if id == IdentityAnonymous || id == IdentityAdmin || p.Named(id) || t.named(id) {
-		return id
-	}
-	return metrics.OtherIdentity
-}
-
-// withCaller is ctx carrying the caller.
-func withCaller(ctx context.Context, c *caller) context.Context {
-	if c.id == IdentityAdmin {
-		c.policy = nil // the operator's key: no rule or quota limits it
-	}
-	if c.policy != nil {
-		c.rules = c.policy.rulesOf(c.id)
-	}
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// callerOf is the caller ctx carries; an empty one (no identity, no
-// policy) when none: the daemon's own campaigns, an in-process caller.
-func callerOf(ctx context.Context) *caller {
-	if c, ok := ctx.Value(callerKey{}).(*caller); ok {
-		return c
-	}
-	return &caller{}
-}
-
-// decide is c's policy's decision on action on the name of kind.
-func (c *caller) decide(kind, action, name string) *PolicyError {
-	if c.policy == nil {
-		return nil
-	}
-	return c.policy.decideAmong(c.rules, c.id, kind, action, name)
-}
-
-// name is c's identity, "" for none (a nil caller too).
-func (c *caller) name() string {
-	if c == nil {
-		return ""
-	}
-	return c.id
-}
-
-// IdentityOf is the identity ctx carries, "" when none.
-func IdentityOf(ctx context.Context) string { return callerOf(ctx).id }

@@ -1,4 +1,4 @@
-package sequencer
+package policy
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/seqd/seqd/metrics"
 )
 
 // Files the daemon reads again when they change (the policy, the named
@@ -37,6 +35,14 @@ type Watched[T any] struct {
 // not parse, a file that cannot be read) names the file and line.
 func WatchPolicy(path string) (*Watched[Policy], error) {
 	return newWatched(path, "policy", ParsePolicy, os.ReadFile)
+}
+
+// Fixed is a Watched that holds v and reads no file: a policy or tokens
+// given in code.
+func Fixed[T any](what string, v *T) *Watched[T] {
+	w := &Watched[T]{what: what}
+	w.cur.Store(v)
+	return w
 }
 
 // WatchTokens reads the tokens file at path (see ParseTokens), which others
@@ -68,6 +74,9 @@ func (w *Watched[T]) What() string { return w.what }
 // Reload reads the file and, if it changed, parses it: changed says new
 // contents are in force. On an error the old contents stay in force.
 func (w *Watched[T]) Reload() (changed bool, err error) {
+	if w.read == nil {
+		return false, nil // Fixed: no file
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	data, err := w.read(w.path)
@@ -101,11 +110,15 @@ type Reloadable interface {
 	What() string
 }
 
+// Reports counts reloads: ok false for one that failed (its file's old
+// contents stay in force). The daemon's metrics implement it.
+type Reports interface {
+	ConfigReloaded(file string, ok bool)
+}
+
 // Poll reloads files at every tick until ctx ends: a reload that fails
-// keeps the old contents, and is logged and counted
-// (seqd_config_reloads_total{file,result="failed"}, and
-// seqd_config_reload_failed{file} stays 1 until a good one).
-func Poll(ctx context.Context, tick <-chan time.Time, log *slog.Logger, m *metrics.Metrics, files ...Reloadable) {
+// keeps the old contents, and is logged and reported to m (nil: none).
+func Poll(ctx context.Context, tick <-chan time.Time, log *slog.Logger, m Reports, files ...Reloadable) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,7 +130,7 @@ func Poll(ctx context.Context, tick <-chan time.Time, log *slog.Logger, m *metri
 }
 
 // ReloadAll is one round of Poll.
-func ReloadAll(log *slog.Logger, m *metrics.Metrics, files ...Reloadable) {
+func ReloadAll(log *slog.Logger, m Reports, files ...Reloadable) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -126,10 +139,14 @@ func ReloadAll(log *slog.Logger, m *metrics.Metrics, files ...Reloadable) {
 		switch {
 		case err != nil:
 			log.Error("the "+f.What()+" file did not reload: the old one stays in force", "file", f.Path(), "err", err)
-			m.ConfigReloaded(f.What(), false)
+			if m != nil {
+				m.ConfigReloaded(f.What(), false)
+			}
 		case changed:
 			log.Info("the "+f.What()+" file reloaded", "file", f.Path())
-			m.ConfigReloaded(f.What(), true)
+			if m != nil {
+				m.ConfigReloaded(f.What(), true)
+			}
 		}
 	}
 }

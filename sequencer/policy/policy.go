@@ -1,4 +1,4 @@
-package sequencer
+package policy
 
 import (
 	"bufio"
@@ -262,64 +262,81 @@ func (g glob) match(s string) bool {
 	return true
 }
 
-// PolicyError is a request the policy refuses: a 403 forbidden, or a 429
+// Error is a request the policy refuses: a 403 forbidden, or a 429
 // quota_exceeded when a quota refuses it. Msg names the rule (file:line).
-type PolicyError struct {
+type Error struct {
 	Quota bool
 	Msg   string
 }
 
-func (e *PolicyError) Error() string { return e.Msg }
+func (e *Error) Error() string { return e.Msg }
 
 // Is matches api.ErrQuotaExceeded for a quota, api.ErrForbidden (and
 // api.ErrUnauthorized, as every 403 does) for a rule.
-func (e *PolicyError) Is(target error) bool {
+func (e *Error) Is(target error) bool {
 	if e.Quota {
 		return target == api.ErrQuotaExceeded
 	}
 	return target == api.ErrForbidden || target == api.ErrUnauthorized
 }
 
-// decide refuses identity id action on the name of kind (a policy word),
+// Decide refuses identity id action on the name of kind (a policy word),
 // or lets it through (nil).
-func (p *Policy) decide(id, kind, action, name string) *PolicyError {
-	if p == nil || id == IdentityAdmin {
-		return nil
-	}
-	return p.decideAmong(p.rulesOf(id), id, kind, action, name)
+func (p *Policy) Decide(id, kind, action, name string) *Error {
+	return p.For(id).Decide(kind, action, name)
 }
 
-// rulesOf are the indexes of the rules whose identity pattern matches id:
-// a request's caller matches them once, however many names it judges
-// (a listing judges each).
-func (p *Policy) rulesOf(id string) []int {
-	var out []int
+// Judge is a policy as one identity meets it: the rules whose identity
+// pattern matches it, matched once however many names a request judges
+// (a listing judges each). The zero Judge, and the admin's, allow
+// everything.
+type Judge struct {
+	p     *Policy
+	id    string
+	rules []int
+}
+
+// For is p as identity id meets it.
+func (p *Policy) For(id string) Judge {
+	if p == nil || id == Admin {
+		return Judge{id: id}
+	}
+	j := Judge{p: p, id: id}
 	for i := range p.rules {
 		if p.rules[i].ident.match(id) {
-			out = append(out, i)
+			j.rules = append(j.rules, i)
 		}
 	}
-	return out
+	return j
 }
 
-func (p *Policy) decideAmong(rules []int, id, kind, action, name string) *PolicyError {
+// Open reports whether the judge allows everything: no policy, or the
+// admin.
+func (j Judge) Open() bool { return j.p == nil }
+
+// Decide refuses the judge's identity action on the name of kind (a
+// policy word), or lets it through (nil).
+func (j Judge) Decide(kind, action, name string) *Error {
+	if j.p == nil {
+		return nil
+	}
 	k, a := uint8(1)<<indexOf(policyKinds, kind), uint8(1)<<indexOf(policyActions, action)
-	for _, i := range rules {
-		r := &p.rules[i]
+	for _, i := range j.rules {
+		r := &j.p.rules[i]
 		if r.kinds&k == 0 || r.actions&a == 0 || !r.names.match(name) {
 			continue
 		}
 		if r.allow {
 			return nil
 		}
-		return &PolicyError{Msg: fmt.Sprintf("%s (%s) refuses %s to %s %s %q", r.at, r.text, id, action, kind, name)}
+		return &Error{Msg: fmt.Sprintf("%s (%s) refuses %s to %s %s %q", r.at, r.text, j.id, action, kind, name)}
 	}
-	return &PolicyError{Msg: fmt.Sprintf("no rule of %s lets %s %s %s %q (a request that no line allows is refused)", p.file, id, action, kind, name)}
+	return &Error{Msg: fmt.Sprintf("no rule of %s lets %s %s %s %q (a request that no line allows is refused)", j.p.file, j.id, action, kind, name)}
 }
 
-// quotaOf is identity id's quota, nil for none.
-func (p *Policy) quotaOf(id string) *Quota {
-	if p == nil || id == IdentityAdmin {
+// QuotaOf is identity id's quota, nil for none.
+func (p *Policy) QuotaOf(id string) *Quota {
+	if p == nil || id == Admin {
 		return nil
 	}
 	for i := range p.quotas {
@@ -333,6 +350,22 @@ func (p *Policy) quotaOf(id string) *Quota {
 // Named reports whether the file names identity id without a pattern.
 func (p *Policy) Named(id string) bool { return p != nil && p.named[id] }
 
-func (q *Quota) refuse(format string, args ...any) *PolicyError {
-	return &PolicyError{Quota: true, Msg: fmt.Sprintf("%s (%s): ", q.At, q.text) + fmt.Sprintf(format, args...)}
+func (q *Quota) Refuse(format string, args ...any) *Error {
+	return &Error{Quota: true, Msg: fmt.Sprintf("%s (%s): ", q.At, q.text) + fmt.Sprintf(format, args...)}
+}
+
+// CheckTTL refuses a TTL longer than the quota's max_ttl; a request with no
+// TTL asks for api.DefaultTTL.
+func (q *Quota) CheckTTL(id string, ttl *api.Duration) *Error {
+	if q == nil || q.MaxTTL == 0 {
+		return nil
+	}
+	t := api.DefaultTTL
+	if ttl != nil {
+		t = time.Duration(*ttl)
+	}
+	if t > q.MaxTTL {
+		return q.Refuse("%s may ask a TTL of at most %v; this request asks %v", id, q.MaxTTL, t)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package sequencer_test
+package policy_test
 
 import (
 	"crypto/x509"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqd/seqd/sequencer"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // A bad line is refused with a sentence naming file and line.
@@ -26,7 +26,7 @@ func TestParsePolicyRefusesBadLines(t *testing.T) {
 		{"quota a holders=2", `p:1: unknown quota "holders"`},
 		{"quota a names=2 names=3", "p:1: names is given twice"},
 	} {
-		_, err := sequencer.ParsePolicy("p", []byte(c.text))
+		_, err := policy.ParsePolicy("p", []byte(c.text))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("ParsePolicy(%q) = %v, want an error starting %q", c.text, err, c.want)
 		}
@@ -36,7 +36,7 @@ func TestParsePolicyRefusesBadLines(t *testing.T) {
 // The first matching line decides; none matching refuses; the admin and a
 // nil policy pass everything.
 func TestPolicyDecides(t *testing.T) {
-	p, err := sequencer.ParsePolicy("p", []byte(`
+	p, err := policy.ParsePolicy("p", []byte(`
 deny  *       *            secret/*  *
 allow team-*  lock,shared  team/*    acquire,read
 allow *       *            *         read
@@ -73,7 +73,7 @@ quota team-*  leases=5
 	if q := p.QuotaOf("admin"); q != nil {
 		t.Errorf("the admin has quota %+v", q)
 	}
-	var none *sequencer.Policy
+	var none *policy.Policy
 	if e := none.Decide("x", "lock", "break", "y"); e != nil {
 		t.Errorf("no policy refused: %v", e)
 	}
@@ -91,14 +91,14 @@ func TestGlob(t *testing.T) {
 		{"*c", "a/b/c", true}, {"a*c", "ac", true}, {"a*c", "abc", true}, {"ab*bc", "abc", false},
 		{"a*b*c", "axxbyyc", true}, {"a*b*c", "axxcyyb", false}, {"spiffe://x/*", "spiffe://x/ns/a", true},
 	} {
-		if got := sequencer.GlobMatches(c.pat, c.s); got != c.want {
+		if got := policy.GlobMatches(c.pat, c.s); got != c.want {
 			t.Errorf("%q matches %q: %v, want %v", c.pat, c.s, got, c.want)
 		}
 	}
 }
 
 func TestParseTokens(t *testing.T) {
-	tok, err := sequencer.ParseTokens("t", []byte("# named tokens\nops  0123456789abcdef0\n\nci 0123456789abcdef1\n"))
+	tok, err := policy.ParseTokens("t", []byte("# named tokens\nops  0123456789abcdef0\n\nci 0123456789abcdef1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestParseTokens(t *testing.T) {
 		{"a 0123456789abcdef0\na 0123456789abcdef1", `t:2: "a" has a token already, at line 1`},
 		{"a\x01b 0123456789abcdef0", "t:1: identity"},
 	} {
-		if _, err := sequencer.ParseTokens("t", []byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := policy.ParseTokens("t", []byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("ParseTokens(%q) = %v, want an error starting %q", c.text, err, c.want)
 		}
 	}
@@ -132,7 +132,7 @@ func TestCertIdentity(t *testing.T) {
 		{&x509.Certificate{DNSNames: []string{"d.example"}, Subject: pkix.Name{CommonName: "cn"}}, "d.example"},
 		{&x509.Certificate{Subject: pkix.Name{CommonName: "cn"}}, "cn"},
 	} {
-		if got := sequencer.CertIdentity(c.cert); got != c.want {
+		if got := policy.CertIdentity(c.cert); got != c.want {
 			t.Errorf("CertIdentity = %q, want %q", got, c.want)
 		}
 	}
@@ -144,7 +144,7 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/p"
 	writeFile(t, path, "allow a * * *\n")
-	w, err := sequencer.WatchPolicy(path)
+	w, err := policy.WatchPolicy(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 	if changed, err := w.Reload(); !changed || err != nil || w.Load() == old {
 		t.Fatalf("a good change: %v %v", changed, err)
 	}
-	if _, err := sequencer.WatchPolicy(dir + "/missing"); err == nil {
+	if _, err := policy.WatchPolicy(dir + "/missing"); err == nil {
 		t.Fatal("a missing policy file loaded")
 	}
 }
@@ -172,22 +172,22 @@ func TestWatchedKeepsTheOldOnABadChange(t *testing.T) {
 func TestTokensFileMustBePrivate(t *testing.T) {
 	path := t.TempDir() + "/tokens"
 	writeFile(t, path, "ops 0123456789abcdef0\n")
-	if _, err := sequencer.WatchTokens(path); err != nil {
+	if _, err := policy.WatchTokens(path); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sequencer.WatchTokens(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := policy.WatchTokens(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a world-readable tokens file: %v", err)
 	}
 }
 
 func FuzzParsePolicy(f *testing.F) {
-	f.Add(testPolicy)
+	f.Add("allow team-* lock,shared team/* acquire,read\ndeny * * secret/* *\nquota team-a leases=1\n")
 	f.Add("quota a max_ttl=1m leases=2\nallow * * * *")
 	f.Fuzz(func(t *testing.T, text string) {
-		p, err := sequencer.ParsePolicy("f", []byte(text))
+		p, err := policy.ParsePolicy("f", []byte(text))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f:") {
 				t.Fatalf("error %q does not name the file", err)
@@ -199,4 +199,11 @@ func FuzzParsePolicy(f *testing.F) {
 			t.Fatalf("max_ttl %v below 1s", q.MaxTTL)
 		}
 	})
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

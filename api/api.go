@@ -56,6 +56,24 @@ const (
 	MaxLockDelay = time.Minute
 )
 
+// The renewal cadence every client keeps.
+const (
+	// RenewDivisor: a holder renews its lease every TTL/RenewDivisor, so
+	// that two renewals can fail before the lease's deadline. Every client
+	// renews at this cadence (a conformance vector fails one that has not
+	// renewed by half the TTL).
+	RenewDivisor = 3
+	// RetryDivisor: after a renewal that did not reach the daemon, a holder
+	// retries every (TTL/RenewDivisor)/RetryDivisor until its deadline.
+	RetryDivisor = 4
+)
+
+// RenewInterval is how often a holder renews a lease of ttl, and
+// RetryInterval how often it retries a renewal that did not reach the
+// daemon.
+func RenewInterval(ttl time.Duration) time.Duration { return ttl / RenewDivisor }
+func RetryInterval(ttl time.Duration) time.Duration { return RenewInterval(ttl) / RetryDivisor }
+
 // MaxSemaphoreLimit bounds a semaphore's limit.
 const MaxSemaphoreLimit = 1 << 16
 
@@ -238,7 +256,9 @@ type Lease struct {
 	// Owner ("owner") is the owner named at acquire.
 	Owner string `json:"owner"`
 	// TTL ("ttl", a Duration) is how long the lease lives from its last
-	// grant or renewal.
+	// grant or renewal. A holder renews every TTL/3 (RenewDivisor) and,
+	// after a renewal that did not reach the daemon, retries every quarter
+	// of that (RetryDivisor) until the lease's deadline.
 	TTL Duration `json:"ttl"`
 	// ExpiresAt ("expires_at", RFC 3339, UTC) is when the lease ends
 	// unless renewed. The lease can end earlier, when the daemon loses its

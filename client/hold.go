@@ -127,13 +127,13 @@ func (h *Held) end(err error) {
 	h.cancel(err)
 }
 
-// renew renews every TTL/3, retries every TTL/12 after a failure that is
-// not an answer of the daemon, and ends the lease on the daemon's refusal or
-// at its deadline.
+// renew renews every api.RenewInterval (TTL/3), retries every
+// api.RetryInterval (TTL/12) after a failure that is not an answer of the
+// daemon, and ends the lease on the daemon's refusal or at its deadline.
 func (h *Held) renew() {
 	defer close(h.done)
 	l := h.Lease()
-	interval := time.Duration(l.TTL) / 3
+	interval := api.RenewInterval(time.Duration(l.TTL))
 	next := interval
 	var last error // the last failed renewal's
 	for {
@@ -162,9 +162,9 @@ func (h *Held) renew() {
 }
 
 // renewOnce renews once, bounded by the deadline, and returns how long to
-// wait before the next renewal: interval after a success, interval/4 after
-// a failure to reach the daemon (with that failure), -1 when the lease has
-// ended.
+// wait before the next renewal: interval after a success,
+// interval/api.RetryDivisor after a failure to reach the daemon (with that
+// failure), -1 when the lease has ended.
 func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time) (time.Duration, error) {
 	ctx, cancel := context.WithDeadline(h.ctx, deadline) // never past the deadline
 	defer cancel()
@@ -187,5 +187,5 @@ func (h *Held) renewOnce(l api.Lease, interval time.Duration, deadline time.Time
 		h.end(err)
 		return -1, nil
 	}
-	return max(interval/4, 10*time.Millisecond), err
+	return max(interval/api.RetryDivisor, 10*time.Millisecond), err
 }

@@ -18,10 +18,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seqd/seqd/api"
 )
 
 // vector is one entry of vectors.json, as far as the daemon and the Go
@@ -32,6 +35,10 @@ type vector struct {
 	Acquire string `json:"acquire"`
 	Renew   string `json:"renew"`
 	About   string `json:"about"`
+	// RenewBy ("renew_by", seconds) is when, from the grant, the daemon
+	// must have seen the lease's first renewal: the daemon checks it
+	// itself, whichever client plays the vector.
+	RenewBy float64 `json:"renew_by"`
 }
 
 type vectorFile struct {
@@ -68,6 +75,9 @@ type nameStats struct {
 	Renews      int `json:"renews"`
 	Connections int `json:"connections"`
 	conns       map[string]bool
+	// firstRenew is how long after its grant the name's first renewal
+	// came; 0 before one did.
+	firstRenew time.Duration
 }
 
 type grantTime struct {
@@ -92,8 +102,43 @@ func startHostile(t *testing.T, f vectorFile) (plainURL, tlsURL string) {
 		close(h.stop) // ends the stalls and drips first: Close waits for them
 		plain.Close()
 		secure.Close()
+		for _, why := range h.lateRenewals() {
+			t.Error(why)
+		}
 	})
 	return plain.URL, secure.URL
+}
+
+// lateRenewals says, for each played vector with a renew_by, that its
+// lease was not renewed in time.
+func (h *hostile) lateRenewals() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for id, v := range h.vectors {
+		s := h.stats["conformance/"+id]
+		if v.RenewBy == 0 || s == nil || s.Posts == 0 {
+			continue
+		}
+		if why := renewedBy(s, v.RenewBy); why != "" {
+			out = append(out, "vector "+id+": "+why)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// renewedBy says what is wrong with a lease's first renewal for a bound
+// of by seconds from its grant ("" when it came in time).
+func renewedBy(s *nameStats, by float64) string {
+	limit := time.Duration(by * float64(time.Second))
+	switch {
+	case s.Renews == 0:
+		return fmt.Sprintf("the lease was never renewed; a client renews every TTL/%d and must have by %v", api.RenewDivisor, limit)
+	case s.firstRenew > limit:
+		return fmt.Sprintf("the first renewal came %v after the grant, past %v: a client renews every TTL/%d", s.firstRenew.Round(time.Millisecond), limit, api.RenewDivisor)
+	}
+	return ""
 }
 
 func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +191,9 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "renew":
 		h.mu.Lock()
 		g, ok := h.grants[leaseID]
+		if s := h.stats[name]; ok && s.firstRenew == 0 {
+			s.firstRenew = max(time.Since(g.at), time.Nanosecond)
+		}
 		h.mu.Unlock()
 		if ok {
 			ttl = g.ttl

@@ -13,6 +13,10 @@ const now = () => performance.now();
 
 /** The smallest pause between renew attempts after a failure. */
 const MIN_RETRY_MS = 50;
+/** A lease renews every TTL/RENEW_DIVISOR (the daemon's api.RenewDivisor). */
+export const RENEW_DIVISOR = 3;
+/** After a renewal that did not reach the daemon, it retries every (TTL/RENEW_DIVISOR)/RETRY_DIVISOR. */
+export const RETRY_DIVISOR = 4;
 
 export class HeldLease {
   #client;
@@ -147,7 +151,7 @@ export class HeldLease {
   }
 
   #interval() {
-    return this.#ttlMs / 3;
+    return this.#ttlMs / RENEW_DIVISOR;
   }
 
   /** A successful grant or renew sent at sentAt: a new deadline. */
@@ -205,7 +209,7 @@ export class HeldLease {
       }
       this.#lastError = err;
       this.#checkDeadline();
-      if (this.#state === 'held') this.#scheduleRenew(Math.max(MIN_RETRY_MS, this.#interval() / 4));
+      if (this.#state === 'held') this.#scheduleRenew(Math.max(MIN_RETRY_MS, this.#interval() / RETRY_DIVISOR));
     } finally {
       if (this.#inflight === ac) this.#inflight = null;
     }

@@ -24,6 +24,11 @@ import java.util.concurrent.TimeUnit;
  * lease then ends at its TTL.
  */
 public class Lease implements AutoCloseable {
+    /** A lease renews itself every TTL/RENEW_DIVISOR (the daemon's api.RenewDivisor). */
+    public static final int RENEW_DIVISOR = 3;
+    /** After a renewal that did not reach the daemon, it retries every (TTL/RENEW_DIVISOR)/RETRY_DIVISOR (api.RetryDivisor). */
+    public static final int RETRY_DIVISOR = 4;
+
     private enum State { HELD, LOST, CLOSED }
 
     final Client client;
@@ -93,9 +98,9 @@ public class Lease implements AutoCloseable {
         }
     }
 
-    /** How often the lease renews itself: TTL/3. */
+    /** How often the lease renews itself: TTL/RENEW_DIVISOR. */
     public Duration renewInterval() {
-        return ttl().dividedBy(3);
+        return ttl().dividedBy(RENEW_DIVISOR);
     }
 
     /**
@@ -255,13 +260,13 @@ public class Lease implements AutoCloseable {
         synchronized (mu) {
             deadline = sent + ttlNanos;
         }
-        if (System.nanoTime() - sent > ttlNanos / 3) {
+        if (System.nanoTime() - sent > ttlNanos / RENEW_DIVISOR) {
             renewLateGrant();
         }
         synchronized (mu) {
             scheduleDeadline();
             if (autoRenew) {
-                scheduleRenew(sent + ttlNanos / 3 - System.nanoTime());
+                scheduleRenew(sent + ttlNanos / RENEW_DIVISOR - System.nanoTime());
             }
         }
     }
@@ -315,7 +320,7 @@ public class Lease implements AutoCloseable {
                 sent = System.nanoTime();
                 // An answer after the deadline is of no use: wait no longer than that, nor
                 // much longer than a renewal interval.
-                long wait = Math.min(deadline - sent, ttlNanos / 3);
+                long wait = Math.min(deadline - sent, ttlNanos / RENEW_DIVISOR);
                 timeout = Duration.ofNanos(Math.max(wait, Duration.ofMillis(200).toNanos()));
             }
         }
@@ -331,7 +336,7 @@ public class Lease implements AutoCloseable {
                 }
                 if (err == null && a.ok()) {
                     renewed(sent, LeaseInfo.from(a.body()));
-                    scheduleRenew(sent + ttlNanos / 3 - System.nanoTime());
+                    scheduleRenew(sent + ttlNanos / RENEW_DIVISOR - System.nanoTime());
                     return;
                 }
             }
@@ -348,7 +353,7 @@ public class Lease implements AutoCloseable {
 
     /** Retries of a failed renewal come faster than renewals, so that one can land in time. */
     private long retryDelay() {
-        long d = ttlNanos / 12;
+        long d = ttlNanos / RENEW_DIVISOR / RETRY_DIVISOR;
         return Math.max(Duration.ofMillis(50).toNanos(), Math.min(d, Duration.ofSeconds(2).toNanos()));
     }
 

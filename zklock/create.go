@@ -16,13 +16,13 @@ import (
 // (and its parents) when missing, and reads the lock's children and the
 // lock-delay marker once it is answered. A create whose reply is lost is
 // recovered by finding our GUID among the children before trying again.
-func (m *Mutex) create(ctx context.Context, guid string) (created, error) {
+func (m *Mutex) create(ctx context.Context, guid string, data []byte) (created, error) {
 	proof := m.markerAbsence(ctx)
 	marker := m.delayPath()
 	if proof != nil {
 		marker = "" // no marker can exist: not read
 	}
-	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode, marker, m.stampNode())
+	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, data, m.ensureLockNode, marker, m.stampNode())
 	if err == nil && proof != nil && c.children != nil && proof.confirm(m.s) {
 		// Still absent as of the children's answer: what a read behind
 		// them would have found.

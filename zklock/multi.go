@@ -45,8 +45,9 @@ type MultiMutex struct {
 	s     *Session
 	locks []*Mutex // one per lock, in the order given
 
-	mu    sync.Mutex
-	grant *MultiGrant
+	mu        sync.Mutex
+	acquiring bool // an acquire is under way (begin)
+	grant     *MultiGrant
 }
 
 // MultiLockError says which lock of its set an acquire was waiting for
@@ -123,9 +124,10 @@ func (mm *MultiMutex) Release(ctx context.Context) error {
 }
 
 func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, err error) {
-	if err := mm.forgetEndedGrant(); err != nil {
+	if err := mm.begin(); err != nil {
 		return nil, err
 	}
+	defer mm.end()
 	s, first := mm.s, mm.locks[0]
 	if err := s.ClaimTokenMode(ctx, first.root, first.mode); err != nil {
 		return nil, err
@@ -176,16 +178,28 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	return mm.newGrant(cs, guid, tokens, s.clock.Now().Sub(start), kids)
 }
 
-// forgetEndedGrant refuses while the MultiMutex holds a live grant, and
-// forgets an ended one.
-func (mm *MultiMutex) forgetEndedGrant() error {
+// begin starts an acquire, before anything is written: it refuses while
+// another acquire on mm is under way (ErrBusy) or mm holds a live grant
+// (ErrAlreadyAcquired), and forgets an ended grant. end closes it.
+func (mm *MultiMutex) begin() error {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
-	if mm.grant != nil && mm.grant.Err() == nil {
+	switch {
+	case mm.acquiring:
+		return fmt.Errorf("%w: %s", ErrBusy, strings.Join(mm.Names(), ", "))
+	case mm.grant != nil && mm.grant.Err() == nil:
 		return ErrAlreadyAcquired
 	}
+	mm.acquiring = true
 	mm.grant = nil
 	return nil
+}
+
+// end closes the acquire that begin started.
+func (mm *MultiMutex) end() {
+	mm.mu.Lock()
+	mm.acquiring = false
+	mm.mu.Unlock()
 }
 
 // create makes our contender in every lock with one multi, creating the

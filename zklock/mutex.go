@@ -23,6 +23,11 @@ var (
 	ErrReleased = errors.New("zklock: lock released")
 	// ErrAlreadyAcquired: the Mutex already holds a grant; release it first.
 	ErrAlreadyAcquired = errors.New("zklock: mutex already acquired")
+	// ErrBusy: another acquire (or campaign) on the same Mutex, MultiMutex
+	// or Election is under way. The second is refused before it writes
+	// anything: a lock object acquires once at a time, so concurrent
+	// callers each use one of their own.
+	ErrBusy = errors.New("zklock: another acquire on this lock object is under way")
 )
 
 // DefaultRoot is the znode under which lock nodes live.
@@ -33,7 +38,8 @@ const DefaultRoot = "/seqd/locks"
 const cleanupTimeout = 5 * time.Second
 
 // Mutex is one contender for one lock. It holds at most one grant at a
-// time. NewMutex does no I/O.
+// time and acquires once at a time: a second Acquire while one is under
+// way fails at once with ErrBusy. NewMutex does no I/O.
 type Mutex struct {
 	s     *Session
 	name  string
@@ -55,8 +61,12 @@ type Mutex struct {
 
 	tokenOf tokenSource // the mode's, unless a test or an election replaced it
 
-	mu    sync.Mutex
-	grant *Grant
+	mu        sync.Mutex
+	acquiring bool // an acquire or campaign is under way (begin)
+	grant     *Grant
+	// unguarded lets a test start a second acquire while one is under
+	// way, to show what begin refuses.
+	unguarded bool
 }
 
 // NewMutex names a lock on s. It validates the name and touches nothing.
@@ -126,10 +136,18 @@ func (m *Mutex) Release(ctx context.Context) error {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (*Grant, error) {
-	if err := m.forgetEndedGrant(); err != nil {
+	if err := m.begin(); err != nil {
 		return nil, err
 	}
-	return m.contend(ctx, wait, "", m.create, func(c created, stat *zk.Stat, guid string) (uint64, <-chan zk.Event, error) {
+	defer m.end()
+	return m.lock(ctx, m.data, wait)
+}
+
+// lock is one acquire of m as an exclusive contender with data, once begin
+// has let it start.
+func (m *Mutex) lock(ctx context.Context, data []byte, wait bool) (*Grant, error) {
+	create := func(ctx context.Context, guid string) (created, error) { return m.create(ctx, guid, data) }
+	return m.contend(ctx, wait, "", create, func(c created, stat *zk.Stat, guid string) (uint64, <-chan zk.Event, error) {
 		kids, err := m.awaitGrant(ctx, c, stat, guid, wait)
 		if err != nil {
 			return 0, nil, err
@@ -249,16 +267,28 @@ func (m *Mutex) wasLowest(own string, children []string) bool {
 	return len(cs) > 0 && cs[0].node == path.Base(own)
 }
 
-// forgetEndedGrant refuses while the Mutex holds a live grant, and forgets
-// an ended one.
-func (m *Mutex) forgetEndedGrant() error {
+// begin starts an acquire, before anything is written: it refuses while
+// another acquire on m is under way (ErrBusy) or m holds a live grant
+// (ErrAlreadyAcquired), and forgets an ended grant. end closes it.
+func (m *Mutex) begin() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.grant != nil && m.grant.Err() == nil {
+	switch {
+	case m.acquiring && !m.unguarded:
+		return fmt.Errorf("%w: %s", ErrBusy, m.name)
+	case m.grant != nil && m.grant.Err() == nil:
 		return ErrAlreadyAcquired
 	}
+	m.acquiring = true
 	m.grant = nil
 	return nil
+}
+
+// end closes the acquire that begin started.
+func (m *Mutex) end() {
+	m.mu.Lock()
+	m.acquiring = false
+	m.mu.Unlock()
 }
 
 // waitForTurn returns once our contender own is the lowest. It watches only

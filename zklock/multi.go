@@ -212,7 +212,7 @@ func (mm *MultiMutex) end() {
 func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, err error) {
 	proofs := make([]*absence, len(mm.locks))
 	for i, m := range mm.locks {
-		proofs[i] = m.markerAbsence(ctx)
+		proofs[i] = m.markerAbsence()
 	}
 	for attempt := 0; ; attempt++ {
 		// Not abandoned when ctx ends, as for a single create: a multi
@@ -419,7 +419,9 @@ func (mm *MultiMutex) awaitAll(ctx context.Context, cs []created, stats []*zk.St
 			if kids[i] != nil {
 				continue
 			}
-			k, err := m.awaitGrant(ctx, cs[i], stats[i], guid, wait)
+			c := cs[i]
+			c.stat = stats[i]
+			k, err := m.awaitTurn(ctx, c, guid, wait)
 			if err != nil {
 				return nil, &MultiLockError{Lock: m.name, Err: err}
 			}
@@ -465,7 +467,11 @@ func (mm *MultiMutex) takeTokens(ctx context.Context, cs []created, stats []*zk.
 		if err := m.markHeld(ctx, cs[i].path); err != nil {
 			return nil, err
 		}
-		t, err := m.takeToken(ctx, cs[i].path, stats[i])
+		k, err := m.s.claim(ctx, m.root, m.mode)
+		if err != nil {
+			return nil, err
+		}
+		t, err := m.takeToken(ctx, k, cs[i].path, stats[i])
 		if err != nil {
 			return nil, err
 		}

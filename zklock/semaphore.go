@@ -174,17 +174,14 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	if err != nil {
 		return nil, err
 	}
-	stat, err := s.statOf(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.ownedBy("lease", c.path, stat); err != nil {
-		return nil, err
-	}
 	if _, err := sem.awaitSlot(ctx, c, wait); err != nil {
 		return nil, err
 	}
-	token, err := sem.leases.takeToken(ctx, c.path, stat)
+	k, err := s.claim(ctx, sem.leases.root, sem.leases.mode)
+	if err != nil {
+		return nil, err
+	}
+	token, err := sem.leases.takeToken(ctx, k, c.path, c.stat)
 	if err != nil {
 		return nil, err
 	}

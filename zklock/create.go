@@ -12,17 +12,18 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// create makes our ephemeral-sequential contender, creating the lock node
-// (and its parents) when missing, and reads the lock's children and the
-// lock-delay marker once it is answered. A create whose reply is lost is
-// recovered by finding our GUID among the children before trying again.
-func (m *Mutex) create(ctx context.Context, guid string) (created, error) {
-	proof := m.markerAbsence(ctx)
+// create makes our ephemeral-sequential contender with data, creating the
+// lock node (and its parents) when missing, and reads the lock's children
+// and the lock-delay marker once it is answered. A create whose reply is
+// lost is recovered by finding our GUID among the children before trying
+// again. The contender comes back with its stat, ours.
+func (m *Mutex) create(ctx context.Context, guid string, data []byte) (created, error) {
+	proof := m.markerAbsence()
 	marker := m.delayPath()
 	if proof != nil {
 		marker = "" // no marker can exist: not read
 	}
-	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, m.data, m.ensureLockNode, marker, m.stampNode())
+	c, err := m.s.createProtected(ctx, m.path, m.path+"/"+contenderPrefix(guid), guid, data, m.ensureLockNode, marker, m.stampNode())
 	if err == nil && proof != nil && c.children != nil && proof.confirm(m.s) {
 		// Still absent as of the children's answer: what a read behind
 		// them would have found.
@@ -43,7 +44,8 @@ func (m *Mutex) stampNode() string {
 
 // findOwn looks for our GUID among the lock's children.
 func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
-	return m.s.findGUID(ctx, m.path, guid)
+	p, _, err := m.s.findGUID(ctx, m.path, guid)
+	return p, err
 }
 
 // created is a node made by createProtected, with what was read right
@@ -51,8 +53,8 @@ func (m *Mutex) findOwn(ctx context.Context, guid string) (string, error) {
 type created struct {
 	path string
 	// stat is the node's, from a stamped create's answer or read right
-	// after a plain create; nil when that read failed or the node was
-	// found again after a lost answer (read it then).
+	// after a plain create or with the node found again; createProtected
+	// returns it always, a multi-lock's creates leave it nil.
 	stat *zk.Stat
 	at   time.Time // when the create was answered, on the local clock
 	// children are the parent's children, read after the create, with a
@@ -78,8 +80,10 @@ type readResult struct {
 // the children. With a stamp node (see createStamped) the stat comes with
 // the create and the children read goes right behind it; otherwise both
 // reads go side by side once the create is answered. A create whose reply
-// was lost is recovered by finding the GUID among parent's children before
-// trying again, so that no twin is left behind.
+// was lost, or whose stat could not be read, is recovered by finding the
+// GUID among parent's children (with the node's stat) before trying again,
+// so that no twin is left behind. The node it returns has its stat and is
+// this session's.
 func (s *Session) createProtected(ctx context.Context, parent, prefix, guid string, data []byte, ensure func(context.Context) error, marker, stamp string) (created, error) {
 	for attempt := 0; ; attempt++ {
 		// Not abandoned when ctx ends: a create still in flight could
@@ -101,22 +105,27 @@ func (s *Session) createProtected(ctx context.Context, parent, prefix, guid stri
 			return created{}, ctx.Err() // the caller withdraws the node by its GUID
 		}
 		switch {
-		case err == nil:
-			return c, nil
+		case err == nil && c.stat != nil:
+			return c, s.ownedBy("node", c.path, c.stat)
 		case errors.Is(err, zk.ErrNoNode) && attempt < 10:
 			if err := ensure(ctx); err != nil {
 				return created{}, err
 			}
 			continue
-		case errors.Is(err, ErrUnavailable) && attempt < 10:
-			// The create may have happened. Look for it before creating
-			// again, or we would leave a twin behind.
-			found, ferr := s.findGUID(ctx, parent, guid)
-			if ferr != nil {
+		case err == nil, errors.Is(err, ErrUnavailable) && attempt < 10:
+			// The create may have happened. Look for it (and its stat)
+			// before creating again, or we would leave a twin behind.
+			found, st, ferr := s.findGUID(ctx, parent, guid)
+			switch {
+			case ferr != nil:
 				return created{}, ferr
-			}
-			if found != "" {
-				return created{path: found, at: s.clock.Now()}, nil
+			case found != "" && err == nil:
+				c.stat = st
+				return c, nil
+			case found != "":
+				return created{path: found, stat: st, at: s.clock.Now()}, nil
+			case err == nil:
+				return created{}, fmt.Errorf("%w: contender %s vanished while acquiring", ErrLockLost, c.path)
 			}
 			continue
 		}
@@ -297,42 +306,66 @@ func (s *Session) ownedBy(what, node string, st *zk.Stat) error {
 	return nil
 }
 
-// findGUID looks for a child of parent named with our GUID, retrying while
-// ZooKeeper is unreachable and ctx allows.
-func (s *Session) findGUID(ctx context.Context, parent, guid string) (string, error) {
+// findGUID looks for a child of parent named with our GUID, and reads its
+// stat, retrying while ZooKeeper is unreachable and ctx allows. A child of
+// another session's is refused.
+func (s *Session) findGUID(ctx context.Context, parent, guid string) (string, *zk.Stat, error) {
 	for {
-		children, err := callCtx(ctx, s, func() ([]string, error) {
-			// Sync first: on another server than the one that took the
-			// lost create, the read must not run ahead of its commit, or we
-			// would create a twin.
-			if _, err := s.conn.Sync(parent); err != nil {
-				return nil, err
-			}
-			cs, _, err := s.conn.Children(parent)
-			return cs, err
-		})
+		f, err := callCtx(ctx, s, func() (found, error) { return s.lookForGUID(parent, guid) })
 		switch {
 		case err == nil:
-			for _, ch := range children {
-				if strings.HasPrefix(ch, protectedPrefix+guid+"-") {
-					return parent + "/" + ch, nil
-				}
-			}
-			return "", nil
-		case errors.Is(err, zk.ErrNoNode):
-			return "", nil
+			return f.path, f.stat, nil
 		case errors.Is(err, ErrUnavailable) && s.Live():
 			tc, t := s.clock.NewTimer(100 * time.Millisecond)
 			select {
 			case <-tc:
 			case <-ctx.Done():
 				t.Stop()
-				return "", ctx.Err()
+				return "", nil, ctx.Err()
 			}
 		default:
-			return "", err // past the deadline: the janitor finds the node if it exists
+			return "", nil, err // past the deadline: the janitor finds the node if it exists
 		}
 	}
+}
+
+// found is a child found by its GUID, with its stat.
+type found struct {
+	path string
+	stat *zk.Stat
+}
+
+// lookForGUID is one look of findGUID: parent's children (after a sync:
+// on another server than the one that took a lost create, the read must
+// not run ahead of its commit, or we would create a twin), and the stat of
+// the one named with guid. A missing parent or child is found{}.
+func (s *Session) lookForGUID(parent, guid string) (found, error) {
+	var children []string
+	err := s.call(func() (err error) {
+		if _, err = s.conn.Sync(parent); err != nil {
+			return err
+		}
+		children, _, err = s.conn.Children(parent)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return found{}, nil
+	}
+	if err != nil {
+		return found{}, err
+	}
+	for _, ch := range children {
+		if !strings.HasPrefix(ch, protectedPrefix+guid+"-") {
+			continue
+		}
+		f := found{path: parent + "/" + ch}
+		var ok bool
+		if err := s.call(func() (err error) { ok, f.stat, err = s.conn.Exists(f.path); return err }); err != nil || !ok {
+			return found{}, err // gone since: not found
+		}
+		return f, s.ownedBy("node", f.path, f.stat)
+	}
+	return found{}, nil
 }
 
 // ensureLockNode creates the root's ancestors as persistent nodes and the
@@ -364,6 +397,20 @@ func (m *Mutex) ensureLockNode(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// abandon withdraws our contender after a failed acquire (err not nil),
+// and names the lock, and what kind of acquire failed, in the error of one
+// cancelled or timed out.
+func (m *Mutex) abandon(ctx context.Context, guid, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	m.withdraw(ctx, guid)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("zklock: %s not acquired%s: %w", m.name, what, err)
+	}
+	return err
 }
 
 // withdraw deletes our contender after a failed or abandoned acquire, on a

@@ -91,38 +91,11 @@ type ownNode struct {
 	created time.Time
 }
 
-// awaitLockDelay returns once no lock-delay keeps the head of the queue,
-// own, from being granted. marker, when not nil, is the marker as read
-// after the children that showed own at the head. Without wait it returns
-// ErrLockDelay instead of waiting.
-func (m *Mutex) awaitLockDelay(ctx context.Context, own ownNode, marker *readResult, wait bool) error {
-	until, err := m.delayEnd(ctx, own, marker)
-	if err != nil || until.IsZero() {
-		return err
-	}
-	s := m.s
-	if !s.clock.Now().Before(until) {
-		return nil
-	}
-	if !wait {
-		return fmt.Errorf("%w: %s until %s", ErrLockDelay, m.name, until.Format("15:04:05.000"))
-	}
-	s.log.Debug("lock-delay", "lock", m.name, "until", until)
-	tc, t := s.clock.TimerAt(until)
-	defer t.Stop()
-	select {
-	case <-tc:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return s.Err()
-	}
-}
-
-// delayEnd reads the marker (or takes read, the first time) and says until
-// when (local clock) a lock-delay holds; zero when none does.
-func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (time.Time, error) {
+// delayUntil says until when (local clock) a lock-delay keeps the head of
+// the queue, own, from being granted; zero when none does. read, when not
+// nil, is the marker as read after the children that showed own at the
+// head; otherwise it reads the marker (its caller bounds the wait).
+func (m *Mutex) delayUntil(own ownNode, read *readResult) (time.Time, error) {
 	s := m.s
 	p := m.delayPath()
 	for attempt := 0; attempt < 10; attempt++ {
@@ -135,9 +108,7 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			data, st, err = read.data, read.stat, read.err
 			read = nil
 		} else {
-			var n got
-			n, err = callCtx(ctx, s, s.getOp(p))
-			data, st = n.data, n.stat
+			err = s.call(func() (err error) { data, st, err = s.conn.Get(p); return err })
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			return time.Time{}, nil
@@ -156,14 +127,13 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 			// was at the head before us may have done it already.
 			mk.state = "lost"
 			data, version := mk.bytes(), st.Version
-			nst, err := callCtx(ctx, s, func() (*zk.Stat, error) { return s.conn.Set(p, data, version) })
+			err := s.call(func() (err error) { st, err = s.conn.Set(p, data, version); return err })
 			if errors.Is(err, zk.ErrBadVersion) {
 				continue
 			}
 			if err != nil {
 				return time.Time{}, err
 			}
-			st = nst
 			s.log.Info("unclean end of the previous holder: lock-delay", "lock", m.name, "holder", mk.node, "delay", mk.delay)
 		}
 		zkWait := time.Duration(st.Mtime-own.stat.Ctime)*time.Millisecond + mk.delay
@@ -177,16 +147,24 @@ func (m *Mutex) delayEnd(ctx context.Context, own ownNode, read *readResult) (ti
 
 // markHeld records, before the grant of own is declared, that own holds the
 // lock with this Mutex's delay: a multi of check(own) + write(marker), so
-// that a contender already gone cannot claim it.
+// that a contender already gone cannot claim it. The marker's directory is
+// created the first time; ctx bounds the wait for it all.
 func (m *Mutex) markHeld(ctx context.Context, own string) error {
 	if m.delay <= 0 {
 		return nil
 	}
+	write := func() (struct{}, error) { return struct{}{}, m.writeHeld(own) }
+	_, err := callCtx(ctx, m.s, write)
+	return err
+}
+
+// writeHeld writes markHeld's marker, creating what is missing of its path.
+func (m *Mutex) writeHeld(own string) error {
 	s := m.s
 	p := m.delayPath()
 	data := delayMarker{state: "held", node: path.Base(own), delay: m.delay}.bytes()
 	for attempt := 0; attempt < 10; attempt++ {
-		err := s.do(ctx, func() error {
+		err := s.call(func() error {
 			_, err := s.conn.Multi(
 				&zk.CheckVersionRequest{Path: own, Version: -1},
 				&zk.SetDataRequest{Path: p, Data: data, Version: -1},
@@ -197,26 +175,23 @@ func (m *Mutex) markHeld(ctx context.Context, own string) error {
 			return err
 		}
 		var ok bool
-		var e existence
-		e, err = callCtx(ctx, s, s.existsOp(own))
-		ok = e.ok
+		err = s.call(func() (err error) { ok, _, err = s.conn.Exists(own); return err })
 		switch {
 		case err != nil:
 			return err
 		case !ok:
 			return fmt.Errorf("%w: contender %s vanished before the lock-delay marker was written", ErrLockLost, own)
 		}
-		if err := m.ensurePersistent(ctx, p, data); err != nil {
+		if err := s.createPersistent(p, data); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("zklock: lock-delay marker %s could not be written", p)
 }
 
-// ensurePersistent creates p and its missing ancestors as persistent nodes,
+// createPersistent creates p and its missing ancestors as persistent nodes,
 // p itself with data.
-func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) error {
-	s := m.s
+func (s *Session) createPersistent(p string, data []byte) error {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	node := ""
 	for i, part := range parts {
@@ -226,7 +201,7 @@ func (m *Mutex) ensurePersistent(ctx context.Context, p string, data []byte) err
 			d = data
 		}
 		n := node
-		err := s.do(ctx, func() error {
+		err := s.call(func() error {
 			_, err := s.conn.Create(n, d, 0, s.acl)
 			return err
 		})
@@ -290,17 +265,19 @@ func markerDirOf(root string) string {
 }
 
 // markerAbsence returns a proof that the lock's marker directory is absent,
-// or nil when the session does not know that (then the marker is read). The
-// first call on a root, and the first after a reconnect, sets an exists
-// watch (one request); once the directory has been seen, it is not looked
-// for again.
-func (m *Mutex) markerAbsence(ctx context.Context) *absence {
+// or nil when the session does not know that (then the marker is read). It
+// sends nothing on the caller's path: the first call on a root, and the
+// first after a reconnect, sets an exists watch in the background (one
+// request) for the acquires after it; once the directory has been seen, it
+// is not looked for again.
+func (m *Mutex) markerAbsence() *absence {
 	s := m.s
 	if s.without.markerProof {
 		return nil
 	}
 	dir := m.markerDir()
 	s.delayDirs.mu.Lock()
+	defer s.delayDirs.mu.Unlock()
 	if s.delayDirs.dirs == nil {
 		s.delayDirs.dirs = map[string]*delayDir{}
 	}
@@ -313,39 +290,34 @@ func (m *Mutex) markerAbsence(ctx context.Context) *absence {
 		s.delayDirs.dirs[dir] = d
 	}
 	if d.absent != nil && !fired(d.absent) && d.conn == s.conns.Load() {
-		a := &absence{watch: d.absent, conn: d.conn}
-		s.delayDirs.mu.Unlock()
-		return a
+		return &absence{watch: d.absent, conn: d.conn}
 	}
 	d.absent = nil
-	if d.arming || d.present {
-		s.delayDirs.mu.Unlock()
-		return nil
+	if !d.arming && !d.present {
+		d.arming = s.spawn(func() { s.armMarkerDir(dir, d) })
 	}
-	d.arming = true
-	s.delayDirs.mu.Unlock()
+	return nil
+}
 
+// armMarkerDir sets an exists watch on the marker directory dir and
+// records in d what it found.
+func (s *Session) armMarkerDir(dir string, d *delayDir) {
 	conn := s.conns.Load()
-	e, err := read(ctx, s, s.existsWOp(dir))
-	exists, ch := e.ok, e.ch
-
+	var (
+		exists bool
+		ch     <-chan zk.Event
+	)
+	err := s.call(func() (err error) { exists, _, ch, err = s.conn.ExistsW(dir); return err })
 	s.delayDirs.mu.Lock()
 	defer s.delayDirs.mu.Unlock()
 	d.arming = false
 	switch {
-	case err != nil:
-		// Unknown: markers are read. A read that timed out may still be
-		// running and write exists and ch: neither is looked at.
-		return nil
+	case err != nil: // unknown: markers are read
 	case exists:
 		d.present = true // markers may exist: read them from now on
-		return nil
+	default:
+		if a := (&absence{watch: ch, conn: conn}); a.confirm(s) {
+			d.absent, d.conn = ch, conn
+		}
 	}
-	d.absent, d.conn = ch, conn
-	a := &absence{watch: ch, conn: conn}
-	if !a.confirm(s) {
-		d.absent = nil
-		return nil
-	}
-	return a
 }

@@ -293,9 +293,7 @@ func TestLockDelayFirstMarkerUnderAQuietRoot(t *testing.T) {
 	if err := og.Release(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if other.markerAbsence(ctxT(t, 10*time.Second)) == nil {
-		t.Fatal("the session does not know the root has no markers: the test would test nothing")
-	}
+	awaitMarkerAbsence(t, other)
 	holder := mutex(t, holderS, "first-marker", WithRoot(root), WithLockDelay(delay))
 	g, err := holder.Acquire(ctxT(t, 10*time.Second))
 	if err != nil {
@@ -306,5 +304,18 @@ func TestLockDelayFirstMarkerUnderAQuietRoot(t *testing.T) {
 	}
 	if _, err := other.TryAcquire(ctxT(t, 10*time.Second)); !errors.Is(err, ErrLockDelay) {
 		t.Fatalf("TryAcquire right after an unclean end under a delay: %v, want ErrLockDelay", err)
+	}
+}
+
+// awaitMarkerAbsence waits until m's session knows, from the watch it sets
+// in the background, that m's root has no lock-delay markers.
+func awaitMarkerAbsence(t *testing.T, m *Mutex) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.markerAbsence() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the session does not know the root has no markers: the test would test nothing")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

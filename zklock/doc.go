@@ -47,14 +47,15 @@
 //     the multi's zxid, and in zxid mode nobody reads the lock node's data.
 //   - Marker-absence proof (markerAbsence): the lock-delay marker is not
 //     read while an exists watch on the root's marker directory has not
-//     fired on this connection. Invariant: ZooKeeper delivers a watch's
-//     event before any answer showing a later state, and a holder writes its
-//     marker before its grant.
-//   - Hand-over without a look (awaitGone): when our predecessor was granted
-//     on this session and is gone, we are the lowest without reading the
-//     children again. Invariant: a contender that was once the lowest has
-//     nothing lower after it (sequence numbers only grow); a node planted
-//     below is seen by the grant's look right after.
+//     fired on this connection. The watch is set in the background, off
+//     the path of the acquire that first needs it. Invariant: ZooKeeper
+//     delivers a watch's event before any answer showing a later state, and
+//     a holder writes its marker before its grant.
+//   - Hand-over without a look (awaitTurn): when our predecessor was
+//     granted on this session and is gone, we are the lowest without
+//     reading the children again. Invariant: a contender that was once the
+//     lowest has nothing lower after it (sequence numbers only grow); a
+//     node planted below is seen by the grant's look right after.
 //   - lookEvery: a grant's look reads what it watches at most every
 //     lookEvery, so a holder released within it reads nothing. Invariant:
 //     the read only finds a loss sooner; the session deadline, not the read,

@@ -23,7 +23,8 @@ const DefaultElectionRoot = "/seqd/elections"
 // version, bumped when it takes office), so terms strictly rise from one
 // leader to the next. Its value is its node's data, which Proclaim changes
 // without a new term. NewElection does no I/O; an Election campaigns once at
-// a time.
+// a time: a second campaign while one is under way fails at once with
+// ErrBusy, and one while it leads with ErrAlreadyAcquired.
 type Election struct {
 	m *Mutex
 }
@@ -91,8 +92,11 @@ func (e *Election) TryCampaign(ctx context.Context, value []byte) (*Leadership, 
 }
 
 func (e *Election) campaign(ctx context.Context, value []byte, wait bool) (*Leadership, error) {
-	e.m.data = value
-	g, err := e.m.acquire(ctx, wait)
+	if err := e.m.begin(); err != nil {
+		return nil, err
+	}
+	defer e.m.end()
+	g, err := e.m.lock(ctx, value, wait)
 	if err != nil {
 		return nil, err
 	}

@@ -457,3 +457,37 @@ func (g *Grant) deleteOwn(ctx context.Context, clean bool) error {
 // without recording a clean release, so that a lock-delay applies before
 // the next grant (a lease whose TTL passed ends this way).
 func (g *Grant) Abandon(ctx context.Context) error { return g.release(ctx, false) }
+
+// newGrant declares the grant of own and hands it to the session's monitor
+// with kids,
+// the watch set on the lock's children (or the semaphore's leases) while
+// acquiring, if any.
+func (m *Mutex) newGrant(own, guid string, token uint64, waited time.Duration, kids <-chan zk.Event) (*Grant, error) {
+	s := m.s
+	g := &Grant{
+		Name:   m.name,
+		Path:   own,
+		Token:  token,
+		m:      m,
+		quit:   make(chan struct{}),
+		guid:   guid,
+		at:     s.clock.Now(),
+		looked: sinceStart(),
+	}
+	m.mu.Lock()
+	m.grant = g
+	m.mu.Unlock()
+	if !m.shared {
+		// A reader need not be the lowest contender: neither the
+		// hand-over shortcut nor the check for a lower one applies.
+		s.granted.add(own)
+		s.grants.add(g)
+	}
+	m.observer().Granted(m.name, waited)
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "granted", slog.String("lock", m.name), slog.Uint64("token", token), slog.String("path", own))
+	if !s.admit(g, kids) {
+		g.end(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+		return nil, ErrClosed
+	}
+	return g, nil
+}

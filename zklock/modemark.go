@@ -183,7 +183,10 @@ func (s *Session) ClaimTokenMode(ctx context.Context, root string, mode TokenMod
 	return err
 }
 
-// claim is ClaimTokenMode, returning the root's mark.
+// claim is ClaimTokenMode, returning the root's mark. The root is read,
+// and marked where it records no mark, as one piece of work: ctx bounds
+// the wait for it, and a claim that its caller gave up on finishes in the
+// background (each of its steps is one any claimer may take again).
 func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootMark, error) {
 	if k, ok := s.modes.get(root); ok {
 		if k.mode != mode {
@@ -191,15 +194,25 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 		}
 		return k, nil
 	}
+	return callCtx(ctx, s, func() (rootMark, error) { return s.claimRoot(root, mode) })
+}
+
+// claimRoot reads root's mark, recording mode (with a fresh floor) where
+// the root records none and creating the root where it is missing, and
+// checks the mode and the root's ACL.
+func (s *Session) claimRoot(root string, mode TokenMode) (rootMark, error) {
 	for attempt := 0; attempt < 10; attempt++ {
-		n, err := callCtx(ctx, s, s.getOp(root))
-		data, st := n.data, n.stat
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := s.call(func() (err error) { data, st, err = s.conn.Get(root); return err })
 		if errors.Is(err, zk.ErrNoNode) {
 			want, ferr := s.freshMark(root, mode)
 			if ferr != nil {
 				return rootMark{}, ferr
 			}
-			err = s.createRoot(ctx, root, want.bytes())
+			err = s.createRoot(root, want.bytes())
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				continue // read what is there now
 			}
@@ -214,7 +227,7 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 			if ferr != nil {
 				return rootMark{}, ferr
 			}
-			err := s.do(ctx, func() error { _, err := s.conn.Set(root, want.bytes(), st.Version); return err })
+			err := s.call(func() error { _, err := s.conn.Set(root, want.bytes(), st.Version); return err })
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
 				return rootMark{}, fmt.Errorf("zklock: record token mode on %s: %w", root, err)
 			}
@@ -227,7 +240,7 @@ func (s *Session) claim(ctx context.Context, root string, mode TokenMode) (rootM
 		if k.mode != mode {
 			return rootMark{}, &TokenModeError{Root: root, Recorded: k.mode.String(), Wanted: mode}
 		}
-		if err := s.checkRootACL(ctx, root); err != nil {
+		if err := s.checkRootACL(root); err != nil {
 			return rootMark{}, err
 		}
 		s.modes.set(root, k)
@@ -322,7 +335,7 @@ func (s *Session) RaiseTokenFloor(ctx context.Context, root string, mode TokenMo
 		n, err := callCtx(ctx, s, s.getOp(root))
 		data, st := n.data, n.stat
 		if errors.Is(err, zk.ErrNoNode) {
-			err = s.createRoot(ctx, root, rootMark{mode: mode, floor: floor}.bytes())
+			err = s.do(ctx, func() error { return s.createRoot(root, rootMark{mode: mode, floor: floor}.bytes()) })
 			if errors.Is(err, zk.ErrNodeExists) {
 				continue
 			}
@@ -411,11 +424,12 @@ func (e *NoAuthRootError) Is(target error) bool {
 // may delete or plant lock nodes and contenders. A session without an
 // identity is refused a root it could not create nodes under, at once
 // rather than at its first grant.
-func (s *Session) checkRootACL(ctx context.Context, root string) error {
+func (s *Session) checkRootACL(root string) error {
 	if !s.creatorACL() && !s.anonymous {
 		return nil
 	}
-	acl, err := callCtx(ctx, s, func() ([]zk.ACL, error) { a, _, err := s.conn.GetACL(root); return a, err })
+	var acl []zk.ACL
+	err := s.call(func() (err error) { acl, _, err = s.conn.GetACL(root); return err })
 	if err != nil {
 		return fmt.Errorf("zklock: read the ACL of %s: %w", root, err)
 	}
@@ -472,8 +486,9 @@ func permString(p int32) string {
 }
 
 // createRoot creates root's missing ancestors (persistent, no data) and root
-// itself with data.
-func (s *Session) createRoot(ctx context.Context, root string, data []byte) error {
+// itself with data, one request after the other (its caller bounds the wait
+// for them).
+func (s *Session) createRoot(root string, data []byte) error {
 	parts := strings.Split(strings.Trim(root, "/"), "/")
 	p := ""
 	for i, part := range parts {
@@ -482,7 +497,7 @@ func (s *Session) createRoot(ctx context.Context, root string, data []byte) erro
 		if i == len(parts)-1 {
 			d = data
 		}
-		err := s.do(ctx, func() error { _, err := s.conn.Create(node, d, 0, s.acl); return err })
+		err := s.call(func() error { _, err := s.conn.Create(node, d, 0, s.acl); return err })
 		if err != nil && (i == len(parts)-1 || !errors.Is(err, zk.ErrNodeExists)) {
 			return err
 		}

@@ -486,7 +486,7 @@ func (g *Grant) arm() (<-chan zk.Event, *loss) {
 // On a hot lock every waiter that joins changes the lock's children and
 // fires the holder's watch, and a holder that read them again each time
 // would cost ZooKeeper a read per cycle, and one more when it is granted
-// by a hand-over without a look (awaitGrant); paced, a grant released
+// by a hand-over without a look (awaitTurn); paced, a grant released
 // within lookEvery reads nothing. What the read looks for (our contender
 // gone, one planted below it) is then seen up to lookEvery later. Real
 // time: it spaces requests, it decides nothing.

@@ -45,8 +45,9 @@ type MultiMutex struct {
 	s     *Session
 	locks []*Mutex // one per lock, in the order given
 
-	mu    sync.Mutex
-	grant *MultiGrant
+	mu        sync.Mutex
+	acquiring bool // an acquire is under way (begin)
+	grant     *MultiGrant
 }
 
 // MultiLockError says which lock of its set an acquire was waiting for
@@ -123,9 +124,10 @@ func (mm *MultiMutex) Release(ctx context.Context) error {
 }
 
 func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, err error) {
-	if err := mm.forgetEndedGrant(); err != nil {
+	if err := mm.begin(); err != nil {
 		return nil, err
 	}
+	defer mm.end()
 	s, first := mm.s, mm.locks[0]
 	if err := s.ClaimTokenMode(ctx, first.root, first.mode); err != nil {
 		return nil, err
@@ -176,16 +178,28 @@ func (mm *MultiMutex) acquire(ctx context.Context, wait bool) (g *MultiGrant, er
 	return mm.newGrant(cs, guid, tokens, s.clock.Now().Sub(start), kids)
 }
 
-// forgetEndedGrant refuses while the MultiMutex holds a live grant, and
-// forgets an ended one.
-func (mm *MultiMutex) forgetEndedGrant() error {
+// begin starts an acquire, before anything is written: it refuses while
+// another acquire on mm is under way (ErrBusy) or mm holds a live grant
+// (ErrAlreadyAcquired), and forgets an ended grant. end closes it.
+func (mm *MultiMutex) begin() error {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
-	if mm.grant != nil && mm.grant.Err() == nil {
+	switch {
+	case mm.acquiring:
+		return fmt.Errorf("%w: %s", ErrBusy, strings.Join(mm.Names(), ", "))
+	case mm.grant != nil && mm.grant.Err() == nil:
 		return ErrAlreadyAcquired
 	}
+	mm.acquiring = true
 	mm.grant = nil
 	return nil
+}
+
+// end closes the acquire that begin started.
+func (mm *MultiMutex) end() {
+	mm.mu.Lock()
+	mm.acquiring = false
+	mm.mu.Unlock()
 }
 
 // create makes our contender in every lock with one multi, creating the
@@ -198,7 +212,7 @@ func (mm *MultiMutex) forgetEndedGrant() error {
 func (mm *MultiMutex) create(ctx context.Context, guid string) (cs []created, err error) {
 	proofs := make([]*absence, len(mm.locks))
 	for i, m := range mm.locks {
-		proofs[i] = m.markerAbsence(ctx)
+		proofs[i] = m.markerAbsence()
 	}
 	for attempt := 0; ; attempt++ {
 		// Not abandoned when ctx ends, as for a single create: a multi
@@ -405,7 +419,9 @@ func (mm *MultiMutex) awaitAll(ctx context.Context, cs []created, stats []*zk.St
 			if kids[i] != nil {
 				continue
 			}
-			k, err := m.awaitGrant(ctx, cs[i], stats[i], guid, wait)
+			c := cs[i]
+			c.stat = stats[i]
+			k, err := m.awaitTurn(ctx, c, guid, wait)
 			if err != nil {
 				return nil, &MultiLockError{Lock: m.name, Err: err}
 			}
@@ -451,7 +467,11 @@ func (mm *MultiMutex) takeTokens(ctx context.Context, cs []created, stats []*zk.
 		if err := m.markHeld(ctx, cs[i].path); err != nil {
 			return nil, err
 		}
-		t, err := m.takeToken(ctx, cs[i].path, stats[i])
+		k, err := m.s.claim(ctx, m.root, m.mode)
+		if err != nil {
+			return nil, err
+		}
+		t, err := m.takeToken(ctx, k, cs[i].path, stats[i])
 		if err != nil {
 			return nil, err
 		}

@@ -57,7 +57,7 @@ type Semaphore struct {
 	name   string
 	limit  int
 	path   string // root + "/" + name
-	lock   *Mutex // <path>/locks
+	lock   *Mutex // <path>/locks, for readers of the queue; acquires take newLock's
 	leases *Mutex // the grants' owner; its path is <path>/leases
 	data   []byte
 }
@@ -81,18 +81,30 @@ func NewSemaphore(s *Session, name string, limit int, opts ...SemaphoreOption) (
 	if err := ValidateSemaphoreName(name); err != nil {
 		return nil, err
 	}
-	// The mutex's name includes the semaphore's, so that the semaphore's
-	// node is a container like the mutex's.
-	lock, err := NewMutex(s, name+"/"+semLocks, WithRoot(leases.root))
+	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, leases: leases, data: leases.data}
+	lock, err := sem.newLock()
 	if err != nil {
 		return nil, err
 	}
-	lock.quiet = true       // its grants are not the semaphore's
-	lock.data = leases.data // so that a queue read names who waits
-	sem := &Semaphore{s: s, name: name, limit: limit, path: leases.path, lock: lock, leases: leases, data: leases.data}
+	sem.lock = lock
 	leases.path = sem.path + "/" + semLeases
 	leases.leaseSet = true
 	return sem, nil
+}
+
+// newLock is a Mutex on the semaphore's ordering mutex. Each acquire takes
+// it through one of its own, so that acquires of one Semaphore may run at
+// once (a Mutex acquires once at a time).
+func (sem *Semaphore) newLock() (*Mutex, error) {
+	// The mutex's name includes the semaphore's, so that the semaphore's
+	// node is a container like the mutex's.
+	lock, err := NewMutex(sem.s, sem.name+"/"+semLocks, WithRoot(sem.leases.root))
+	if err != nil {
+		return nil, err
+	}
+	lock.quiet = true    // its grants are not the semaphore's
+	lock.data = sem.data // so that a queue read names who waits
+	return lock, nil
 }
 
 // The children of a semaphore's node.
@@ -162,17 +174,14 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 	if err != nil {
 		return nil, err
 	}
-	stat, err := s.statOf(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.ownedBy("lease", c.path, stat); err != nil {
-		return nil, err
-	}
 	if _, err := sem.awaitSlot(ctx, c, wait); err != nil {
 		return nil, err
 	}
-	token, err := sem.leases.takeToken(ctx, c.path, stat)
+	k, err := s.claim(ctx, sem.leases.root, sem.leases.mode)
+	if err != nil {
+		return nil, err
+	}
+	token, err := sem.leases.takeToken(ctx, k, c.path, c.stat)
 	if err != nil {
 		return nil, err
 	}
@@ -187,10 +196,14 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool) (g *Grant, err err
 // an acquirer waiting for a slot (none is free) or, briefly, one taking a
 // free slot; either way the answer is ErrHeld, at once.
 func (sem *Semaphore) takeLock(ctx context.Context, wait bool) (*Grant, error) {
-	if wait {
-		return sem.lock.Acquire(ctx)
+	lock, err := sem.newLock()
+	if err != nil {
+		return nil, err
 	}
-	g, err := sem.lock.TryAcquire(ctx)
+	if wait {
+		return lock.Acquire(ctx)
+	}
+	g, err := lock.TryAcquire(ctx)
 	if errors.Is(err, ErrHeld) {
 		return nil, fmt.Errorf("%w: semaphore %s", ErrHeld, sem.name)
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // ReadLock is a shared holder of a lock: readers hold it together, a writer
@@ -49,37 +47,74 @@ func (r *ReadLock) Acquire(ctx context.Context) (*Grant, error) { return r.acqui
 // TryAcquire returns ErrHeld if a writer holds the lock or is queued.
 func (r *ReadLock) TryAcquire(ctx context.Context) (*Grant, error) { return r.acquire(ctx, false) }
 
-func (r *ReadLock) acquire(ctx context.Context, wait bool) (*Grant, error) {
+func (r *ReadLock) acquire(ctx context.Context, wait bool) (g *Grant, err error) {
 	m := r.m
+	s := m.s
 	// The root's token mode is claimed as a writer's: readers' tokens are
 	// czxids, and a root whose locks count versions refuses them.
-	return m.contend(ctx, wait, " for reading", r.create, func(c created, stat *zk.Stat, _ string) (uint64, <-chan zk.Event, error) {
-		children := c.children
-		for {
-			w, err := r.writerAhead(ctx, c.path, children)
-			if err != nil {
-				return 0, nil, err
-			}
-			if w == "" {
-				break
-			}
-			if !wait {
-				return 0, nil, fmt.Errorf("%w: %s has a writer", ErrHeld, m.name)
-			}
-			if _, err := m.awaitGone(ctx, w); err != nil {
-				return 0, nil, err
-			}
-			children = nil
+	if _, err := s.claim(ctx, m.root, m.mode); err != nil {
+		return nil, err
+	}
+	start := s.clock.Now()
+	defer m.waiting(wait)()
+	guid := newGUID()
+	defer func() { err = m.abandon(ctx, guid, " for reading", err) }()
+	c, err := r.create(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.awaitWriters(ctx, c, wait); err != nil {
+		return nil, err
+	}
+	k, err := s.claim(ctx, m.root, m.mode)
+	if err != nil {
+		return nil, err
+	}
+	token, err := m.takeToken(ctx, k, c.path, c.stat)
+	if err != nil {
+		return nil, err
+	}
+	// The watch set by the read after the create goes to the grant: if the
+	// children changed while a writer was waited for, the grant's monitor
+	// looks at them again at once.
+	return m.newGrant(c.path, guid, token, s.clock.Now().Sub(start), c.kids)
+}
+
+// awaitWriters returns once no writer is queued ahead of our reader c, each
+// time watching the nearest one. Without wait it returns ErrHeld if one is.
+func (r *ReadLock) awaitWriters(ctx context.Context, c created, wait bool) error {
+	m := r.m
+	s := m.s
+	children := c.children
+	for {
+		w, err := r.writerAhead(ctx, c.path, children)
+		switch {
+		case err != nil:
+			return err
+		case w == "":
+			return nil
+		case !wait:
+			return fmt.Errorf("%w: %s has a writer", ErrHeld, m.name)
 		}
-		token, err := m.takeToken(ctx, c.path, stat)
+		children = nil
+		e, err := callCtx(ctx, s, s.existsWOp(w))
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
-		// The watch set by the read after the create goes to the grant: if the
-		// children changed while a writer was waited for, the grant's
-		// monitor looks at them again at once.
-		return token, c.kids, nil
-	})
+		if !e.ok {
+			continue
+		}
+		if e.stat.EphemeralOwner == 0 {
+			s.reportBlocked(m.name, w, e.stat.Czxid)
+		}
+		select {
+		case <-e.ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return s.Err()
+		}
+	}
 }
 
 // writerAhead returns the path of the nearest writer queued before own

@@ -107,17 +107,15 @@ func versionToken(ctx context.Context, m *Mutex, own string, _ *zk.Stat) (uint64
 	return uint64(res[1].Stat.Version), nil
 }
 
-// takeToken computes the token of a grant to own and declares it only if
-// the session can still vouch for the grant and the token is above every
-// one issued before for this lock (guardToken) and above the root's floor
+// takeToken computes the token of a grant to own, under the root's mark k
+// as claimed right before (the session may have forgotten it meanwhile, when
+// a grant was refused for the root's floor), and declares it only if the
+// session can still vouch for the grant and the token is above every one
+// issued before for this lock (guardToken) and above the root's floor
 // record. Writers and readers (a ReadLock's grant, whose token is its
 // czxid) go through it alike.
-func (m *Mutex) takeToken(ctx context.Context, own string, stat *zk.Stat) (uint64, error) {
+func (m *Mutex) takeToken(ctx context.Context, k rootMark, own string, stat *zk.Stat) (uint64, error) {
 	s := m.s
-	k, err := s.claim(ctx, m.root, m.mode)
-	if err != nil {
-		return 0, err
-	}
 	raw, err := m.tokenOf(ctx, m, own, stat)
 	if err != nil {
 		return 0, err

@@ -161,7 +161,12 @@ func TestSlowBodyIsCut(t *testing.T) {
 		b, err := io.ReadAll(r.Body)
 		rd := read{n: len(b), err: err, took: time.Since(start)}
 		if err == nil {
-			time.Sleep(time.Second) // past the body's deadline
+			// Past the body's deadline: a read deadline left on the
+			// connection (set in real time on the net.Conn, which no
+			// injected clock reaches) fires 200ms after the handler began
+			// and would cancel the request's context; a second is five
+			// times that.
+			time.Sleep(time.Second)
 			rd.ctxAlive = r.Context().Err() == nil
 		}
 		reads <- rd

@@ -247,6 +247,9 @@ func (r *goRunner) hold(v goVector) (bool, string) {
 	}
 	t0 := time.Now()
 	if e.Result == "held" {
+		// The vector, shared with the other languages' runners, says how
+		// long the lease must stay held against this daemon: its TTLs run
+		// on the daemon's real clock, so the runner waits that long.
 		time.Sleep(time.Duration(e.For * float64(time.Second)))
 		n := r.stats(name)["renews"]
 		select {
@@ -295,7 +298,16 @@ func (r *goRunner) keepalive(v goVector) (bool, string) {
 	if err != nil {
 		return false, "Hold: " + err.Error()
 	}
-	time.Sleep(time.Duration(v.Expect.For * float64(time.Second)))
+	// Three requests (the acquire and two renewals) are the event, the
+	// release the fourth; the vector's time bounds the wait for them.
+	deadline := time.Now().Add(time.Duration(v.Expect.For*float64(time.Second)) + 5*time.Second)
+	for r.stats(name)["posts"] < 3 && time.Now().Before(deadline) {
+		select {
+		case <-h.Lost():
+			return false, fmt.Sprintf("lost (%v) before three requests", h.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	h.Release(context.Background())
 	s := r.stats(name)
 	return s["posts"] >= 4 && s["connections"] == 1, fmt.Sprintf("%d requests on %d connection(s)", s["posts"], s["connections"])

@@ -262,6 +262,9 @@ func (o *owner) renew(ctx context.Context, ttl, d time.Duration) {
 		}
 		o.gap = max(o.gap, time.Since(last))
 		last = time.Now()
+		// A client's renewal cadence (TTL/3), in real time as a deployed
+		// client's is: the flood must not stretch the gap between two
+		// answered renewals past the TTL.
 		time.Sleep(time.Second)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,9 +41,15 @@ func TestCampaignRunsCommandWhileLeader(t *testing.T) {
 	a := start("a")
 	zktest.Eventually(t, 30*time.Second, "a's command to run", func() bool { _, ok := read("a"); return ok })
 	b := start("b")
-	time.Sleep(time.Second) // b is a candidate by now; its command must not run
+	// b says whom it waits for once it has waited a second as a candidate
+	// behind a: by then its command must not have run.
+	waiting := regexp.MustCompile(`waiting since \d\d:\d\d:\d\d for leader "a" of election scheduler`)
+	zktest.Eventually(t, 30*time.Second, "b to say it waits for a, or its command to run", func() bool {
+		_, ran := read("b")
+		return ran || waiting.MatchString(b.stderr.String())
+	})
 	if _, ok := read("b"); ok {
-		t.Fatal("b's command runs while a leads")
+		t.Fatalf("b's command runs while a leads; b's stderr:\n%s", b.stderr.String())
 	}
 	termA, _ := read("a")
 	stopped := time.Now()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
 	"sync"
@@ -83,13 +84,14 @@ type sampler struct {
 	mu   sync.Mutex
 	runs map[int][][2]time.Time
 	open map[int]bool
+	per  map[int]int // samples per daemon
 	n    int
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 func sample(ps []*campaigner) *sampler {
-	s := &sampler{runs: map[int][][2]time.Time{}, open: map[int]bool{}, stop: make(chan struct{})}
+	s := &sampler{runs: map[int][][2]time.Time{}, open: map[int]bool{}, per: map[int]int{}, stop: make(chan struct{})}
 	for _, p := range ps {
 		s.wg.Add(1)
 		go func() {
@@ -114,6 +116,7 @@ func (s *sampler) record(id int, from, to time.Time, self bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
+	s.per[id]++
 	switch {
 	case self && s.open[id]:
 		s.runs[id][len(s.runs[id])-1][1] = from
@@ -123,6 +126,26 @@ func (s *sampler) record(id int, from, to time.Time, self bool) {
 	default:
 		s.open[id] = false
 	}
+}
+
+// sampled waits until every live daemon of ps has answered two more
+// samples: each one's state after the last event is on record before the
+// next fault.
+func (s *sampler) sampled(t *testing.T, ps []*campaigner) {
+	t.Helper()
+	s.mu.Lock()
+	from := maps.Clone(s.per)
+	s.mu.Unlock()
+	zktest.Eventually(t, 30*time.Second, "two more samples of every daemon", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range ps {
+			if p.alive() && s.per[p.id] < from[p.id]+2 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (s *sampler) finish(t *testing.T) {
@@ -190,7 +213,7 @@ func TestCampaignersFailover(t *testing.T) {
 	}
 	s := sample(ps)
 	leader, term := awaitLeader(t, ps, 30*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	s.sampled(t, ps)
 
 	// kill -9: the session lives on until ZooKeeper expires it.
 	killed := time.Now()
@@ -203,7 +226,7 @@ func TestCampaignersFailover(t *testing.T) {
 		t.Fatalf("term %d after %d", nterm, term)
 	}
 	t.Logf("failover after kill -9 of the leader's daemon: %v (%.2fx the session timeout %v)", failover.Round(time.Millisecond), float64(failover)/float64(session), session)
-	time.Sleep(300 * time.Millisecond)
+	s.sampled(t, ps)
 
 	// ZooKeeper leader failover: the elected daemon stays leader or another
 	// is elected; either way a leader again, with a term not lower.
@@ -222,7 +245,7 @@ func TestCampaignersFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, nterm := awaitLeader(t, ps, 6*session)
-	time.Sleep(300 * time.Millisecond)
+	s.sampled(t, ps)
 
 	// SIGTERM: the daemon resigns before it exits.
 	termed := time.Now()

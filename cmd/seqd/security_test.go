@@ -241,6 +241,9 @@ func flood(t *testing.T, bin string, zkc *testenv.Cluster, capped bool) error {
 		if code, _ := probe(base + "/readyz"); code != 200 {
 			unready++
 		}
+		// The owner's renewal cadence, in real time as a deployed
+		// client's is: what is measured is whether each renewal is
+		// answered in time under the flood.
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("capped=%v: %d flood connections opened; %d renewals (%d retried), %d ready probes not answered ready", capped, opened.Load(), renewals, retries, unready)

@@ -69,6 +69,18 @@ func flood(t *testing.T, url string, n int, dribble bool) {
 	}
 }
 
+// full waits until s has n connections open.
+func full(t *testing.T, s *Server, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Open() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open after 10s waiting for %s, want %d", s.Open(), what, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // get asks for / on a new connection and reports how long the answer took.
 func get(t *testing.T, url string, within time.Duration) (time.Duration, error) {
 	t.Helper()
@@ -149,7 +161,12 @@ func TestSlowBodyIsCut(t *testing.T) {
 		b, err := io.ReadAll(r.Body)
 		rd := read{n: len(b), err: err, took: time.Since(start)}
 		if err == nil {
-			time.Sleep(time.Second) // past the body's deadline
+			// Past the body's deadline: a read deadline left on the
+			// connection (set in real time on the net.Conn, which no
+			// injected clock reaches) fires 200ms after the handler began
+			// and would cancel the request's context; a second is five
+			// times that.
+			time.Sleep(time.Second)
 			rd.ctxAlive = r.Context().Err() == nil
 		}
 		reads <- rd
@@ -273,7 +290,7 @@ func TestBusyConnectionsAreShedForPriority(t *testing.T) {
 	flood(t, url, 3*maxConns, false)
 	fresh := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for i := range 5 {
-		time.Sleep(300 * time.Millisecond) // the floods fill the cap again
+		full(t, s, maxConns, "the floods to fill the cap again")
 		took, err := renew(fresh, url)
 		if err != nil {
 			t.Fatalf("priority request %d on a new connection: %v", i, err)
@@ -291,9 +308,12 @@ func TestBusyConnectionsAreShedForPriority(t *testing.T) {
 		t.Error("no busy connection was closed: the floods did not fill the cap")
 	}
 
-	_, ctlURL := serveLong(true)
+	ctl, ctlURL := serveLong(true)
 	busy(ctlURL, 3*maxConns)
-	time.Sleep(300 * time.Millisecond)
+	// Every connection under the cap now waits on a /long request that
+	// never ends, and none is closed to make room: the priority request
+	// can never be served, and the second it is given only bounds the test.
+	full(t, ctl, maxConns, "the busy connections to fill the control's cap")
 	short := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if _, err := renew(short, ctlURL); err == nil {
 		t.Fatal("with busy connections kept at the cap, a priority request was still served: the control shows nothing")

@@ -97,6 +97,16 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(info.token, big)
         self.assertEqual(info.ttl, 15.0)
 
+    def test_a_check_without_a_current_token_says_none(self) -> None:
+        # The daemon writes current_token 0 when it knows no holder's token:
+        # 0 is never a token, so the answer has none (the JS client's null).
+        r = seqd.CheckResult.from_json({"valid": False, "current_token": 0, "code": "not_held", "error": "x"})
+        self.assertIsNone(r.current_token)
+        self.assertEqual(r.code, "not_held")
+        big = 2**64 - 1
+        self.assertEqual(seqd.CheckResult.from_json({"valid": True, "current_token": big}).current_token, big)
+        self.assertIsNone(seqd.CheckResult.from_json({"valid": False, "current_token": -3}).current_token)
+
 
 class ClientSettingsTest(unittest.TestCase):
     def setUp(self) -> None:

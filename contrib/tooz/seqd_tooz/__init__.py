@@ -23,8 +23,9 @@ takes. The seqd client itself registers nothing with tooz.
 
 URL: ``seqd://HOST:PORT`` (``http://``), ``seqd+https://HOST:PORT``, or
 ``seqd://`` for ``SEQD_ADDR``. Options, in the query or as keyword
-arguments of ``get_coordinator``: ``ttl`` (default ``15s``),
-``timeout`` (per request, default 4s), ``api_token_file``,
+arguments of ``get_coordinator``: ``ttl`` (default ``15s``) and
+``timeout`` (per request, default 4s), each a number of seconds (``2``,
+``0.5``) or a duration (``2s``, ``1m30s``); ``api_token_file``,
 ``cacert``, ``cert``, ``key`` (each defaulting to its ``SEQD_*`` variable,
 as for :class:`seqd.Client`), ``prefix`` (a name prefix for every lock,
 joined with ``/``) and ``owner`` (default: the member id).
@@ -34,19 +35,38 @@ leader election are not provided (they raise ``tooz.NotImplemented``).
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Dict, List, Optional, Set
 
 import tooz  # type: ignore[import]
 from tooz import coordination, locking
 
-from seqd import Client, HeldError, Lease, LostSignal, SeqdError, UnavailableError
+from seqd import Client, Duration, HeldError, Lease, LostSignal, SeqdError, UnavailableError, parse_go_duration
 
 _OPTIONS = ("ttl", "timeout", "api_token_file", "cacert", "cert", "key", "prefix", "owner")
 
 # The longest wait of one acquire (the daemon's limit): a lock acquired
 # with blocking=True asks again until it is granted.
 _MAX_WAIT = 600.0
+
+
+def _duration(value: Any, option: str) -> Duration:
+    """An option's duration: a number of seconds (``2``, ``0.5``: tooz's
+    drivers take their timeouts so) or a duration (``2s``, ``1m30s``)."""
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str):
+        try:
+            text = float(text)
+        except ValueError:
+            try:
+                parse_go_duration(text)
+                return text
+            except SeqdError:
+                pass
+    if isinstance(text, bool) or not isinstance(text, (int, float)) or not math.isfinite(text) or text < 0:
+        raise ValueError(f"seqd tooz driver: option {option}={value!r} is neither seconds (2, 0.5) nor a duration (2s, 1m30s)")
+    return text
 
 
 def _translate(e: SeqdError) -> Exception:
@@ -165,12 +185,12 @@ class SeqdDriver(coordination.CoordinationDriver):
         scheme = "https" if parsed_url.scheme == "seqd+https" else "http"
         host = parsed_url.netloc
         self._addr: Optional[str] = f"{scheme}://{host}" if host else None
-        self.ttl: str = opts.get("ttl", "15s")
+        self.ttl: Duration = _duration(opts.get("ttl", "15s"), "ttl")
         self.prefix: str = opts.get("prefix", "").strip("/")
         member = member_id.decode("utf-8", "replace") if isinstance(member_id, bytes) else str(member_id)
         self.owner: str = opts.get("owner") or member
         self._client_args = {k: opts[k] for k in ("api_token_file", "cacert", "cert", "key") if k in opts}
-        self._timeout: Any = opts.get("timeout", 4.0)
+        self._timeout: Duration = _duration(opts.get("timeout", 4.0), "timeout")
         self._client: Optional[Client] = None
         self._locks: Set[SeqdLock] = set()
         self._mu = threading.Lock()

@@ -158,6 +158,19 @@ class ToozLockTest(unittest.TestCase):
         with self.assertRaises(coordination.ToozConnectionError):
             bad.start()
 
+    def test_durations_in_seconds_or_go_form(self) -> None:
+        # tooz's drivers take timeouts as seconds: timeout=2 is 2 seconds.
+        for query, timeout, ttl in [("timeout=2", 2.0, 15.0), ("timeout=0.5&ttl=3", 0.5, 3.0), ("timeout=2s&ttl=1m", 2.0, 60.0)]:
+            with self.subTest(query=query):
+                c = coordinator(b"member-t", URL + "?" + query)
+                self.addCleanup(c.stop)
+                self.assertEqual(c._client.timeout, timeout)
+                with c.get_lock(lock_name("durations")) as lock:
+                    self.assertEqual(lock.lease.ttl, ttl)
+        for bad in ["2x", "-1", "soon"]:
+            with self.subTest(bad=bad), self.assertRaisesRegex(ValueError, f"option timeout={bad!r} is neither seconds"):
+                coordination.get_coordinator(URL + "?timeout=" + bad, b"m")
+
     def test_options_pass_the_owner_and_ttl(self) -> None:
         c = coordinator(b"member-d", URL + "?ttl=3s&prefix=toozed", owner="worker-7")
         self.addCleanup(c.stop)

@@ -312,6 +312,8 @@ func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leas
 				return
 			}
 		}
+	case how == "drip-headers":
+		h.dripHeaders(w, r)
 	case how == "late":
 		h.mu.Lock()
 		g := h.grants[leaseID]
@@ -341,5 +343,31 @@ func (h *hostile) truncated(w http.ResponseWriter, body string) {
 	buf.Flush()
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.CloseWrite()
+	}
+}
+
+// dripHeaders sends a status line, then one byte of a header line every
+// 200 ms, never ending the headers.
+func (h *hostile) dripHeaders(w http.ResponseWriter, r *http.Request) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprint(buf, "HTTP/1.1 200 OK\r\nX-Drip: ")
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		buf.WriteByte('.')
+		if buf.Flush() != nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		case <-h.stop:
+			return
+		}
 	}
 }

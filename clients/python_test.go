@@ -34,11 +34,11 @@ func TestPythonClient(t *testing.T) {
 	e.run("python", 3*time.Minute, "python3", args...)
 }
 
-// TestPythonIntegrations runs the suites of the Python integrations
-// (clients/python/integration_tests: the tooz driver through tooz's own
-// get_coordinator, seqd.locked under a Celery app) against the harness's
-// daemons, with Debian's python3-tooz and python3-celery.
-// PY_INTEGRATION_TESTS (e.g. "integration_tests.test_tooz") runs only those.
+// TestPythonIntegrations runs the suite of the Python client's
+// integrations (clients/python/integration_tests: seqd.locked under a
+// Celery app) against the harness's daemons, with Debian's python3-celery,
+// then docs/clients.md's Python integration examples.
+// PY_INTEGRATION_TESTS (e.g. "integration_tests.test_locked") runs only those.
 func TestPythonIntegrations(t *testing.T) {
 	if out, err := exec.Command(debianPython, "-c", "import tooz, celery").CombinedOutput(); err != nil {
 		t.Fatalf("the Python integrations' tests need %s with python3-tooz and python3-celery (scripts/deps.sh installs them): %v\n%s", debianPython, err, out)
@@ -56,16 +56,41 @@ func TestPythonIntegrations(t *testing.T) {
 	}
 }
 
+// TestToozAdapter runs the tooz adapter's suite (contrib/tooz/tooz_tests:
+// the driver through tooz's own get_coordinator, found by the adapter's
+// entry point; what pip installs with the client and with the adapter)
+// against the harness's daemons, with Debian's python3-tooz and the client
+// on PYTHONPATH. TOOZ_TESTS (e.g. "tooz_tests.test_tooz.ToozLockTest")
+// runs only those.
+func TestToozAdapter(t *testing.T) {
+	if out, err := exec.Command(debianPython, "-c", "import tooz").CombinedOutput(); err != nil {
+		t.Fatalf("the tooz adapter's tests need %s with python3-tooz (scripts/deps.sh installs it): %v\n%s", debianPython, err, out)
+	}
+	client, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // stevedore's entry-point cache
+	t.Setenv("PYTHONPATH", client)
+	e := newEnv(t)
+	args := []string{"-m", "unittest", "discover", "-v", "-s", "tooz_tests", "-t", "."}
+	if only := os.Getenv("TOOZ_TESTS"); only != "" {
+		args = append([]string{"-m", "unittest", "-v"}, strings.Fields(only)...)
+	}
+	e.run("../contrib/tooz", 3*time.Minute, debianPython, args...)
+}
+
 // pythonDocExampleRE is an example of docs/clients.md's Python
 // integration sections: a "<!-- python example: NAME -->" marker, the
 // program, and the output shown in the text block after it.
 var pythonDocExampleRE = regexp.MustCompile("(?s)<!-- python example: ([\\w-]+) -->\n```python\n(.*?)```\n\n```text\n(.*?)```")
 
 // runPythonDocExamples runs each Python example of docs/clients.md as
-// written, with Debian's python3, the package on PYTHONPATH beside the
-// metadata pip would install (so that tooz finds the driver by its entry
-// point), against the harness's plain daemon; each must print what the
-// document shows.
+// written, with Debian's python3, the client and the tooz adapter on
+// PYTHONPATH beside the metadata pip would install (so that tooz finds the
+// driver by the adapter's entry point), against the harness's plain
+// daemon; each must print what the document shows.
 func runPythonDocExamples(t *testing.T, e *env) {
 	b, err := os.ReadFile("../docs/clients.md")
 	if err != nil {
@@ -79,13 +104,20 @@ func runPythonDocExamples(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adapter, err := filepath.Abs("../contrib/tooz")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dist := t.TempDir()
 	meta := "import sys; sys.path.insert(0, 'build_backend'); import seqd_backend; seqd_backend.prepare_metadata_for_build_wheel(sys.argv[1])"
-	cmd := exec.Command(debianPython, "-c", meta, dist)
-	cmd.Dir = pkg
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("writing the package's metadata: %v\n%s", err, out)
+	for _, dir := range []string{pkg, adapter} {
+		cmd := exec.Command(debianPython, "-c", meta, dist)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("writing the metadata of %s: %v\n%s", dir, err, out)
+		}
 	}
+	path := strings.Join([]string{pkg, adapter, dist}, string(os.PathListSeparator))
 	for _, ex := range examples {
 		name, code, want := ex[1], ex[2], ex[3]
 		t.Run("doc_"+name, func(t *testing.T) {
@@ -98,7 +130,7 @@ func runPythonDocExamples(t *testing.T, e *env) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, debianPython, f)
 			cmd.Dir = dir
-			cmd.Env = append(withoutSeqdVars(os.Environ()), "SEQD_ADDR="+e.vars["SEQD_ADDR"], "PYTHONPATH="+pkg+string(os.PathListSeparator)+dist,
+			cmd.Env = append(withoutSeqdVars(os.Environ()), "SEQD_ADDR="+e.vars["SEQD_ADDR"], "PYTHONPATH="+path,
 				"PYTHONDONTWRITEBYTECODE=1", "XDG_CACHE_HOME="+dir, "PYTHONWARNINGS=ignore")
 			cmd.WaitDelay = 5 * time.Second
 			out, err := cmd.Output()

@@ -10,7 +10,10 @@ import (
 
 // pythonSources are what the Python checks cover: the package, its tests,
 // the fences' tests and the build backend.
-var pythonSources = []string{"seqd", "tests", "fence_tests", "build_backend"}
+var pythonSources = []string{"seqd", "tests", "fence_tests", "integration_tests", "build_backend"}
+
+// toozSources are what they cover of the tooz adapter (contrib/tooz).
+var toozSources = []string{"seqd_tooz", "tooz_tests"}
 
 // runIn runs name args in dir and returns its status and output.
 func runIn(t *testing.T, dir, name string, args ...string) (bool, string) {
@@ -50,6 +53,13 @@ func TestPythonChecks(t *testing.T) {
 	}
 	if ok, out := runIn(t, "python", debianPython, append(mypy, pythonSources...)...); !ok {
 		t.Errorf("mypy over clients/python:\n%s", out)
+	}
+	// The tooz adapter, with the client on its mypy_path (its pyproject.toml).
+	if ok, out := runIn(t, "../contrib/tooz", debianPython, append([]string{"-m", "pyflakes"}, toozSources...)...); !ok {
+		t.Errorf("pyflakes over contrib/tooz:\n%s", out)
+	}
+	if ok, out := runIn(t, "../contrib/tooz", debianPython, append(mypy, toozSources...)...); !ok {
+		t.Errorf("mypy over contrib/tooz:\n%s", out)
 	}
 
 	bad := t.TempDir()

@@ -1,11 +1,15 @@
-"""A PEP 517 build backend for the seqd package, standard library only.
+"""A PEP 517 build backend for seqd's pure-Python packages, standard
+library only.
 
-It exists so that ``pip install ./clients/python`` works without a package
-index (pip's isolated build would have to download setuptools). It builds
-what this one pure-Python package needs and nothing more: a ``py3-none-any``
-wheel of ``seqd/``, an editable wheel (PEP 660) that points at this source
-tree, and an sdist. The metadata comes from ``pyproject.toml``'s
-``[project]`` table (its flat string entries).
+It exists so that ``pip install ./clients/python`` (the client, ``seqd``)
+and ``pip install ./contrib/tooz`` (its tooz adapter, ``seqd-tooz``, whose
+``build_backend/`` links here) work without a package index (pip's
+isolated build would have to download setuptools). It builds what one
+pure-Python package needs and nothing more: a ``py3-none-any`` wheel of
+the package directory (the project's name with ``-`` as ``_``), an
+editable wheel (PEP 660) that points at the source tree, and an sdist. The
+metadata comes from ``pyproject.toml``'s ``[project]`` table: its flat
+string entries, ``dependencies`` and ``[project.entry-points."GROUP"]``.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import tarfile
 import zipfile
 from typing import Dict, List, Optional, Tuple
 
+# The project's directory: the one above build_backend/ (abspath, not
+# realpath: the adapter's build_backend/ is a link to this file).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGE = "seqd"
 
 
 def _project() -> Dict[str, str]:
@@ -36,6 +41,19 @@ def _project() -> Dict[str, str]:
     return fields
 
 
+def _package() -> str:
+    """The directory of the package: the project's name, ``-`` as ``_``."""
+    return re.sub(r"[-.]+", "_", _project()["name"])
+
+
+def _dependencies() -> List[str]:
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    d = re.search(r"^dependencies\s*=\s*\[(.*?)\]", m.group(1) if m else "", re.M | re.S)
+    return re.findall(r'"([^"]+)"', d.group(1)) if d else []
+
+
 def _metadata() -> str:
     p = _project()
     lines = [
@@ -47,6 +65,7 @@ def _metadata() -> str:
         "Classifier: Programming Language :: Python :: 3",
         "Classifier: Typing :: Typed",
     ]
+    lines += [f"Requires-Dist: {d}" for d in _dependencies()]
     readme = os.path.join(ROOT, p.get("readme", "README.md"))
     body = ""
     if os.path.exists(readme):
@@ -73,7 +92,7 @@ def _entry_points() -> str:
 def _package_files() -> List[Tuple[str, str]]:
     """(path in the archive, path on disk) of the package's files."""
     out = []
-    src = os.path.join(ROOT, PACKAGE)
+    src = os.path.join(ROOT, _package())
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for fn in sorted(filenames):
@@ -121,7 +140,7 @@ def build_wheel(wheel_directory: str, config_settings: Optional[dict] = None, me
 
 
 def build_editable(wheel_directory: str, config_settings: Optional[dict] = None, metadata_directory: Optional[str] = None) -> str:
-    return _write_wheel(wheel_directory, [(f"_{PACKAGE}_editable.pth", (ROOT + "\n").encode())])
+    return _write_wheel(wheel_directory, [(f"_{_package()}_editable.pth", (ROOT + "\n").encode())])
 
 
 def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) -> str:
@@ -129,10 +148,13 @@ def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) ->
     sdist = f"{name}.tar.gz"
     paths = ["pyproject.toml", "README.md", "build_backend/seqd_backend.py"]
     paths += [arc for arc, _ in _package_files()]
-    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "tests")):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        paths += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in sorted(filenames) if fn.endswith(".py")]
-    with tarfile.open(os.path.join(sdist_directory, sdist), "w:gz", format=tarfile.PAX_FORMAT) as t:
+    tests = sorted(d for d in os.listdir(ROOT) if d == "tests" or d.endswith("_tests"))
+    for top in tests:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            paths += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in sorted(filenames) if fn.endswith(".py")]
+    # dereference: the adapter's build_backend/ is a link to the client's.
+    with tarfile.open(os.path.join(sdist_directory, sdist), "w:gz", format=tarfile.PAX_FORMAT, dereference=True) as t:
         for rel in paths:
             full = os.path.join(ROOT, rel)
             if os.path.exists(full):
@@ -149,7 +171,8 @@ def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: O
     """The wheel's ``.dist-info`` (METADATA and entry_points.txt), written
     into ``metadata_directory``. A directory on ``sys.path`` that holds it
     (and the package) is what an installation looks like to
-    ``importlib.metadata``: the tests register the tooz driver that way."""
+    ``importlib.metadata``: the tooz adapter's tests register its driver
+    that way."""
     info = f"{_dist_name()}.dist-info"
     d = os.path.join(metadata_directory, info)
     os.makedirs(d, exist_ok=True)

@@ -10,9 +10,10 @@ the sidecar on 127.0.0.1:7070), with the standard library only::
         while not lease.lost.is_set():
             write(resource, fencing_token=lease.token)
 
-``seqd.aio`` is the same client for asyncio, ``seqd.locked`` a decorator
-that runs a function (a cron job, a Celery task) under a lock with its
-token, and ``seqd.tooz_driver`` a tooz driver (``seqd://HOST:PORT``).
+``seqd.aio`` is the same client for asyncio, and ``seqd.locked`` a
+decorator that runs a function (a cron job, a Celery task) under a lock
+with its token. The tooz driver (``seqd://HOST:PORT``) is a package of its
+own, seqd-tooz (contrib/tooz).
 
 Holding a lease is never guaranteed (a pause, a partition, an operator can
 end it): pass the token to the resource, which refuses a lower one.

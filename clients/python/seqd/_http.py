@@ -9,6 +9,7 @@ thread.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import ssl
@@ -272,31 +273,28 @@ class Transport(Wire):
     def _roundtrip(
         conn: http.client.HTTPConnection, method: str, path: str, data: Optional[bytes], headers: Dict[str, str], deadline: float
     ) -> Tuple[int, str, bytes, bool]:
-        """One exchange, every step bounded by ``deadline``: a socket timeout
-        alone bounds each read, and a daemon that drips a byte at a time
-        would never reach it."""
-
-        def left() -> float:
-            r = deadline - _mono()
-            if r <= 0:
-                raise socket.timeout("deadline passed")
-            return r
-
-        conn.timeout = left()
+        """One exchange, every read bounded by ``deadline``: a socket timeout
+        alone bounds each read, and a daemon that drips its status line, its
+        headers or its body a byte at a time would never reach it."""
+        conn.timeout = _left(deadline)
         if conn.sock is not None:
             conn.sock.settimeout(conn.timeout)
         conn.request(method, path, body=data, headers=headers)
         sock = conn.sock
         if sock is not None:
-            sock.settimeout(left())
-        resp = conn.getresponse()
+            # The response reads through this socket's makefile(): each read
+            # then waits no longer than what is left of the deadline.
+            conn.sock = _DeadlineSocket(sock, deadline)
+        try:
+            resp = conn.getresponse()
+        finally:
+            if conn.sock is not None:
+                conn.sock = sock
         ctype = resp.getheader("Content-Type") or ""
         chunks: List[bytes] = []
         size = 0
         try:
             while True:
-                if sock is not None:
-                    sock.settimeout(left())
                 b = resp.read1(65536)
                 if not b:
                     break
@@ -304,7 +302,7 @@ class Transport(Wire):
                 if size > _MAX_BODY:
                     raise http.client.HTTPException("answer over 1 MiB")
                 chunks.append(b)
-                left()
+                _left(deadline)
         except http.client.IncompleteRead as e:
             raise _CutShort(resp.status, ctype, b"".join(chunks) + e.partial) from None
         # read1 leaves a response whose length it has read open, and the
@@ -327,6 +325,52 @@ class Transport(Wire):
         except OSError:
             pass
         return None
+
+
+def _left(deadline: float) -> float:
+    """Seconds left until ``deadline``; a timeout once it has passed."""
+    r = deadline - _mono()
+    if r <= 0:
+        raise socket.timeout("deadline passed")
+    return r
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each given only what is left of a deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+        # The socket's own reader counts as a user of the socket, so that a
+        # connection closed by http.client (an answer without a length)
+        # stays open until its answer has been read.
+        self._raw = sock.makefile("rb", buffering=0)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> Optional[int]:
+        self._sock.settimeout(_left(self._deadline))
+        return self._raw.readinto(b)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """A connection's socket while an answer is read: ``http.client`` reads
+    the status line, the headers and the body through ``makefile()``, which
+    here bounds every read by the request's deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -10,12 +10,12 @@ import secrets
 import socket
 import ssl
 import urllib.parse
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
 
 from ._accept import lease_problem, multi_lease_problem
 from ._durations import Duration, to_seconds, wire_duration
 from ._http import Accept
-from .errors import BadRequestError
+from .errors import BadRequestError, SeqdError
 from .types import CheckResult, ElectionStatus, LeaseInfo, LockStatus, MultiLeaseInfo, SemaphoreStatus
 
 DEFAULT_ADDR = "http://127.0.0.1:7070"
@@ -31,22 +31,49 @@ _DEFAULT_BLOCKING_WAIT = 300.0
 _ROOTS = {"lock": "/v1/locks/", "semaphore": "/v1/semaphores/", "election": "/v1/elections/"}
 
 
+T = TypeVar("T")
+_A = TypeVar("_A", covariant=True)  # what a request answers
+
+
 def as_is(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
-class Request(NamedTuple):
+class Request(Generic[_A]):
     """One call: what to send, how long it may take beyond the client's
-    timeout (``wait``), what answer to accept and how to read it."""
+    timeout (``wait``), what answer to accept, how to read it into a ``T``
+    and, with ``rescue``, which errors are an answer all the same."""
 
-    method: str
-    path: str
-    body: Optional[Dict[str, Any]] = None
-    wait: float = 0.0
-    timeout: Optional[float] = None  # the client's when None
-    accept: Optional[Accept] = None
-    ok_statuses: Tuple[int, ...] = ()
-    decode: Callable[[Dict[str, Any]], Any] = as_is
+    __slots__ = ("method", "path", "body", "wait", "timeout", "accept", "ok_statuses", "decode", "rescue")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        body: Optional[Dict[str, Any]] = None,
+        wait: float = 0.0,
+        timeout: Optional[float] = None,  # the client's when None
+        accept: Optional[Accept] = None,
+        ok_statuses: Tuple[int, ...] = (),
+        decode: Callable[[Dict[str, Any]], _A] = as_is,  # type: ignore[assignment]
+        rescue: Optional[Callable[[SeqdError], _A]] = None,
+    ) -> None:
+        self.method, self.path, self.body, self.wait, self.timeout = method, path, body, wait, timeout
+        self.accept, self.ok_statuses, self.decode, self.rescue = accept, ok_statuses, decode, rescue
+
+    def seconds(self, default: float) -> float:
+        """How long the call may take: its timeout (``default`` if it has
+        none) plus its wait."""
+        return (default if self.timeout is None else self.timeout) + self.wait
+
+    def answer(self, doc: Dict[str, Any]) -> _A:
+        return self.decode(doc)
+
+    def failed(self, err: SeqdError) -> _A:
+        """What the call answers for ``err``: its ``rescue``, or the error."""
+        if self.rescue is None:
+            raise err
+        return self.rescue(err)
 
 
 class Settings(NamedTuple):
@@ -154,10 +181,43 @@ def blocking_query(index: Optional[int], wait: Optional[Duration]) -> Tuple[Dict
     return q, secs
 
 
-def get_request(p: str, query: Dict[str, str], wait: float, decode: Callable[[Dict[str, Any]], Any]) -> Request:
+def get_request(p: str, query: Dict[str, str], wait: float, decode: Callable[[Dict[str, Any]], T]) -> Request[T]:
     if query:
         p += "?" + urllib.parse.urlencode(query)
     return Request("GET", p, wait=wait, decode=decode)
+
+
+def _nothing(doc: Dict[str, Any]) -> None:
+    return None
+
+
+def _unsigned(e: SeqdError) -> CheckResult:
+    """A check's answer for a sequencer the daemon did not sign."""
+    if e.code == "bad_signature":
+        return CheckResult(valid=False, current_token=None, code=e.code, error=e.message)
+    raise e
+
+
+def _not_ready(e: SeqdError) -> bool:
+    if e.status == 503:
+        return False
+    raise e
+
+
+def ready_request() -> Request[bool]:
+    return Request("GET", "/readyz", decode=lambda d: True, rescue=_not_ready)
+
+
+def _live(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    ms = doc.get("safe_for_ms")
+    return doc if isinstance(ms, int) and not isinstance(ms, bool) and ms > 0 else None
+
+
+def live_request(kind: str, name: str, lease_id: str) -> Request[Optional[Dict[str, Any]]]:
+    """The state of ``name`` if ``lease_id`` is a live lease on it at this
+    daemon (its status read then carries a positive ``safe_for_ms``), else
+    ``None``."""
+    return get_request(path(kind, name), {"lease_id": lease_id}, 0.0, _live)
 
 
 def _leases(doc: Dict[str, Any]) -> List[LeaseInfo]:
@@ -184,7 +244,7 @@ class Requests:
         return body
 
     @staticmethod
-    def _take(kind: str, name: str, action: str, body: Dict[str, Any], wait: Optional[Duration], timeout: Optional[Duration]) -> Request:
+    def _take(kind: str, name: str, action: str, body: Dict[str, Any], wait: Optional[Duration], timeout: Optional[Duration]) -> Request[LeaseInfo]:
         """An acquire or a campaign: a lease for ``name`` under the lease id
         the body sends, or a :class:`ProtocolError`."""
         lease_id = body["lease_id"]
@@ -203,7 +263,7 @@ class Requests:
         mode: Optional[str],
         lock_delay: Optional[Duration],
         timeout: Optional[Duration],
-    ) -> Request:
+    ) -> Request[LeaseInfo]:
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if mode is not None:
             body["mode"] = mode
@@ -213,21 +273,21 @@ class Requests:
 
     def acquire_semaphore_request(
         self, name: str, limit: int, ttl: Optional[Duration], wait: Optional[Duration], owner: Optional[str], lease_id: Optional[str], timeout: Optional[Duration]
-    ) -> Request:
+    ) -> Request[LeaseInfo]:
         body = self._acquire_body(owner, lease_id, ttl, wait)
         body["limit"] = limit_arg(limit)
         return self._take("semaphore", name, "acquire", body, wait, timeout)
 
     def acquire_leadership_request(
         self, name: str, value: Optional[str], ttl: Optional[Duration], wait: Optional[Duration], owner: Optional[str], lease_id: Optional[str], timeout: Optional[Duration]
-    ) -> Request:
+    ) -> Request[LeaseInfo]:
         body = self._acquire_body(owner, lease_id, ttl, wait)
         if value is not None:
             body["value"] = value
         return self._take("election", name, "campaign", body, wait, timeout)
 
     @staticmethod
-    def renew_request(kind: str, name: str, lease_id: str, token: int, ttl: Optional[Duration], timeout: Optional[float]) -> Request:
+    def renew_request(kind: str, name: str, lease_id: str, token: int, ttl: Optional[Duration], timeout: Optional[float]) -> Request[LeaseInfo]:
         body: Dict[str, Any] = {"lease_id": lease_id, "token": token_arg(token)}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
@@ -237,44 +297,44 @@ class Requests:
         )
 
     @staticmethod
-    def release_request(kind: str, name: str, lease_id: str, token: int, timeout: Optional[float]) -> Request:
+    def release_request(kind: str, name: str, lease_id: str, token: int, timeout: Optional[float]) -> Request[None]:
         action = "resign" if kind == "election" else "release"
-        return Request("POST", path(kind, name, action), {"lease_id": lease_id, "token": token_arg(token)}, timeout=timeout, decode=lambda d: None)
+        return Request("POST", path(kind, name, action), {"lease_id": lease_id, "token": token_arg(token)}, timeout=timeout, decode=_nothing)
 
     @staticmethod
-    def proclaim_request(name: str, lease_id: str, token: int, value: str) -> Request:
+    def proclaim_request(name: str, lease_id: str, token: int, value: str) -> Request[LeaseInfo]:
         body = {"lease_id": lease_id, "token": token_arg(token), "value": value}
         return Request("POST", path("election", name, "proclaim"), body, accept=lambda d: lease_problem(d, name, lease_id, token), decode=LeaseInfo.from_json)
 
     @staticmethod
-    def status_request(name: str, index: Optional[int], wait: Optional[Duration], lease_id: Optional[str]) -> Request:
+    def status_request(name: str, index: Optional[int], wait: Optional[Duration], lease_id: Optional[str]) -> Request[LockStatus]:
         q, secs = blocking_query(index, wait)
         if lease_id is not None:
             q["lease_id"] = lease_id
         return get_request(path("lock", name), q, secs, LockStatus.from_json)
 
     @staticmethod
-    def leases_request() -> Request:
+    def leases_request() -> Request[List[LeaseInfo]]:
         return get_request("/v1/locks", {}, 0.0, _leases)
 
     @staticmethod
-    def check_request(sequencer: Optional[str], name: Optional[str], token: Optional[int]) -> Request:
+    def check_request(sequencer: Optional[str], name: Optional[str], token: Optional[int]) -> Request[CheckResult]:
         if (sequencer is None) == (name is None):
             raise BadRequestError("check: give either a sequencer, or name and token", code="bad_request")
         body: Dict[str, Any] = {"sequencer": sequencer} if sequencer is not None else {"name": name, "token": token_arg(token)}
-        return Request("POST", "/v1/check", body, ok_statuses=(409,), decode=CheckResult.from_json)
+        return Request("POST", "/v1/check", body, ok_statuses=(409,), decode=CheckResult.from_json, rescue=_unsigned)
 
     @staticmethod
-    def semaphore_status_request(name: str) -> Request:
+    def semaphore_status_request(name: str) -> Request[SemaphoreStatus]:
         return get_request(path("semaphore", name), {}, 0.0, SemaphoreStatus.from_json)
 
     @staticmethod
-    def election_request(name: str, index: Optional[int], wait: Optional[Duration]) -> Request:
+    def election_request(name: str, index: Optional[int], wait: Optional[Duration]) -> Request[ElectionStatus]:
         q, secs = blocking_query(index, wait)
         return get_request(path("election", name), q, secs, ElectionStatus.from_json)
 
     @staticmethod
-    def watch_request(kind: str, name: str, index: Optional[int], wait: float, lease_id: str) -> Request:
+    def watch_request(kind: str, name: str, index: Optional[int], wait: float, lease_id: str) -> Request[Any]:
         """The blocking read of a held lease's watcher."""
         q, secs = blocking_query(index, wait if index is not None else None)
         if kind == "lock":
@@ -291,7 +351,7 @@ class Requests:
         lease_id: Optional[str],
         lock_delay: Optional[Duration],
         timeout: Optional[Duration],
-    ) -> Request:
+    ) -> Request[MultiLeaseInfo]:
         names = list(names)
         body = self._acquire_body(owner, lease_id, ttl, wait)
         body["names"] = names
@@ -304,7 +364,7 @@ class Requests:
         )
 
     @staticmethod
-    def renew_multi_request(lease: MultiLeaseInfo, ttl: Optional[Duration], timeout: Optional[Duration]) -> Request:
+    def renew_multi_request(lease: MultiLeaseInfo, ttl: Optional[Duration], timeout: Optional[Duration]) -> Request[MultiLeaseInfo]:
         body: Dict[str, Any] = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": token_arg(lk.token)} for lk in lease.locks]}
         if ttl is not None:
             body["ttl"] = wire_duration(ttl, "ttl")
@@ -316,10 +376,10 @@ class Requests:
         )
 
     @staticmethod
-    def release_multi_request(lease: MultiLeaseInfo, timeout: Optional[Duration]) -> Request:
+    def release_multi_request(lease: MultiLeaseInfo, timeout: Optional[Duration]) -> Request[None]:
         body = {"lease_id": lease.lease_id, "locks": [{"name": lk.name, "token": token_arg(lk.token)} for lk in lease.locks]}
-        return Request("POST", "/v1/multilocks/release", body, timeout=timeout_secs(timeout), decode=lambda d: None)
+        return Request("POST", "/v1/multilocks/release", body, timeout=timeout_secs(timeout), decode=_nothing)
 
     @staticmethod
-    def multi_lock_status_request(lease_id: str) -> Request:
+    def multi_lock_status_request(lease_id: str) -> Request[Dict[str, Any]]:
         return get_request("/v1/multilocks/" + urllib.parse.quote(lease_id, safe=""), {}, 0.0, as_is)

@@ -17,6 +17,12 @@ def _int(v: Any) -> Optional[int]:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _token(v: Any) -> Optional[int]:
+    """A token, or ``None`` for anything that is not one (0 included)."""
+    t = _int(v)
+    return t if t is not None and t > 0 else None
+
+
 @dataclasses.dataclass(frozen=True)
 class LeaseInfo:
     """A grant, as acquire, renew, campaign and proclaim answer it.
@@ -122,6 +128,8 @@ class CheckResult:
 
     valid: bool
     current_token: Optional[int]
+    """The lock's current token; ``None`` when the daemon knows none (it
+    sends 0 then, never a token) or did not say."""
     code: Optional[str] = None
     error: Optional[str] = None
     raw: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
@@ -133,7 +141,7 @@ class CheckResult:
     def from_json(cls, d: Dict[str, Any]) -> "CheckResult":
         return cls(
             valid=d.get("valid") is True,
-            current_token=_int(d.get("current_token")),
+            current_token=_token(d.get("current_token")),
             code=d.get("code") or None,
             error=d.get("error") or None,
             raw=d,

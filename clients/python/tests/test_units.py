@@ -11,6 +11,8 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 from typing import Any, Dict, List, Tuple
 from unittest import mock
@@ -96,6 +98,83 @@ class ErrorTest(unittest.TestCase):
         info = seqd.LeaseInfo.from_json({"name": "a", "token": big, "sequencer": f"a@{big}", "ttl": "15s"})
         self.assertEqual(info.token, big)
         self.assertEqual(info.ttl, 15.0)
+
+    def test_a_check_without_a_current_token_says_none(self) -> None:
+        # The daemon writes current_token 0 when it knows no holder's token:
+        # 0 is never a token, so the answer has none (the JS client's null).
+        r = seqd.CheckResult.from_json({"valid": False, "current_token": 0, "code": "not_held", "error": "x"})
+        self.assertIsNone(r.current_token)
+        self.assertEqual(r.code, "not_held")
+        big = 2**64 - 1
+        self.assertEqual(seqd.CheckResult.from_json({"valid": True, "current_token": big}).current_token, big)
+        self.assertIsNone(seqd.CheckResult.from_json({"valid": False, "current_token": -3}).current_token)
+
+
+class LeaseMachineTest(unittest.TestCase):
+    """The rules of holding a lease, driven without a daemon: the machine
+    says what to send and what each answer means, and does no I/O."""
+
+    def machine(self, ttl: str = "3s", wait: str = "0s") -> Any:
+        from seqd._lease import LeaseMachine
+
+        client = seqd.Client("http://127.0.0.1:9")  # never dialled
+        m = LeaseMachine(client, client._lock_hold("units/lease", ttl, wait, None, None, None, True, True, None))
+        m.lost = threading.Event()
+        return m
+
+    def grant(self, m: Any, token: int = 7) -> seqd.LeaseInfo:
+        info = seqd.LeaseInfo.from_json({"name": "units/lease", "token": token, "sequencer": f"units/lease@{token}", "lease_id": "a" * 32, "ttl": "3s"})
+        m._begin_acquire()
+        m._granted(info, time.monotonic())
+        return info
+
+    def test_a_renewal_goes_out_for_the_lease_and_moves_the_deadline(self) -> None:
+        m = self.machine()
+        self.grant(m)
+        req = m._renew_request(time.monotonic())
+        self.assertEqual((req.method, req.path, req.body), ("POST", "/v1/locks/units/lease/renew", {"lease_id": "a" * 32, "token": 7}))
+        sent = time.monotonic()
+        fresh = seqd.LeaseInfo.from_json({"name": "units/lease", "token": 7, "sequencer": "units/lease@7", "lease_id": "a" * 32, "ttl": "3s"})
+        next_at = m._renewed(fresh, sent)
+        self.assertAlmostEqual(next_at, sent + 1.0)
+        self.assertAlmostEqual(m.deadline, sent + 3.0)
+        self.assertEqual(m.renewals, 1)
+        self.assertTrue(m.held)
+
+    def test_answers_that_end_the_lease(self) -> None:
+        from seqd._lease import Stop
+
+        for err, code in [
+            (seqd.LostError("gone", code="lost"), "lost"),
+            (seqd.StaleTokenError("newer", code="stale_token"), "stale_token"),
+            (seqd.ProtocolError("html", code="protocol"), "protocol"),
+        ]:
+            with self.subTest(code=code):
+                m = self.machine()
+                self.grant(m)
+                with self.assertRaises(Stop):
+                    m._renewed(err, time.monotonic())
+                self.assertTrue(m.lost.is_set())
+                self.assertEqual(m.lost_error.code, code)
+                self.assertFalse(m.held)
+
+    def test_an_unanswered_renewal_is_retried_not_lost(self) -> None:
+        m = self.machine()
+        self.grant(m)
+        now = time.monotonic()
+        again = m._renewed(seqd.UnavailableError("no answer", code="unavailable"), now)
+        self.assertLess(again - now, 1.0)
+        self.assertFalse(m.lost.is_set())
+        self.assertIsNotNone(m.last_error)
+
+    def test_an_acquire_retries_while_its_wait_lasts(self) -> None:
+        attempts = self.machine(wait="1m")._begin_acquire()
+        self.assertEqual(attempts.after(seqd.HeldError("held", code="held"), time.monotonic()), 0.0)
+        with self.assertRaises(seqd.BadRequestError):
+            attempts.after(seqd.BadRequestError("bad", code="bad_request"), time.monotonic())
+        once = self.machine(wait="0s")._begin_acquire()
+        with self.assertRaises(seqd.HeldError):
+            once.after(seqd.HeldError("held", code="held"), time.monotonic())
 
 
 class ClientSettingsTest(unittest.TestCase):

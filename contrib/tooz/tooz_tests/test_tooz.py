@@ -1,13 +1,14 @@
 """The tooz driver through tooz's own API (Debian's python3-tooz), against
 the harness's real daemons: get_coordinator("seqd://…") finds the driver
-by its entry point, its locks exclude each other across coordinators and
-carry the fencing token."""
+by the adapter's entry point, its locks exclude each other across
+coordinators and carry the fencing token."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -19,13 +20,14 @@ import tooz  # type: ignore[import]
 from tooz import coordination
 
 import seqd
-from seqd.tooz_driver import SeqdDriver, SeqdLock
+from seqd_tooz import SeqdDriver, SeqdLock
 from tests.support import ADDR, SECURE, break_lease, needs_daemon, report, unique
 
-from .support import PACKAGE_ROOT, register_entry_points
+from .support import ADAPTER_ROOT, register_entry_points
 
 DIST = register_entry_points()
 URL = "seqd://" + urllib.parse.urlsplit(ADDR).netloc if ADDR else ""
+CLIENT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(seqd.__file__ or "")))
 
 
 def coordinator(member: bytes, url: str = "", **options: Any) -> Any:
@@ -156,6 +158,19 @@ class ToozLockTest(unittest.TestCase):
         with self.assertRaises(coordination.ToozConnectionError):
             bad.start()
 
+    def test_durations_in_seconds_or_go_form(self) -> None:
+        # tooz's drivers take timeouts as seconds: timeout=2 is 2 seconds.
+        for query, timeout, ttl in [("timeout=2", 2.0, 15.0), ("timeout=0.5&ttl=3", 0.5, 3.0), ("timeout=2s&ttl=1m", 2.0, 60.0)]:
+            with self.subTest(query=query):
+                c = coordinator(b"member-t", URL + "?" + query)
+                self.addCleanup(c.stop)
+                self.assertEqual(c._client.timeout, timeout)
+                with c.get_lock(lock_name("durations")) as lock:
+                    self.assertEqual(lock.lease.ttl, ttl)
+        for bad in ["2x", "-1", "soon"]:
+            with self.subTest(bad=bad), self.assertRaisesRegex(ValueError, f"option timeout={bad!r} is neither seconds"):
+                coordination.get_coordinator(URL + "?timeout=" + bad, b"m")
+
     def test_options_pass_the_owner_and_ttl(self) -> None:
         c = coordinator(b"member-d", URL + "?ttl=3s&prefix=toozed", owner="worker-7")
         self.addCleanup(c.stop)
@@ -182,16 +197,36 @@ class ToozSecureTest(unittest.TestCase):
 class ToozRegistrationTest(unittest.TestCase):
     def test_without_the_entry_point_tooz_finds_no_driver(self) -> None:
         # Negative control: the same get_coordinator in a process whose
-        # sys.path has the package but not its metadata fails to load it,
+        # sys.path has the adapter but not its metadata fails to load it,
         # so the tests above found the driver through the entry point.
         code = "from tooz import coordination; coordination.get_coordinator('seqd://127.0.0.1:1', b'm')"
-        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([CLIENT_ROOT, ADAPTER_ROOT]))
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         self.assertNotEqual(out.returncode, 0, "tooz found the seqd driver with no entry point")
         self.assertIn("NoMatches", out.stderr)
-        env["PYTHONPATH"] = PACKAGE_ROOT + os.pathsep + DIST
+        env["PYTHONPATH"] += os.pathsep + DIST
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
+
+    def test_pip_installs_the_entry_point_with_the_adapter_only(self) -> None:
+        entry_points = {}
+        for name, root in [("seqd", CLIENT_ROOT), ("seqd_tooz", ADAPTER_ROOT)]:
+            with tempfile.TemporaryDirectory() as target:
+                r = subprocess.run(
+                    [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--quiet", "--target", target, root],
+                    capture_output=True, text=True, timeout=120,
+                )
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                info = [d for d in os.listdir(target) if d.startswith(name + "-") and d.endswith(".dist-info")]
+                self.assertEqual(len(info), 1, os.listdir(target))
+                path = os.path.join(target, info[0], "entry_points.txt")
+                entry_points[name] = ""
+                if os.path.exists(path):
+                    with open(path, encoding="utf-8") as f:
+                        entry_points[name] = f.read()
+                self.assertTrue(os.path.isdir(os.path.join(target, name)), os.listdir(target))
+        self.assertNotIn("tooz", entry_points["seqd"], "the client registers a tooz driver")
+        self.assertIn("[tooz.backends]\nseqd = seqd_tooz:SeqdDriver\nseqd+https = seqd_tooz:SeqdDriver", entry_points["seqd_tooz"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+../../../clients/python/build_backend/seqd_backend.py

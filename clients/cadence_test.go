@@ -23,6 +23,8 @@ func TestRenewCadenceMirrored(t *testing.T) {
 		{"java/src/main/java/dev/seqd/client/Lease.java", `static final int RETRY_DIVISOR = (\d+);`, api.RetryDivisor},
 		{"js/lib/lease.js", `export const RENEW_DIVISOR = (\d+);`, api.RenewDivisor},
 		{"js/lib/lease.js", `export const RETRY_DIVISOR = (\d+);`, api.RetryDivisor},
+		{"python/seqd/_lease.py", `(?m)^RENEW_DIVISOR = (\d+)$`, api.RenewDivisor},
+		{"python/seqd/_lease.py", `(?m)^RETRY_DIVISOR = (\d+)$`, api.RetryDivisor},
 	} {
 		b, err := os.ReadFile(c.file)
 		if err != nil {

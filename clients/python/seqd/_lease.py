@@ -24,6 +24,13 @@ log = logging.getLogger("seqd")
 MAX_WAIT = 600.0
 """The longest wait the daemon takes in one acquire; longer waits loop."""
 
+RENEW_DIVISOR = 3
+"""A lease renews every TTL/RENEW_DIVISOR (the daemon's api.RenewDivisor)."""
+
+RETRY_DIVISOR = 4
+"""After a renewal that did not reach the daemon, it retries every
+(TTL/RENEW_DIVISOR)/RETRY_DIVISOR (api.RetryDivisor)."""
+
 WATCH_WAIT = 30.0
 """The wait of each blocking read of a lease's watcher."""
 
@@ -95,7 +102,7 @@ class LeaseMachine:
         self.name = hold.name
         self.ttl = hold.ttl
         """Seconds the lease lives without a renewal."""
-        self.renew_interval = hold.ttl / 3
+        self.renew_interval = hold.ttl / RENEW_DIVISOR
         """Seconds between renewals: a third of the TTL."""
         self._renew_enabled = hold.renew
         self._watch_enabled = hold.watch and hold.renew and hold.kind in ("lock", "election")
@@ -458,4 +465,4 @@ def retry_delay(interval: float) -> float:
     """How soon to try again after a renewal that failed without an answer
     on the lease: often enough to catch a restarted daemon well before the
     deadline, never in a tight loop."""
-    return max(0.05, min(interval / 4, 1.0))
+    return max(0.05, min(interval / RETRY_DIVISOR, 1.0))

@@ -44,8 +44,10 @@ type target struct {
 
 var caseN atomic.Int64
 
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 func newTarget(t *testing.T, d *testenv.DB, rdb *redis.Client, control string) *target {
-	f, err := redisfence.New(context.Background(), rdb, redisfence.Options{AllowVolatile: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f, err := redisfence.New(context.Background(), rdb, redisfence.Options{AllowVolatile: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -340,3 +340,57 @@ func (vec Vector) Want() string {
 	}
 	return vec.Expect
 }
+
+// RedisFile is the Redis fences' cases file (fence/testdata/rediscases.json).
+type RedisFile struct {
+	Schema   int         `json:"schema"`
+	Controls []string    `json:"controls"`
+	Cases    []RedisCase `json:"cases"`
+}
+
+// RedisCase is one case of the Redis cases file.
+type RedisCase struct {
+	Name       string      `json:"name"`
+	About      string      `json:"about"`
+	FailsUnder []string    `json:"fails_under"`
+	Steps      []RedisStep `json:"steps"`
+}
+
+// RedisStep is one step of a Redis case.
+type RedisStep struct {
+	Op     string            `json:"op"`
+	Token  string            `json:"token"`
+	Value  *string           `json:"value"`
+	Expect string            `json:"expect"`
+	Argv   []string          `json:"argv"`
+	Keys   int               `json:"keys"`
+	Set    map[string]string `json:"set"`
+	Has    bool              `json:"has"`
+}
+
+// RedisPath is where the Redis cases file is.
+func RedisPath() string { return filepath.Join(filepath.Dir(Path()), "rediscases.json") }
+
+// UnguardedScriptPath is the control script of the Redis cases: the fence
+// script before its guards.
+func UnguardedScriptPath() string { return filepath.Join(filepath.Dir(Path()), "redis_unguarded.lua") }
+
+// LoadRedis reads the Redis cases file.
+func LoadRedis(t testing.TB) RedisFile {
+	t.Helper()
+	b, err := os.ReadFile(RedisPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f RedisFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", RedisPath(), err)
+	}
+	if f.Schema != 1 || len(f.Cases) == 0 {
+		t.Fatalf("%s: schema %d with %d cases, want schema 1 and cases", RedisPath(), f.Schema, len(f.Cases))
+	}
+	return f
+}
+
+// Show is a value as the cases print it: null or a quoted string.
+func Show(v *string) string { return show(v) }

@@ -124,6 +124,24 @@ func (tg *target) Read(ctx context.Context, key, token string) (*string, error) 
 	return tg.Value(ctx, key)
 }
 
+func (tg *target) Delete(ctx context.Context, key, token string) error {
+	switch tg.control {
+	case "":
+		n, err := fence.ParseToken(token)
+		if err != nil {
+			return err
+		}
+		_, err = tg.f.Do(ctx, tg.fenceKey(key), n, redisfence.Cmd{Name: "DEL", Keys: []string{tg.valueKey(key)}})
+		return err
+	case "none":
+		return tg.rdb.Del(ctx, tg.valueKey(key)).Err()
+	}
+	if err := tg.Write(ctx, key, token, ""); err != nil {
+		return err
+	}
+	return tg.rdb.Del(ctx, tg.valueKey(key)).Err()
+}
+
 func (tg *target) Value(ctx context.Context, key string) (*string, error) {
 	v, err := tg.rdb.Get(ctx, tg.valueKey(key)).Result()
 	if errors.Is(err, redis.Nil) {

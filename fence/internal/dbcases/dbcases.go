@@ -82,6 +82,10 @@ func Load(t testing.TB) File {
 type Target interface {
 	Write(ctx context.Context, key, token, value string) error
 	Read(ctx context.Context, key, token string) (*string, error)
+	// Delete deletes key's row (or value) in a transaction fenced by
+	// token: nil when it is gone, an error matching ErrRowKept when the
+	// fence refused because the row holds the key's max.
+	Delete(ctx context.Context, key, token string) error
 	// Value reads key's value without the fence.
 	Value(ctx context.Context, key string) (*string, error)
 	// Max is the fence's max for key (controls: anything).
@@ -90,6 +94,10 @@ type Target interface {
 	// reconnects.
 	Restart(ctx context.Context) error
 }
+
+// ErrRowKept is what a Target's Delete answers when the fence refused to
+// delete a row that holds the key's max.
+var ErrRowKept = errors.New("the row holds the fence max and was kept")
 
 // Suite says how to make targets.
 type Suite struct {
@@ -198,6 +206,10 @@ func RunCase(ctx context.Context, tg Target, c Case, control string) error {
 			}
 			if got != want {
 				return fmt.Errorf("step %d: max of %s is %d, want %d", i, key, got, want)
+			}
+		case "delete":
+			if err := tg.Delete(ctx, key, st.Token); err != nil && !errors.Is(err, ErrRowKept) {
+				return fmt.Errorf("step %d: delete %s with token %q: %w", i, key, st.Token, err)
 			}
 		case "restart":
 			if err := tg.Restart(ctx); err != nil {

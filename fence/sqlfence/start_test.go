@@ -1,0 +1,90 @@
+package sqlfence_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/seqd/seqd/fence/sqlfence"
+	"github.com/seqd/seqd/testenv"
+)
+
+// TestCreateRefusesFoldingKeyColumn: a MariaDB fence table made earlier
+// with the server's default collation (which folds case, trailing spaces
+// and accents) is refused by Create with the ALTER TABLE that migrates it;
+// once that statement has run, Create takes the table, and orders/A and
+// orders/a keep separate maxes.
+func TestCreateRefusesFoldingKeyColumn(t *testing.T) {
+	s := open(t, testenv.MariaDB)
+	ctx := context.Background()
+	table := tableName(t, "f")
+	s.exec(t, "DROP TABLE IF EXISTS "+table)
+	s.exec(t, "CREATE TABLE "+table+" (fence_key varchar(255) NOT NULL PRIMARY KEY, max_token bigint unsigned NOT NULL) ENGINE=InnoDB")
+	f, err := sqlfence.New(s.db, sqlfence.MySQL, sqlfence.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Create(ctx)
+	if !errors.Is(err, sqlfence.ErrKeyCollation) {
+		t.Fatalf("Create on a folding key column: %v, want ErrKeyCollation", err)
+	}
+	_, alter, ok := strings.Cut(err.Error(), "migrate it with: ")
+	if !ok || !strings.HasPrefix(alter, "ALTER TABLE "+table+" ") {
+		t.Fatalf("the refusal gives no ALTER TABLE: %v", err)
+	}
+	s.exec(t, alter)
+	if err := f.Create(ctx); err != nil {
+		t.Fatalf("Create after the migration: %v", err)
+	}
+	for _, c := range []struct {
+		key string
+		tok uint64
+	}{{"orders/A", 900}, {"orders/a", 5}, {"orders/a ", 6}} {
+		if err := f.Do(ctx, c.key, c.tok, nil); err != nil {
+			t.Fatalf("%q with %d: %v", c.key, c.tok, err)
+		}
+		if max, err := f.Max(ctx, c.key); err != nil || max != c.tok {
+			t.Errorf("max of %q: %d (%v), want %d", c.key, max, err, c.tok)
+		}
+	}
+}
+
+// TestAdmitRefusesAutocommit: on MariaDB, Admit in a transaction that the
+// caller already committed (so each statement commits on its own) is
+// ErrNoTransaction, and the statement it would guard is never run; in an
+// open transaction it admits.
+func TestAdmitRefusesAutocommit(t *testing.T) {
+	s := open(t, testenv.MariaDB)
+	ctx := context.Background()
+	f, err := sqlfence.New(s.db, sqlfence.MySQL, sqlfence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Admit(ctx, tx, "autocommit", 1); err != nil {
+		t.Fatalf("Admit in an open transaction: %v", err)
+	}
+	if _, err := tx.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Admit(ctx, tx, "autocommit", 2); !errors.Is(err, sqlfence.ErrNoTransaction) {
+		t.Errorf("Admit after the transaction committed: %v, want ErrNoTransaction", err)
+	}
+	tx.Rollback()
+	if err := f.Do(ctx, "autocommit", 3, func(*sql.Tx) error { return nil }); err != nil {
+		t.Errorf("Do: %v", err)
+	}
+}

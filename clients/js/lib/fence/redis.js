@@ -68,8 +68,8 @@ const text = (v) => (Buffer.isBuffer(v) ? v.toString() : String(v));
 
 /**
  * Fenced commands on one ioredis client. A cluster client works if each
- * command's keys share the fence key's hash slot ("{orders}" and
- * "fence:{orders}").
+ * command's keys share the fence key's hash slot (the command's key
+ * "{orders}" and the fence key "{orders}", kept as "seqd:fence:{orders}").
  */
 export class RedisFence {
   /** Use RedisFence.create, which checks the server's settings first. */

@@ -29,9 +29,9 @@
 // folds them (a case- or accent-insensitive or PAD SPACE collation), and
 // says which ALTER TABLE migrates it.
 //
-// Admit must run inside a transaction: on MariaDB it reads
-// @@in_transaction with its locking read and refuses (ErrNoTransaction)
-// when the statements it guards would commit on their own.
+// Admit runs inside the caller's *sql.Tx, a transaction by construction;
+// the Python, Java and JavaScript helpers, which take a connection, refuse
+// one in autocommit.
 //
 // Tokens are compared as integers over the whole uint64 range: numeric(20,0)
 // with a CHECK of 1..2^64-1 on PostgreSQL, BIGINT UNSIGNED on MariaDB;
@@ -89,11 +89,6 @@ func (d Dialect) String() string {
 	return "Dialect(" + strconv.Itoa(int(d)) + ")"
 }
 
-// ErrNoTransaction: Admit ran outside a transaction (an autocommit
-// session), where the fence's check and the statements it guards commit
-// apart and an old holder's write can land between them.
-var ErrNoTransaction = errors.New("sqlfence: admit outside an open transaction: the fence's check and the writes it guards would commit apart; begin a transaction first and run the writes in it")
-
 // ErrKeyCollation: a MariaDB fence table's key column folds keys that
 // differ (case, trailing spaces, accents) into one max.
 var ErrKeyCollation = errors.New("sqlfence: the fence table's key column folds distinct keys together")
@@ -150,7 +145,7 @@ type Fence struct {
 	dialect Dialect
 	opts    Options
 
-	upsert, max, lockMax string
+	upsert, max string
 }
 
 // New returns a fence on db. It does no I/O: Create makes the fence table.
@@ -194,7 +189,6 @@ RETURNING ` + tok + `::text`
 		f.upsert = `INSERT INTO ` + name + ` (` + k + `, ` + tok + `) VALUES (?, CAST(? AS UNSIGNED))
 ON DUPLICATE KEY UPDATE ` + tok + ` = IF(` + tok + ` IS NULL OR ` + tok + ` <= VALUES(` + tok + `), VALUES(` + tok + `), ` + tok + `)`
 		f.max = `SELECT CAST(` + tok + ` AS CHAR) FROM ` + name + ` WHERE ` + k + ` = ?`
-		f.lockMax = `SELECT CAST(` + tok + ` AS CHAR), @@in_transaction FROM ` + name + ` WHERE ` + k + ` = ? FOR UPDATE`
 	default:
 		return nil, fmt.Errorf("sqlfence: unknown dialect %d", int(d))
 	}
@@ -363,12 +357,8 @@ func (f *Fence) Admit(ctx context.Context, tx *sql.Tx, key string, token uint64)
 			return fmt.Errorf("sqlfence: fence %q: %w", key, err)
 		}
 		var got string
-		var inTx int
-		if err := tx.QueryRowContext(ctx, f.lockMax, key).Scan(&got, &inTx); err != nil {
+		if err := tx.QueryRowContext(ctx, f.max+" FOR UPDATE", key).Scan(&got); err != nil {
 			return fmt.Errorf("sqlfence: fence %q: %w", key, err)
-		}
-		if inTx != 1 {
-			return ErrNoTransaction
 		}
 		max, err := strconv.ParseUint(got, 10, 64)
 		if err != nil {

@@ -2,7 +2,6 @@ package sqlfence_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -48,43 +47,5 @@ func TestCreateRefusesFoldingKeyColumn(t *testing.T) {
 		if max, err := f.Max(ctx, c.key); err != nil || max != c.tok {
 			t.Errorf("max of %q: %d (%v), want %d", c.key, max, err, c.tok)
 		}
-	}
-}
-
-// TestAdmitRefusesAutocommit: on MariaDB, Admit in a transaction that the
-// caller already committed (so each statement commits on its own) is
-// ErrNoTransaction, and the statement it would guard is never run; in an
-// open transaction it admits.
-func TestAdmitRefusesAutocommit(t *testing.T) {
-	s := open(t, testenv.MariaDB)
-	ctx := context.Background()
-	f, err := sqlfence.New(s.db, sqlfence.MySQL, sqlfence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Admit(ctx, tx, "autocommit", 1); err != nil {
-		t.Fatalf("Admit in an open transaction: %v", err)
-	}
-	if _, err := tx.ExecContext(ctx, "COMMIT"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Admit(ctx, tx, "autocommit", 2); !errors.Is(err, sqlfence.ErrNoTransaction) {
-		t.Errorf("Admit after the transaction committed: %v, want ErrNoTransaction", err)
-	}
-	tx.Rollback()
-	if err := f.Do(ctx, "autocommit", 3, func(*sql.Tx) error { return nil }); err != nil {
-		t.Errorf("Do: %v", err)
 	}
 }

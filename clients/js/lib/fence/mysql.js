@@ -16,8 +16,8 @@
 // binary string, so orders/A, orders/a and "orders/a " are three keys;
 // createTable refuses (KeyCollationError) a fence table made earlier whose
 // key column folds them, and says which ALTER TABLE migrates it. admit
-// refuses (NoTransactionError) outside an open transaction
-// (@@in_transaction, read with its locking read).
+// refuses (NoTransactionError) outside an open transaction (the server's
+// in-transaction flag in the answer to its upsert).
 // This module imports no driver: it works on the mysql2 connection you pass.
 
 import { StaleTokenError, checkToken } from './index.js';
@@ -64,9 +64,10 @@ export async function admit(conn, key, token, where) {
   const t = checkToken(token);
   const sql = statements('mysql', where);
   const c = promised(conn);
-  await c.query(sql.upsert, [key, t.toString()]);
-  const [rows] = await c.query(sql.lockMax, [key]);
-  if (Number(rows[0].in_tx) !== 1) throw new NoTransactionError();
+  const [res] = await c.query(sql.upsert, [key, t.toString()]);
+  // SERVER_STATUS_IN_TRANS (1) of the server's OK packet.
+  if (typeof res?.serverStatus === 'number' && (res.serverStatus & 1) === 0) throw new NoTransactionError();
+  const [rows] = await c.query(`${sql.max} FOR UPDATE`, [key]);
   const max = BigInt(rows[0].max);
   if (max > t) throw new StaleTokenError(key, t, max);
 }

@@ -48,7 +48,7 @@ function check(what, s) {
   }
 }
 
-/** {create, upsert, max, lockMax, keepRows} of a dialect ("postgres" or "mysql") for a table, key column and token column. */
+/** {create, upsert, max, keepRows} of a dialect ("postgres" or "mysql") for a table, key column and token column. */
 export function statements(dialect, { table = DEFAULT_WHERE.table, keyColumn: k = DEFAULT_WHERE.keyColumn, tokenColumn: tok = DEFAULT_WHERE.tokenColumn } = {}) {
   const id = `${dialect} ${table} ${k} ${tok}`;
   let s = cache.get(id);
@@ -91,8 +91,6 @@ export function statements(dialect, { table = DEFAULT_WHERE.table, keyColumn: k 
         `INSERT INTO ${table} (${k}, ${tok}) VALUES (?, CAST(? AS UNSIGNED))\n` +
         `ON DUPLICATE KEY UPDATE ${tok} = IF(${tok} IS NULL OR ${tok} <= VALUES(${tok}), VALUES(${tok}), ${tok})`,
       max: `SELECT CAST(${tok} AS CHAR) AS max FROM ${table} WHERE ${k} = ?`,
-      // @@in_transaction tells a transaction from an autocommit session.
-      lockMax: `SELECT CAST(${tok} AS CHAR) AS max, @@in_transaction AS in_tx FROM ${table} WHERE ${k} = ? FOR UPDATE`,
       // MariaDB's MESSAGE_TEXT holds 128 characters at most.
       keepRows: [
         `CREATE TRIGGER IF NOT EXISTS ${`seqd_keep_${table}`.slice(0, 64)} BEFORE DELETE ON ${table} FOR EACH ROW\n` +

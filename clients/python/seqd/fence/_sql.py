@@ -40,7 +40,6 @@ class Statements(NamedTuple):
     create: str
     upsert: str
     max: str
-    lock_max: str
     keep_rows: Tuple[str, ...]
 
 
@@ -66,7 +65,6 @@ def statements(dialect: str, table: str, key: str, tok: str) -> Statements:
             f"WHERE {table}.{tok} IS NULL OR {table}.{tok} <= EXCLUDED.{tok}\n"
             f"RETURNING {tok}::text",
             f"SELECT {tok}::text FROM {table} WHERE {key} = %s",
-            "",
             (
                 "CREATE OR REPLACE FUNCTION seqd_fence_keep_row() RETURNS trigger LANGUAGE plpgsql AS $f$\n"
                 "BEGIN\n"
@@ -89,8 +87,6 @@ def statements(dialect: str, table: str, key: str, tok: str) -> Statements:
         f"INSERT INTO {table} ({key}, {tok}) VALUES (%s, CAST(%s AS UNSIGNED))\n"
         f"ON DUPLICATE KEY UPDATE {tok} = IF({tok} IS NULL OR {tok} <= VALUES({tok}), VALUES({tok}), {tok})",
         f"SELECT CAST({tok} AS CHAR) FROM {table} WHERE {key} = %s",
-        # @@in_transaction tells a transaction from an autocommit session.
-        f"SELECT CAST({tok} AS CHAR), @@in_transaction FROM {table} WHERE {key} = %s FOR UPDATE",
         # MariaDB's MESSAGE_TEXT holds 128 characters at most.
         (
             f"CREATE TRIGGER IF NOT EXISTS {('seqd_keep_' + table)[:64]} BEFORE DELETE ON {table} FOR EACH ROW\n"

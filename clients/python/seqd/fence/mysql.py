@@ -17,7 +17,7 @@ snapshot)::
     INSERT INTO seqd_fence (fence_key, max_token) VALUES (%s, CAST(%s AS UNSIGNED))
     ON DUPLICATE KEY UPDATE max_token = IF(max_token IS NULL OR max_token <= VALUES(max_token),
                                            VALUES(max_token), max_token);
-    SELECT CAST(max_token AS CHAR), @@in_transaction FROM seqd_fence WHERE fence_key = %s FOR UPDATE;
+    SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = %s FOR UPDATE;
 
 A max above the token: a newer holder has used the key, refused. The fence
 row stays locked until the commit, so the caller's statements run with no
@@ -34,8 +34,8 @@ folds them, and the error gives the ALTER TABLE that migrates it. For the
 column recipe it puts on your table a trigger that refuses to delete a row
 whose token is set: the old holder's next write would recreate it with a
 stale token. :func:`admit` refuses (:class:`NoTransactionError`) outside an
-open transaction, where its check and your writes would commit apart
-(``@@in_transaction``, read with its locking read).
+open transaction, where its check and your writes would commit apart (the
+server's in-transaction flag, which PyMySQL keeps as ``server_status``).
 
 This module imports no driver: it works on the connection you pass.
 """
@@ -59,6 +59,8 @@ from ._sql import (
 )
 
 __all__ = ["KEEP_ROW_MESSAGE", "KeyCollationError", "NoTransactionError", "admit", "create_table", "transaction"]
+
+_IN_TRANS = 1  # SERVER_STATUS_IN_TRANS of the server's OK packet
 
 
 def create_table(conn: Any, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
@@ -85,11 +87,11 @@ def admit(cur: Any, key: str, token: int, *, table: str = TABLE, key_column: str
     _check_token(token)
     sql = statements("mysql", table, key_column, token_column)
     cur.execute(sql.upsert, (key, str(token)))
-    cur.execute(sql.lock_max, (key,))
-    row = cur.fetchone()
-    if int(row[1]) != 1:
+    status = getattr(cur.connection, "server_status", None)
+    if status is not None and not status & _IN_TRANS:
         raise NoTransactionError()
-    got = int(row[0])
+    cur.execute(sql.max + " FOR UPDATE", (key,))
+    got = int(cur.fetchone()[0])
     if got > token:
         raise StaleTokenError(key, token, got)
 

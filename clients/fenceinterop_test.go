@@ -17,11 +17,13 @@ import (
 )
 
 // The Go fences and the other languages' share one fence table and one
-// script. Before a suite runs, the Go fences raise the max of the key
-// interop/<language> to 1000 on each database; the suite must find 999
-// stale and 1000 and then 1001 admitted (its interop test), and after it
-// the Go fences must find the max at 1001 and 1000 stale. The suite also
-// compares its SQL and script with the Go ones (SEQD_TEST_FENCE_GO_*).
+// Redis key (under redisfence.Prefix). Before a suite runs, the Go fences
+// raise the max of the key interop/<language> to 1000 on each database;
+// the suite must find 999 stale and 1000 and then 1001 admitted (its
+// interop test), and after it the Go fences must find the max at 1001 and
+// 1000 stale. The suite also compares its SQL with the Go one
+// (SEQD_TEST_FENCE_GO_CREATE_*); the script is one file, which each
+// built package carries (TestFenceScriptInPackages).
 
 const interopSeed, interopAfter = 1000, 1001
 
@@ -85,7 +87,6 @@ func interopEnv(t *testing.T, lang string) (vars []string, after func()) {
 	mySQL, _ := sqlfence.New(nil, sqlfence.MySQL, sqlfence.Options{})
 	vars = []string{
 		"SEQD_TEST_FENCE_INTEROP_KEY=" + key,
-		"SEQD_TEST_FENCE_GO_SCRIPT=" + redisfence.Script,
 		"SEQD_TEST_FENCE_GO_CREATE_POSTGRES=" + pgSQL.CreateSQL(),
 		"SEQD_TEST_FENCE_GO_CREATE_MARIADB=" + mySQL.CreateSQL(),
 	}

@@ -11,7 +11,11 @@ package clients_test
 //	SEQD_TEST_PG_{HOST,PORT,USER,PASSWORD,DATABASE,URL}       PostgreSQL 15
 //	SEQD_TEST_MARIADB_{HOST,PORT,USER,PASSWORD,DATABASE,URL}  MariaDB 10.11
 //	SEQD_TEST_REDIS_{HOST,PORT,USER,PASSWORD,DATABASE,URL}    Redis 7
+//	SEQD_TEST_REDIS_CASES_{HOST,PORT,USER,PASSWORD,DATABASE,URL}
+//	                         a Redis of the Redis cases' own (they change its settings)
 //	SEQD_TEST_FENCE_CASES    the shared cases' file
+//	SEQD_TEST_FENCE_REDIS_CASES  the Redis cases' file
+//	SEQD_TEST_FENCE_UNGUARDED    their control: the script before its guards
 //	SEQD_TEST_FENCE_SIGNED   sequencer vectors (signed.json, below)
 //	SEQD_TEST_FENCE_CONTROL  the control server: POST /restart?db=postgres|mariadb|redis
 //	                         answers 200 once the server serves again
@@ -22,7 +26,8 @@ package clients_test
 //
 // where the mode is a recipe (fence: the fence table; column: the token in
 // the data's own row, on SQL) or a control (none: no fence; double: tokens
-// compared as doubles). The test holds every case × database × recipe to
+// compared as doubles). The Redis cases are reported as the database
+// redis-cases, in the modes fence and unguarded. The test holds every case × database × recipe to
 // "pass", and every case whose fails_under names a control to "fail" under
 // it: the control seen failing. The table of all of them goes to the
 // test's log.
@@ -53,6 +58,9 @@ var (
 	pgLazy    = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.Postgres}}
 	mariaLazy = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.MariaDB}}
 	redisLazy = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.Redis, AppendOnly: true, AppendFsync: "always"}}
+	// The Redis cases change the server's settings (an eviction policy,
+	// maxmemory) and evict keys: they get a Redis of their own.
+	redisCasesLazy = dbtest.Lazy{Options: testenv.DBOptions{Kind: testenv.Redis, AppendOnly: true}}
 )
 
 // fenceDatabases are the databases every suite runs its cases on, with the
@@ -63,7 +71,11 @@ var fenceDatabases = []struct{ name, prefix string }{
 	{"redis", "SEQD_TEST_REDIS"},
 }
 
-const casesFile = "../fence/testdata/dbcases.json"
+const (
+	casesFile      = "../fence/testdata/dbcases.json"
+	redisCasesFile = "../fence/testdata/rediscases.json"
+	unguardedFile  = "../fence/testdata/redis_unguarded.lua"
+)
 
 // fenceRecipes are the recipes every suite runs the cases with, per
 // database: the fence table, and on SQL the token column in the data's own
@@ -83,18 +95,25 @@ func fenceEnv(t *testing.T) []string {
 		"mariadb":  mariaLazy.Get(t),
 		"redis":    redisLazy.Get(t),
 	}
-	cases, err := filepath.Abs(casesFile)
-	if err != nil {
-		t.Fatal(err)
+	var abs [3]string
+	for i, f := range []string{casesFile, redisCasesFile, unguardedFile} {
+		a, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		abs[i] = a
 	}
 	vars := []string{
-		"SEQD_TEST_FENCE_CASES=" + cases,
+		"SEQD_TEST_FENCE_CASES=" + abs[0],
+		"SEQD_TEST_FENCE_REDIS_CASES=" + abs[1],
+		"SEQD_TEST_FENCE_UNGUARDED=" + abs[2],
 		"SEQD_TEST_FENCE_SIGNED=" + writeSignedVectors(t, t.TempDir()),
 		"SEQD_TEST_FENCE_CONTROL=" + serveDBControl(t, dbs),
 	}
 	for _, d := range fenceDatabases {
 		vars = append(vars, dbs[d.name].Env(d.prefix)...)
 	}
+	vars = append(vars, redisCasesLazy.Get(t).Env("SEQD_TEST_REDIS_CASES")...)
 	return vars
 }
 
@@ -292,7 +311,9 @@ func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name s
 	if err != nil {
 		t.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
-	checkFenceReport(t, lang, parseFenceCases(string(out)))
+	lines := parseFenceCases(string(out))
+	checkFenceReport(t, lang, lines)
+	checkRedisCasesReport(t, lang, lines)
 	after()
 }
 
@@ -379,6 +400,43 @@ func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
 		}
 	}
 	t.Logf("shared fence cases, %s:\n%s", lang, table.String())
+}
+
+// checkRedisCasesReport holds a suite's report of the Redis cases: each
+// passes with the fence, and each that names the unguarded control fails
+// under it.
+func checkRedisCasesReport(t *testing.T, lang string, lines []fenceCaseLine) {
+	t.Helper()
+	b, err := os.ReadFile(redisCasesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs dbCasesFile
+	if err := json.Unmarshal(b, &cs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]fenceCaseLine{}
+	for _, l := range lines {
+		if l.lang == lang && l.db == "redis-cases" {
+			got[l.name+"/"+l.mode] = l
+		}
+	}
+	var table strings.Builder
+	for _, c := range cs.Cases {
+		f, fok := got[c.Name+"/fence"]
+		u, uok := got[c.Name+"/unguarded"]
+		switch {
+		case !fok:
+			t.Errorf("%s: Redis case %s not run with the fence", lang, c.Name)
+		case f.verdict != "pass":
+			t.Errorf("%s: Redis case %s fails with the fence: %s", lang, c.Name, f.detail)
+		}
+		if slices.Contains(c.FailsUnder, "unguarded") && (!uok || u.verdict != "fail") {
+			t.Errorf("%s: the unguarded script was not seen failing Redis case %s (%s)", lang, c.Name, u.verdict)
+		}
+		fmt.Fprintf(&table, "%-40s fence %-5s unguarded %-5s %s\n", c.Name, f.verdict, u.verdict, u.detail)
+	}
+	t.Logf("Redis cases, %s:\n%s", lang, table.String())
 }
 
 // TestPythonFences runs the Python fences' suite (clients/python/fence_tests:

@@ -150,6 +150,16 @@ func runRefCase(c dbcases.Case, control string) error {
 			if got := s.f.Max(key); got != want {
 				return fmt.Errorf("step %d: max of %s is %d, want %d", i, key, got, want)
 			}
+		case "delete":
+			s.mu.Lock()
+			err := s.admitLocked(key, st.Token)
+			if err == nil {
+				delete(s.values, key)
+			}
+			s.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("step %d: delete %s with token %q: %v", i, key, st.Token, err)
+			}
 		case "restart":
 			// The reference keeps its state, as a durable database does.
 		case "race":

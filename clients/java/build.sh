@@ -21,6 +21,9 @@ cd "$(dirname "$0")"
 rm -rf build/classes build/test-classes
 mkdir -p build
 javac --release 17 -Xlint:all -Werror -d build/classes $(find src/main/java -name '*.java')
+# The Redis fence's script is one file in seqd's repository, copied in as a
+# resource of the jar, never kept here.
+cp ../../fence/redisfence/fence.lua build/classes/dev/seqd/fence/fence.lua
 printf 'Automatic-Module-Name: dev.seqd.client\n' > build/MANIFEST.MF
 jar --create --file build/seqd-client.jar --manifest build/MANIFEST.MF -C build/classes .
 echo "built build/seqd-client.jar"

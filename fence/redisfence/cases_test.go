@@ -44,8 +44,10 @@ type target struct {
 
 var caseN atomic.Int64
 
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 func newTarget(t *testing.T, d *testenv.DB, rdb *redis.Client, control string) *target {
-	f, err := redisfence.New(context.Background(), rdb, redisfence.Options{AllowVolatile: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f, err := redisfence.New(context.Background(), rdb, redisfence.Options{AllowVolatile: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +122,24 @@ func (tg *target) Read(ctx context.Context, key, token string) (*string, error) 
 		return nil, err
 	}
 	return tg.Value(ctx, key)
+}
+
+func (tg *target) Delete(ctx context.Context, key, token string) error {
+	switch tg.control {
+	case "":
+		n, err := fence.ParseToken(token)
+		if err != nil {
+			return err
+		}
+		_, err = tg.f.Do(ctx, tg.fenceKey(key), n, redisfence.Cmd{Name: "DEL", Keys: []string{tg.valueKey(key)}})
+		return err
+	case "none":
+		return tg.rdb.Del(ctx, tg.valueKey(key)).Err()
+	}
+	if err := tg.Write(ctx, key, token, ""); err != nil {
+		return err
+	}
+	return tg.rdb.Del(ctx, tg.valueKey(key)).Err()
 }
 
 func (tg *target) Value(ctx context.Context, key string) (*string, error) {

@@ -129,6 +129,15 @@ func (s *server) valueType() string {
 	return "varchar(255)"
 }
 
+// keyType is the type of the harness tables' keys: on MariaDB a binary
+// string, so that keys apart by case, spaces or accents stay apart.
+func (s *server) keyType() string {
+	if s.dialect == sqlfence.Postgres {
+		return "text"
+	}
+	return "varbinary(1024)"
+}
+
 func newFenced(t *testing.T, s *server, column bool, iso sql.IsolationLevel) *fenced {
 	fc := &fenced{s: s, column: column}
 	fc.values = tableName(t, "v")
@@ -139,10 +148,10 @@ func newFenced(t *testing.T, s *server, column bool, iso sql.IsolationLevel) *fe
 		if s.dialect == sqlfence.MySQL {
 			tokType = "bigint unsigned"
 		}
-		s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL, fence_token %s NULL)", fc.values, s.valueType(), s.valueType(), tokType))
+		s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL, fence_token %s NULL)", fc.values, s.keyType(), s.valueType(), tokType))
 		opts.Table, opts.KeyColumn, opts.TokenColumn = fc.values, "k", "fence_token"
 	} else {
-		s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL)", fc.values, s.valueType(), s.valueType()))
+		s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL)", fc.values, s.keyType(), s.valueType()))
 		opts.Table = tableName(t, "f")
 		s.exec(t, "DROP TABLE IF EXISTS "+opts.Table)
 	}
@@ -150,10 +159,8 @@ func newFenced(t *testing.T, s *server, column bool, iso sql.IsolationLevel) *fe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !column {
-		if err := f.Create(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.Create(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	fc.f = f
 	return fc
@@ -214,6 +221,21 @@ func (fc *fenced) Read(ctx context.Context, key, token string) (*string, error) 
 	return v, err
 }
 
+func (fc *fenced) Delete(ctx context.Context, key, token string) error {
+	n, err := fence.ParseToken(token)
+	if err != nil {
+		return err
+	}
+	err = fc.f.Do(ctx, key, n, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE k = %s", fc.values, fc.s.ph(1)), key)
+		return err
+	})
+	if err != nil && strings.Contains(err.Error(), sqlfence.KeepRowMessage) {
+		return fmt.Errorf("%w: %v", dbcases.ErrRowKept, err)
+	}
+	return err
+}
+
 func (fc *fenced) Value(ctx context.Context, key string) (*string, error) {
 	return getValue(ctx, fc.s.db, fc.s, fc.values, key)
 }
@@ -235,7 +257,7 @@ func newControl(t *testing.T, s *server, kind string) *control {
 	c := &control{s: s, kind: kind, values: tableName(t, "c"+kind)}
 	s.exec(t, "DROP TABLE IF EXISTS "+c.values)
 	maxType := map[string]string{"none": s.valueType(), "string": s.valueType(), "double": "double precision"}[kind]
-	s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL, m %s NULL)", c.values, s.valueType(), s.valueType(), maxType))
+	s.exec(t, fmt.Sprintf("CREATE TABLE %s (k %s PRIMARY KEY, v %s NULL, m %s NULL)", c.values, s.keyType(), s.valueType(), maxType))
 	return c
 }
 
@@ -322,6 +344,17 @@ func (c *control) Read(ctx context.Context, key, token string) (*string, error) 
 		return nil, err
 	}
 	return c.Value(ctx, key)
+}
+
+// Delete is a write of the token (the control's check, if any) and then
+// a delete of the row, max and all: what the column recipe did before
+// its rows were kept.
+func (c *control) Delete(ctx context.Context, key, token string) error {
+	if err := c.write(ctx, key, token, nil); err != nil {
+		return err
+	}
+	_, err := c.s.db.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE k = %s", c.values, c.s.ph(1)), key)
+	return err
 }
 
 func (c *control) Value(ctx context.Context, key string) (*string, error) {

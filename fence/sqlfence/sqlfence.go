@@ -16,6 +16,23 @@
 //     KeyColumn, TokenColumn), so that the max and the data it guards are
 //     one row.
 //
+// With the column recipe a deleted row would take its max with it, and the
+// old holder's next write would recreate the row with its stale token;
+// Create therefore puts a trigger on the table that refuses to delete (on
+// PostgreSQL, to truncate) a row whose token column is set, with a sentence
+// that points to the fence table. Keep such rows as tombstones (clear their
+// data), or use the fence table for keys whose rows come and go.
+//
+// On MariaDB the fence table's key column is varbinary: keys compare byte
+// for byte, so orders/A, orders/a and orders/a with a trailing space are
+// three keys. Create refuses a fence table made earlier whose key column
+// folds them (a case- or accent-insensitive or PAD SPACE collation), and
+// says which ALTER TABLE migrates it.
+//
+// Admit runs inside the caller's *sql.Tx, a transaction by construction;
+// the Python, Java and JavaScript helpers, which take a connection, refuse
+// one in autocommit.
+//
 // Tokens are compared as integers over the whole uint64 range: numeric(20,0)
 // with a CHECK of 1..2^64-1 on PostgreSQL, BIGINT UNSIGNED on MariaDB;
 // tokens travel as decimal text, never as a float or a signed int64.
@@ -72,6 +89,14 @@ func (d Dialect) String() string {
 	return "Dialect(" + strconv.Itoa(int(d)) + ")"
 }
 
+// ErrKeyCollation: a MariaDB fence table's key column folds keys that
+// differ (case, trailing spaces, accents) into one max.
+var ErrKeyCollation = errors.New("sqlfence: the fence table's key column folds distinct keys together")
+
+// KeepRowMessage starts the error of the trigger that refuses to delete a
+// row holding its fence max (the column recipe).
+const KeepRowMessage = "seqd fence: this row keeps its fence max"
+
 // MaxTokenSQL is the largest token, 2^64-1, as SQL.
 const MaxTokenSQL = "18446744073709551615"
 
@@ -96,7 +121,8 @@ type Options struct {
 	// Table is the table ("" for DefaultTable, the fence table).
 	Table string
 	// KeyColumn is its primary key column ("" for fence_key), TokenColumn
-	// the column of the max ("" for max_token). For the column recipe,
+	// the column of the max ("" for max_token); naming either chooses the
+	// column recipe. For the column recipe,
 	// name the caller's own table, its primary key and a token column
 	// (numeric(20,0) on PostgreSQL, bigint unsigned on MariaDB, NULL
 	// allowed for rows never fenced): Admit then creates a missing row
@@ -180,17 +206,83 @@ func (f *Fence) CreateSQL() string {
 )`
 	}
 	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
-  ` + k + ` varchar(255) NOT NULL PRIMARY KEY,
+  ` + k + ` varbinary(1024) NOT NULL PRIMARY KEY,
   ` + tok + ` bigint unsigned NOT NULL CHECK (` + tok + ` >= 1)
 ) ENGINE=InnoDB`
 }
 
-// Create makes the fence table if it does not exist.
+// Column says whether the fence keeps its maxes in the caller's own rows:
+// the column recipe, chosen by naming a key or token column other than
+// the fence table's.
+func (f *Fence) Column() bool {
+	return f.opts.KeyColumn != "fence_key" || f.opts.TokenColumn != "max_token"
+}
+
+// KeepRowsSQL are the statements that put on the column recipe's table the
+// trigger that refuses to delete a row whose token column is set.
+func (f *Fence) KeepRowsSQL() []string {
+	name, tok := f.opts.Table, f.opts.TokenColumn
+	msg := KeepRowMessage + `: deleting it would let a stale holder recreate it; keep the row or use the fence table`
+	if f.dialect == Postgres {
+		return []string{`CREATE OR REPLACE FUNCTION seqd_fence_keep_row() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  IF TG_LEVEL = 'STATEMENT' OR to_jsonb(OLD) ->> TG_ARGV[0] IS NOT NULL THEN
+    RAISE EXCEPTION '` + msg + ` (%.%)', TG_TABLE_NAME, TG_ARGV[0] USING ERRCODE = 'restrict_violation';
+  END IF;
+  RETURN OLD;
+END $f$`,
+			`CREATE OR REPLACE TRIGGER seqd_fence_keep_row BEFORE DELETE ON ` + name + ` FOR EACH ROW EXECUTE FUNCTION seqd_fence_keep_row('` + tok + `')`,
+			`CREATE OR REPLACE TRIGGER seqd_fence_keep_rows BEFORE TRUNCATE ON ` + name + ` FOR EACH STATEMENT EXECUTE FUNCTION seqd_fence_keep_row('` + tok + `')`,
+		}
+	}
+	trigger := "seqd_keep_" + name
+	if len(trigger) > 64 {
+		trigger = trigger[:64]
+	}
+	// MariaDB's MESSAGE_TEXT holds 128 characters at most.
+	return []string{`CREATE TRIGGER IF NOT EXISTS ` + trigger + ` BEFORE DELETE ON ` + name + ` FOR EACH ROW
+IF OLD.` + tok + ` IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '` + KeepRowMessage + `; keep the row or use the fence table'; END IF`}
+}
+
+// Create makes the fence table if it does not exist, and checks on
+// MariaDB that an existing one compares keys byte for byte
+// (ErrKeyCollation, with the ALTER TABLE that migrates it). For the column
+// recipe it makes no table: it puts the trigger of KeepRowsSQL on the
+// caller's.
 func (f *Fence) Create(ctx context.Context) error {
+	if f.Column() {
+		for _, q := range f.KeepRowsSQL() {
+			if _, err := f.db.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("sqlfence: the trigger that keeps %s's rows: %w", f.opts.Table, err)
+			}
+		}
+		return nil
+	}
 	if _, err := f.db.ExecContext(ctx, f.CreateSQL()); err != nil {
 		return fmt.Errorf("sqlfence: create %s: %w", f.opts.Table, err)
 	}
+	if f.dialect == MySQL {
+		return f.checkKeyColumn(ctx)
+	}
 	return nil
+}
+
+// checkKeyColumn refuses a key column whose collation folds keys: any but
+// a binary string or a NO PAD binary collation.
+func (f *Fence) checkKeyColumn(ctx context.Context) error {
+	var typ string
+	var coll sql.NullString
+	err := f.db.QueryRowContext(ctx, `SELECT DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`, f.opts.Table, f.opts.KeyColumn).Scan(&typ, &coll)
+	if err != nil {
+		return fmt.Errorf("sqlfence: reading the collation of %s.%s: %w", f.opts.Table, f.opts.KeyColumn, err)
+	}
+	c := strings.ToLower(coll.String)
+	if typ == "varbinary" || typ == "binary" || strings.HasSuffix(c, "_nopad_bin") || strings.HasSuffix(c, "_0900_bin") {
+		return nil
+	}
+	return fmt.Errorf("%w: %s.%s is %s with collation %s, so keys that differ in case, trailing spaces or accents share one max; migrate it with: ALTER TABLE %s MODIFY %s varbinary(1024) NOT NULL",
+		ErrKeyCollation, f.opts.Table, f.opts.KeyColumn, typ, coll.String, f.opts.Table, f.opts.KeyColumn)
 }
 
 // Do runs fn in a transaction fenced by key and token: the transaction

@@ -10,15 +10,16 @@ import Redis from 'ioredis';
 import { MAX_TOKEN, StaleTokenError } from '../lib/fence/index.js';
 import * as pgFence from '../lib/fence/pg.js';
 import * as myFence from '../lib/fence/mysql.js';
-import { PersistenceError, RedisFence, SCRIPT } from '../lib/fence/redis.js';
-import { database, fenced, runAll, runId } from './support.js';
+import { readFileSync } from 'node:fs';
+import { PersistenceError, PREFIX, RedisFence } from '../lib/fence/redis.js';
+import { database, env, fenced, runAll, runId } from './support.js';
 
 const VALUES_PG = 'CREATE TABLE IF NOT EXISTS fence_case_values (k text PRIMARY KEY, v text NOT NULL)';
 const UPSERT_PG = 'INSERT INTO fence_case_values (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v';
 const SELECT_PG = 'SELECT v FROM fence_case_values WHERE k = $1';
 const VALUES_MY =
   'CREATE TABLE IF NOT EXISTS fence_case_values (' +
-  'k varchar(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB';
+  'k varbinary(1024) PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB';
 const UPSERT_MY = 'INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)';
 const SELECT_MY = 'SELECT v FROM fence_case_values WHERE k = ?';
 
@@ -27,7 +28,7 @@ const SELECT_MY = 'SELECT v FROM fence_case_values WHERE k = ?';
 const ROWS_PG = 'CREATE TABLE IF NOT EXISTS fence_case_rows (k text PRIMARY KEY, v text NULL, fence_token numeric(20,0) NULL)';
 const ROWS_MY =
   'CREATE TABLE IF NOT EXISTS fence_case_rows (' +
-  'k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB';
+  'k varbinary(1024) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB';
 const COLUMN = { table: 'fence_case_rows', keyColumn: 'k', tokenColumn: 'fence_token' };
 
 async function pgClient() {
@@ -83,6 +84,19 @@ class PostgresStore {
     }, token, this.control);
   }
 
+  async delete(key, token) {
+    try {
+      const r = await fenced(async (t) => {
+        if (this.control) return this.conn.query(`DELETE FROM ${this.values} WHERE k = $1`, [key]);
+        return pgFence.transaction(this.conn, key, t, (c) => c.query(`DELETE FROM ${this.values} WHERE k = $1`, [key]), this.where);
+      }, token, this.control);
+      return r.outcome;
+    } catch (e) {
+      if (String(e?.message).includes(pgFence.KEEP_ROW_MESSAGE)) return 'kept';
+      throw e;
+    }
+  }
+
   async value(key) {
     return (await this.conn.query(`SELECT v FROM ${this.values} WHERE k = $1`, [key])).rows[0]?.v ?? null;
   }
@@ -136,6 +150,19 @@ class MariaDBStore {
     }, token, this.control);
   }
 
+  async delete(key, token) {
+    try {
+      const r = await fenced(async (t) => {
+        if (this.control) return this.conn.query(`DELETE FROM ${this.values} WHERE k = ?`, [key]);
+        return myFence.transaction(this.conn, key, t, (c) => c.query(`DELETE FROM ${this.values} WHERE k = ?`, [key]), this.where);
+      }, token, this.control);
+      return r.outcome;
+    } catch (e) {
+      if (String(e?.message).includes(myFence.KEEP_ROW_MESSAGE)) return 'kept';
+      throw e;
+    }
+  }
+
   async value(key) {
     return (await this.conn.query(`SELECT v FROM ${this.values} WHERE k = ?`, [key]))[0][0]?.v ?? null;
   }
@@ -151,11 +178,14 @@ class MariaDBStore {
 
 // The "double" control: the same script with the one mistake it exists to
 // avoid, tokens compared as Lua numbers (doubles, exact only to 2^53).
-const DOUBLE_SCRIPT = SCRIPT.replace(
+// The double control: the script before its guards, comparing as Lua
+// numbers.
+const UNGUARDED = readFileSync(env('SEQD_TEST_FENCE_UNGUARDED'), 'utf8');
+const DOUBLE_SCRIPT = UNGUARDED.replace(
   "  if string.len(max) ~= 20 or not string.match(max, '^%d+$') then\n    return redis.error_reply('seqd fence: ' .. KEYS[1] .. ' holds no fence max')\n  end\n  if max > ARGV[1] then",
   '  if tonumber(max) > tonumber(ARGV[1]) then',
 );
-assert.notEqual(DOUBLE_SCRIPT, SCRIPT);
+assert.notEqual(DOUBLE_SCRIPT, UNGUARDED);
 
 class RedisStore {
   static async open(mode) {
@@ -184,7 +214,7 @@ class RedisStore {
 
   async double(key, token, command, keys, args) {
     if (!/^-?[0-9]+$/.test(token)) throw new StaleTokenError(key, 0n, 0n); // not a number: refused
-    const reply = await this.client.eval(DOUBLE_SCRIPT, 1 + keys.length, `fence:${key}`, ...keys, token, command, ...args);
+    const reply = await this.client.eval(DOUBLE_SCRIPT, 1 + keys.length, PREFIX + key, ...keys, token, command, ...args);
     if (Number(reply[0]) !== 1) throw new StaleTokenError(key, 0n, 0n);
     return reply[1];
   }
@@ -193,7 +223,7 @@ class RedisStore {
     const r = await fenced(async (t) => {
       if (this.control === 'double') return this.double(key, t, 'SET', [`v:${key}`], [value]);
       if (this.control) return this.client.set(`v:${key}`, value);
-      return this.fence.call(`fence:${key}`, t, 'SET', { keys: [`v:${key}`], args: [value] });
+      return this.fence.call(key, t, 'SET', { keys: [`v:${key}`], args: [value] });
     }, token, this.control);
     return r.outcome;
   }
@@ -202,8 +232,17 @@ class RedisStore {
     return fenced(async (t) => {
       if (this.control === 'double') return this.double(key, t, 'GET', [`v:${key}`], []);
       if (this.control) return this.client.get(`v:${key}`);
-      return this.fence.call(`fence:${key}`, t, 'GET', { keys: [`v:${key}`] });
+      return this.fence.call(key, t, 'GET', { keys: [`v:${key}`] });
     }, token, this.control);
+  }
+
+  async delete(key, token) {
+    const r = await fenced(async (t) => {
+      if (this.control === 'double') return this.double(key, t, 'DEL', [`v:${key}`], []);
+      if (this.control) return this.client.del(`v:${key}`);
+      return this.fence.call(key, t, 'DEL', { keys: [`v:${key}`] });
+    }, token, this.control);
+    return r.outcome;
   }
 
   value(key) {
@@ -211,7 +250,7 @@ class RedisStore {
   }
 
   max(key) {
-    return this.fence.max(`fence:${key}`);
+    return this.fence.max(key);
   }
 }
 
@@ -221,6 +260,7 @@ test('postgres', async (t) => {
     await pgFence.createTable(c);
     await c.query(VALUES_PG);
     await c.query(ROWS_PG);
+    await pgFence.createTable(c, COLUMN);
   } finally {
     await c.end();
   }
@@ -243,12 +283,41 @@ test('postgres', async (t) => {
   });
 });
 
+test('postgres: admit refuses a client outside a transaction', async () => {
+  const c = await pgClient();
+  try {
+    await assert.rejects(pgFence.admit(c, `${runId()}/autocommit`, 5n), pgFence.NoTransactionError);
+  } finally {
+    await c.end();
+  }
+});
+
+test('mariadb: admit outside a transaction, and a folding fence table, are refused', async () => {
+  const c = await myConnect();
+  try {
+    await assert.rejects(myFence.admit(c, `${runId()}/autocommit`, 5n), myFence.NoTransactionError);
+    const table = 'fence_case_folding_js';
+    await c.query(`DROP TABLE IF EXISTS ${table}`);
+    await c.query(`CREATE TABLE ${table} (fence_key varchar(255) NOT NULL PRIMARY KEY, max_token bigint unsigned NOT NULL) ENGINE=InnoDB`);
+    let alter = '';
+    await assert.rejects(myFence.createTable(c, { table }), (e) => {
+      alter = e.message.split('migrate it with: ')[1] ?? '';
+      return e instanceof myFence.KeyCollationError && alter.startsWith(`ALTER TABLE ${table} `);
+    });
+    await c.query(alter);
+    await myFence.createTable(c, { table });
+  } finally {
+    await c.end();
+  }
+});
+
 test('mariadb', async (t) => {
   const c = await myConnect();
   try {
     await myFence.createTable(c);
     await c.query(VALUES_MY);
     await c.query(ROWS_MY);
+    await myFence.createTable(c, COLUMN);
   } finally {
     await c.end();
   }

@@ -105,6 +105,11 @@ export async function runCase(c, store, db, prefix) {
         if (m !== BigInt(st.token)) return `step ${i}: max of ${key} is ${m}, want ${st.token}`;
         break;
       }
+      case 'delete': {
+        const got = await store.delete(key, st.token);
+        if (got !== 'ok' && got !== 'kept') return `step ${i}: delete ${key} with token ${JSON.stringify(st.token)}: ${got}`;
+        break;
+      }
       case 'restart':
         await restart(db);
         await store.reconnect();

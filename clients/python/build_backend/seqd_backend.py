@@ -99,7 +99,24 @@ def _package_files() -> List[Tuple[str, str]]:
             if fn.endswith(".py") or fn == "py.typed":
                 full = os.path.join(dirpath, fn)
                 out.append((os.path.relpath(full, ROOT).replace(os.sep, "/"), full))
+    if _package() == CLIENT:  # the client; its adapters carry no fence
+        out.append((FENCE_SCRIPT, _fence_script()))
     return out
+
+
+# The Redis fence's script: one file in seqd's repository (Go embeds it),
+# copied into the package when it is built, never kept here.
+CLIENT = "seqd"
+FENCE_SCRIPT = f"{CLIENT}/fence/fence.lua"
+
+
+def _fence_script() -> str:
+    """Where the script is: in an unpacked sdist, in the package already;
+    in seqd's repository, fence/redisfence/fence.lua."""
+    for path in (os.path.join(ROOT, FENCE_SCRIPT), os.path.join(ROOT, "..", "..", "fence", "redisfence", "fence.lua")):
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    raise RuntimeError(f"the Redis fence script is missing: neither {FENCE_SCRIPT} nor seqd's fence/redisfence/fence.lua")
 
 
 def _dist_name() -> str:
@@ -147,7 +164,8 @@ def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) ->
     name = _dist_name()
     sdist = f"{name}.tar.gz"
     paths = ["pyproject.toml", "README.md", "build_backend/seqd_backend.py"]
-    paths += [arc for arc, _ in _package_files()]
+    files = dict(_package_files())
+    paths += list(files)
     tests = sorted(d for d in os.listdir(ROOT) if d == "tests" or d.endswith("_tests"))
     for top in tests:
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
@@ -156,7 +174,7 @@ def build_sdist(sdist_directory: str, config_settings: Optional[dict] = None) ->
     # dereference: the adapter's build_backend/ is a link to the client's.
     with tarfile.open(os.path.join(sdist_directory, sdist), "w:gz", format=tarfile.PAX_FORMAT, dereference=True) as t:
         for rel in paths:
-            full = os.path.join(ROOT, rel)
+            full = files.get(rel, os.path.join(ROOT, rel))
             if os.path.exists(full):
                 t.add(full, arcname=f"{name}/{rel}", recursive=False)
         data = _metadata().encode()

@@ -69,6 +69,11 @@ class Store:
         """(outcome, value or None)."""
         raise NotImplementedError
 
+    def delete(self, key: str, token: str) -> str:
+        """Deletes key's row in a fenced transaction: "ok", or "kept" when
+        the fence refused because the row holds the key's max."""
+        raise NotImplementedError
+
     def value(self, key: str) -> Optional[str]:
         raise NotImplementedError
 
@@ -125,6 +130,10 @@ def run_case(case: dict, store: Store, db: str, prefix: str) -> Optional[str]:
             m = store.max(key)
             if m != int(st["token"]):
                 return f"step {i}: max of {key} is {m}, want {st['token']}"
+        elif op == "delete":
+            got = store.delete(key, st["token"])
+            if got not in ("ok", "kept"):
+                return f"step {i}: delete {key} with token {st['token']!r}: {got}"
         elif op == "restart":
             restart(db)
             store.reconnect()

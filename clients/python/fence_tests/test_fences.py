@@ -26,7 +26,7 @@ VALUES_PG = "CREATE TABLE IF NOT EXISTS fence_case_values (k text PRIMARY KEY, v
 UPSERT_PG = "INSERT INTO fence_case_values (k, v) VALUES (%s, %s) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
 VALUES_MY = (
     "CREATE TABLE IF NOT EXISTS fence_case_values ("
-    "k varchar(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB"
+    "k varbinary(1024) PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB"
 )
 UPSERT_MY = "INSERT INTO fence_case_values (k, v) VALUES (%s, %s) ON DUPLICATE KEY UPDATE v = VALUES(v)"
 SELECT = "SELECT v FROM fence_case_values WHERE k = %s"
@@ -36,7 +36,7 @@ SELECT = "SELECT v FROM fence_case_values WHERE k = %s"
 ROWS_PG = "CREATE TABLE IF NOT EXISTS fence_case_rows (k text PRIMARY KEY, v text NULL, fence_token numeric(20,0) NULL)"
 ROWS_MY = (
     "CREATE TABLE IF NOT EXISTS fence_case_rows ("
-    "k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB"
+    "k varbinary(1024) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB"
 )
 COLUMN = {"table": "fence_case_rows", "key_column": "k", "token_column": "fence_token"}
 
@@ -45,7 +45,7 @@ COLUMN = {"table": "fence_case_rows", "key_column": "k", "token_column": "fence_
 TEXT_PG = "CREATE TABLE IF NOT EXISTS fence_case_text (k text PRIMARY KEY, v text NULL, fence_token text NULL)"
 TEXT_MY = (
     "CREATE TABLE IF NOT EXISTS fence_case_text ("
-    "k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token varchar(32) NULL) ENGINE=InnoDB"
+    "k varbinary(1024) NOT NULL PRIMARY KEY, v text NULL, fence_token varchar(32) NULL) ENGINE=InnoDB"
 )
 TEXT = {"table": "fence_case_text", "key_column": "k", "token_column": "fence_token"}
 WHERE = {"column": COLUMN, "string": TEXT}
@@ -111,6 +111,22 @@ class PostgresStore(Store):
 
         return fenced(do, token, self.control)
 
+    def delete(self, key: str, token: str) -> str:
+        def do(t: int) -> None:
+            if self.control == "none":
+                with self.conn.transaction():
+                    self.conn.execute(f"DELETE FROM {self.values} WHERE k = %s", (key,))
+                return
+            with pgfence.transaction(self.conn, key, t, **self.where) as cur:
+                cur.execute(f"DELETE FROM {self.values} WHERE k = %s", (key,))
+
+        try:
+            return fenced(do, token, self.control)[0]
+        except psycopg.Error as e:
+            if pgfence.KEEP_ROW_MESSAGE in str(e):
+                return "kept"
+            raise
+
     def value(self, key: str) -> Optional[str]:
         row = self.plain.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,)).fetchone()
         return row[0] if row else None
@@ -169,6 +185,23 @@ class MariaDBStore(Store):
 
         return fenced(do, token, self.control)
 
+    def delete(self, key: str, token: str) -> str:
+        def do(t: int) -> None:
+            if self.control == "none":
+                with self.conn.cursor() as cur:
+                    cur.execute(f"DELETE FROM {self.values} WHERE k = %s", (key,))
+                self.conn.commit()
+                return
+            with myfence.transaction(self.conn, key, t, **self.where) as cur:
+                cur.execute(f"DELETE FROM {self.values} WHERE k = %s", (key,))
+
+        try:
+            return fenced(do, token, self.control)[0]
+        except pymysql.Error as e:
+            if myfence.KEEP_ROW_MESSAGE in str(e):
+                return "kept"
+            raise
+
     def value(self, key: str) -> Optional[str]:
         with self.plain.cursor() as cur:
             cur.execute(f"SELECT v FROM {self.values} WHERE k = %s", (key,))
@@ -206,7 +239,7 @@ class RedisStore(Store):
             if self.control:
                 self.client.set("v:" + key, value)
             else:
-                self.fence.call("fence:" + key, t, "SET", keys=["v:" + key], args=[value])
+                self.fence.call(key, t, "SET", keys=["v:" + key], args=[value])
 
         return fenced(do, token, self.control)[0]
 
@@ -214,15 +247,24 @@ class RedisStore(Store):
         def do(t: int) -> Optional[str]:
             if self.control:
                 return self.client.get("v:" + key)
-            return self.fence.call("fence:" + key, t, "GET", keys=["v:" + key])
+            return self.fence.call(key, t, "GET", keys=["v:" + key])
 
         return fenced(do, token, self.control)
+
+    def delete(self, key: str, token: str) -> str:
+        def do(t: int) -> None:
+            if self.control:
+                self.client.delete("v:" + key)
+            else:
+                self.fence.call(key, t, "DEL", keys=["v:" + key])
+
+        return fenced(do, token, self.control)[0]
 
     def value(self, key: str) -> Optional[str]:
         return self.client.get("v:" + key)
 
     def max(self, key: str) -> int:
-        return self.fence.max("fence:" + key)
+        return self.fence.max(key)
 
 
 def create_tables() -> None:
@@ -233,6 +275,7 @@ def create_tables() -> None:
             conn.execute(VALUES_PG)
             conn.execute(ROWS_PG)
             conn.execute(TEXT_PG)
+        pgfence.create_table(conn, **COLUMN)
     conn = my_connect()
     try:
         myfence.create_table(conn)
@@ -240,6 +283,7 @@ def create_tables() -> None:
             cur.execute(VALUES_MY)
             cur.execute(ROWS_MY)
             cur.execute(TEXT_MY)
+        myfence.create_table(conn, **COLUMN)
     finally:
         conn.close()
 
@@ -275,6 +319,17 @@ class PostgresFenceTest(unittest.TestCase):
                 self.assertIsNone(cur.execute(SELECT, (key,)).fetchone())
 
 
+    def test_admit_refuses_an_autocommit_connection(self) -> None:
+        key = run_id() + "/autocommit"
+        with pg_connect(autocommit=True) as conn:
+            with conn.cursor() as cur:
+                with self.assertRaises(pgfence.NoTransactionError) as cm:
+                    pgfence.admit(cur, key, 5)
+                self.assertIn("outside an open transaction", str(cm.exception))
+            with pgfence.transaction(conn, key, 6):  # an explicit transaction on it is one
+                pass
+
+
 class MariaDBFenceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -282,6 +337,33 @@ class MariaDBFenceTest(unittest.TestCase):
 
     def test_cases(self) -> None:
         run_all(self, MariaDBStore, "mariadb", recipes=("fence", "column"), controls=("none", "string"))
+
+    def test_admit_refuses_an_autocommit_connection(self) -> None:
+        conn = my_connect()
+        try:
+            conn.autocommit(True)
+            with conn.cursor() as cur:
+                with self.assertRaises(myfence.NoTransactionError):
+                    myfence.admit(cur, run_id() + "/autocommit", 5)
+        finally:
+            conn.close()
+
+    def test_create_table_refuses_a_folding_key_column(self) -> None:
+        table = "fence_case_folding"
+        conn = my_connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP TABLE IF EXISTS {table}")
+                cur.execute(f"CREATE TABLE {table} (fence_key varchar(255) NOT NULL PRIMARY KEY, max_token bigint unsigned NOT NULL) ENGINE=InnoDB")
+            with self.assertRaises(myfence.KeyCollationError) as cm:
+                myfence.create_table(conn, table)
+            alter = str(cm.exception).partition("migrate it with: ")[2]
+            self.assertTrue(alter.startswith(f"ALTER TABLE {table} "), str(cm.exception))
+            with conn.cursor() as cur:
+                cur.execute(alter)
+            myfence.create_table(conn, table)
+        finally:
+            conn.close()
 
 
 class RedisFenceTest(unittest.TestCase):
@@ -376,7 +458,7 @@ class CostTest(unittest.TestCase):
                 rc.set("v:" + plain_key, str(i))
 
             def rd_fenced(i: int) -> None:
-                fence.call("fence:" + fenced_key, i + 1, "SET", keys=["v:" + fenced_key], args=[str(i)])
+                fence.call(fenced_key, i + 1, "SET", keys=["v:" + fenced_key], args=[str(i)])
 
             for db, plain, fenced_ in (("postgres", pg_plain, pg_fenced), ("mariadb", my_plain, my_fenced), ("redis", rd_plain, rd_fenced)):
                 plain(1), fenced_(1)  # warm up: connections, prepared plans, the script cache

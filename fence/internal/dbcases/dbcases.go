@@ -82,6 +82,10 @@ func Load(t testing.TB) File {
 type Target interface {
 	Write(ctx context.Context, key, token, value string) error
 	Read(ctx context.Context, key, token string) (*string, error)
+	// Delete deletes key's row (or value) in a transaction fenced by
+	// token: nil when it is gone, an error matching ErrRowKept when the
+	// fence refused because the row holds the key's max.
+	Delete(ctx context.Context, key, token string) error
 	// Value reads key's value without the fence.
 	Value(ctx context.Context, key string) (*string, error)
 	// Max is the fence's max for key (controls: anything).
@@ -90,6 +94,10 @@ type Target interface {
 	// reconnects.
 	Restart(ctx context.Context) error
 }
+
+// ErrRowKept is what a Target's Delete answers when the fence refused to
+// delete a row that holds the key's max.
+var ErrRowKept = errors.New("the row holds the fence max and was kept")
 
 // Suite says how to make targets.
 type Suite struct {
@@ -198,6 +206,10 @@ func RunCase(ctx context.Context, tg Target, c Case, control string) error {
 			}
 			if got != want {
 				return fmt.Errorf("step %d: max of %s is %d, want %d", i, key, got, want)
+			}
+		case "delete":
+			if err := tg.Delete(ctx, key, st.Token); err != nil && !errors.Is(err, ErrRowKept) {
+				return fmt.Errorf("step %d: delete %s with token %q: %w", i, key, st.Token, err)
 			}
 		case "restart":
 			if err := tg.Restart(ctx); err != nil {
@@ -340,3 +352,57 @@ func (vec Vector) Want() string {
 	}
 	return vec.Expect
 }
+
+// RedisFile is the Redis fences' cases file (fence/testdata/rediscases.json).
+type RedisFile struct {
+	Schema   int         `json:"schema"`
+	Controls []string    `json:"controls"`
+	Cases    []RedisCase `json:"cases"`
+}
+
+// RedisCase is one case of the Redis cases file.
+type RedisCase struct {
+	Name       string      `json:"name"`
+	About      string      `json:"about"`
+	FailsUnder []string    `json:"fails_under"`
+	Steps      []RedisStep `json:"steps"`
+}
+
+// RedisStep is one step of a Redis case.
+type RedisStep struct {
+	Op     string            `json:"op"`
+	Token  string            `json:"token"`
+	Value  *string           `json:"value"`
+	Expect string            `json:"expect"`
+	Argv   []string          `json:"argv"`
+	Keys   int               `json:"keys"`
+	Set    map[string]string `json:"set"`
+	Has    bool              `json:"has"`
+}
+
+// RedisPath is where the Redis cases file is.
+func RedisPath() string { return filepath.Join(filepath.Dir(Path()), "rediscases.json") }
+
+// UnguardedScriptPath is the control script of the Redis cases: the fence
+// script before its guards.
+func UnguardedScriptPath() string { return filepath.Join(filepath.Dir(Path()), "redis_unguarded.lua") }
+
+// LoadRedis reads the Redis cases file.
+func LoadRedis(t testing.TB) RedisFile {
+	t.Helper()
+	b, err := os.ReadFile(RedisPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f RedisFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", RedisPath(), err)
+	}
+	if f.Schema != 1 || len(f.Cases) == 0 {
+		t.Fatalf("%s: schema %d with %d cases, want schema 1 and cases", RedisPath(), f.Schema, len(f.Cases))
+	}
+	return f
+}
+
+// Show is a value as the cases print it: null or a quoted string.
+func Show(v *string) string { return show(v) }

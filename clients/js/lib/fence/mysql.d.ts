@@ -10,6 +10,9 @@ export interface Where {
   tokenColumn?: string;
 }
 
+export const KEEP_ROW_MESSAGE: string;
+export class NoTransactionError extends Error {}
+export class KeyCollationError extends Error {}
 export const CREATE_TABLE: string;
 export function createTable(db: Queryable, where?: Where): Promise<void>;
 export function admit(conn: Queryable, key: string, token: bigint | number, where?: Where): Promise<void>;

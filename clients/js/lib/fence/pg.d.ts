@@ -10,6 +10,8 @@ export interface Where {
   tokenColumn?: string;
 }
 
+export const KEEP_ROW_MESSAGE: string;
+export class NoTransactionError extends Error {}
 export const CREATE_TABLE: string;
 export function createTable(db: Queryable, where?: Where): Promise<void>;
 export function admit(client: Queryable, key: string, token: bigint | number, where?: Where): Promise<void>;

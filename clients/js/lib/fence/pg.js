@@ -8,20 +8,32 @@
 // runs your statements; the fence row stays locked until COMMIT, so another
 // holder's transaction on the key waits and is then refused. Reads go
 // through transaction() too: a read raises the max. The column recipe keeps
-// the max in your own row: pass {table, keyColumn, tokenColumn}.
+// the max in your own row: pass {table, keyColumn, tokenColumn}; then
+// createTable puts on your table a trigger that refuses to delete (or
+// truncate) a row whose token is set, since the old holder's next write
+// would recreate it with a stale token: keep such rows, or use the fence
+// table. admit refuses (NoTransactionError) on a client outside a
+// transaction, where its check and your writes would commit apart.
 // At REPEATABLE READ or SERIALIZABLE a transaction whose snapshot predates
 // a newer holder's commit on the key fails with SQLSTATE 40001: run it
 // again. This module imports no driver: it works on the pg client you pass.
 
 import { StaleTokenError, checkToken } from './index.js';
-import { statements } from './sql.js';
+import { KEEP_ROW_MESSAGE, NoTransactionError, columnRecipe, statements } from './sql.js';
+
+export { KEEP_ROW_MESSAGE, NoTransactionError };
 
 /** The CREATE TABLE of the fence table. */
 export const CREATE_TABLE = statements('postgres').create;
 
-/** Creates the fence table (seqd_fence, or where's table) if it does not exist. */
+/**
+ * Creates the fence table (seqd_fence, or where's table) if it does not
+ * exist; for the column recipe (where names a key or token column), puts on
+ * where's table the trigger that keeps rows whose token is set.
+ */
 export async function createTable(db, where) {
-  await db.query(statements('postgres', where).create);
+  const sql = statements('postgres', where);
+  for (const q of columnRecipe(where) ? sql.keepRows : [sql.create]) await db.query(q);
 }
 
 /**
@@ -35,6 +47,9 @@ export async function admit(client, key, token, where) {
   const t = checkToken(token);
   const sql = statements('postgres', where);
   const res = await client.query(sql.upsert, [key, t.toString()]);
+  // 'I': idle, the statement committed on its own (no BEGIN before it).
+  const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : client._txStatus;
+  if (status === 'I') throw new NoTransactionError();
   if (res.rows.length === 1) return;
   const cur = await client.query(sql.max, [key]);
   throw new StaleTokenError(key, t, cur.rows.length && cur.rows[0].max !== null ? BigInt(cur.rows[0].max) : 0n);

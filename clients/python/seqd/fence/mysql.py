@@ -5,7 +5,7 @@ The key's highest token lives in the table ``seqd_fence``, the same table
 (and the same SQL) as the Go, Java and JavaScript helpers::
 
     CREATE TABLE seqd_fence (
-      fence_key varchar(255) NOT NULL PRIMARY KEY,
+      fence_key varbinary(1024) NOT NULL PRIMARY KEY,
       max_token bigint unsigned NOT NULL CHECK (max_token >= 1)) ENGINE=InnoDB
 
 MariaDB has no ``ON CONFLICT … WHERE``; its equivalent is two statements in
@@ -27,9 +27,15 @@ other holder interleaving. Correct at READ COMMITTED and REPEATABLE READ
 ``key_column`` and ``token_column`` choose the column recipe (a ``bigint
 unsigned`` column in your own row, NULL for a row never fenced).
 
-The key column compares with the table's collation: under a
-case-insensitive one, keys that differ only in case share one max (a
-refusal too many, never a stale write let in).
+The key column is a binary string, so ``orders/A``, ``orders/a`` and
+``orders/a `` are three keys. :func:`create_table` refuses
+(:class:`KeyCollationError`) a fence table made earlier whose key column
+folds them, and the error gives the ALTER TABLE that migrates it. For the
+column recipe it puts on your table a trigger that refuses to delete a row
+whose token is set: the old holder's next write would recreate it with a
+stale token. :func:`admit` refuses (:class:`NoTransactionError`) outside an
+open transaction, where its check and your writes would commit apart (the
+server's in-transaction flag, which PyMySQL keeps as ``server_status``).
 
 This module imports no driver: it works on the connection you pass.
 """
@@ -40,15 +46,36 @@ import contextlib
 from typing import Any, Iterator
 
 from . import StaleTokenError, _check_token
-from ._sql import KEY_COLUMN, TABLE, TOKEN_COLUMN, statements
+from ._sql import (
+    KEEP_ROW_MESSAGE,
+    KEY_COLUMN,
+    TABLE,
+    TOKEN_COLUMN,
+    KeyCollationError,
+    NoTransactionError,
+    check_key_column,
+    column_recipe,
+    statements,
+)
 
-__all__ = ["admit", "create_table", "transaction"]
+__all__ = ["KEEP_ROW_MESSAGE", "KeyCollationError", "NoTransactionError", "admit", "create_table", "transaction"]
+
+_IN_TRANS = 1  # SERVER_STATUS_IN_TRANS of the server's OK packet
 
 
 def create_table(conn: Any, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
-    """Creates the fence table (``seqd_fence``) if it does not exist."""
+    """Creates the fence table (``seqd_fence``) if it does not exist and
+    checks that it compares keys byte for byte; for the column recipe
+    (``key_column`` or ``token_column`` named), puts on ``table`` the
+    trigger that keeps rows whose token is set."""
+    sql = statements("mysql", table, key_column, token_column)
     with conn.cursor() as cur:
-        cur.execute(statements("mysql", table, key_column, token_column).create)
+        if column_recipe(key_column, token_column):
+            for q in sql.keep_rows:
+                cur.execute(q)
+        else:
+            cur.execute(sql.create)
+            check_key_column(cur, table, key_column)
     conn.commit()
 
 
@@ -60,6 +87,9 @@ def admit(cur: Any, key: str, token: int, *, table: str = TABLE, key_column: str
     _check_token(token)
     sql = statements("mysql", table, key_column, token_column)
     cur.execute(sql.upsert, (key, str(token)))
+    status = getattr(cur.connection, "server_status", None)
+    if status is not None and not status & _IN_TRANS:
+        raise NoTransactionError()
     cur.execute(sql.max + " FOR UPDATE", (key,))
     got = int(cur.fetchone()[0])
     if got > token:

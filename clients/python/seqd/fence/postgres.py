@@ -24,7 +24,16 @@ write cannot land between a new holder's read and its write.
 The column recipe keeps the max in your own row instead: pass ``table``,
 ``key_column`` and ``token_column`` (a ``numeric(20,0)`` column, NULL for a
 row never fenced). A missing row is created with only its key and token,
-so the table's other columns need defaults, or the row must exist.
+so the table's other columns need defaults, or the row must exist. A
+deleted row would take its max with it, and the old holder's next write
+would recreate it with a stale token: :func:`create_table` with those
+arguments puts a trigger on your table that refuses to delete (or
+truncate) a row whose token is set. Keep such rows (clear their data), or
+use the fence table for keys whose rows come and go.
+
+:func:`admit` refuses (:class:`NoTransactionError`) to run outside an open
+transaction: on an autocommit connection its check and your writes would
+commit apart.
 
 At READ COMMITTED (PostgreSQL's default) a refusal is a
 :class:`~seqd.fence.StaleTokenError`. At REPEATABLE READ and SERIALIZABLE,
@@ -42,15 +51,21 @@ import contextlib
 from typing import Any, Iterator
 
 from . import StaleTokenError, _check_token
-from ._sql import KEY_COLUMN, TABLE, TOKEN_COLUMN, statements
+from ._sql import KEEP_ROW_MESSAGE, KEY_COLUMN, TABLE, TOKEN_COLUMN, NoTransactionError, column_recipe, statements
 
-__all__ = ["admit", "create_table", "transaction"]
+__all__ = ["KEEP_ROW_MESSAGE", "NoTransactionError", "admit", "create_table", "transaction"]
+
+_INTRANS = 2  # psycopg.pq.TransactionStatus.INTRANS
 
 
 def create_table(conn: Any, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
-    """Creates the fence table (``seqd_fence``) if it does not exist."""
+    """Creates the fence table (``seqd_fence``) if it does not exist; for
+    the column recipe (``key_column`` or ``token_column`` named), puts on
+    ``table`` the trigger that keeps rows whose token is set."""
+    sql = statements("postgres", table, key_column, token_column)
     with conn.transaction():
-        conn.execute(statements("postgres", table, key_column, token_column).create)
+        for q in sql.keep_rows if column_recipe(key_column, token_column) else (sql.create,):
+            conn.execute(q)
 
 
 def admit(cur: Any, key: str, token: int, *, table: str = TABLE, key_column: str = KEY_COLUMN, token_column: str = TOKEN_COLUMN) -> None:
@@ -61,7 +76,11 @@ def admit(cur: Any, key: str, token: int, *, table: str = TABLE, key_column: str
     _check_token(token)
     sql = statements("postgres", table, key_column, token_column)
     cur.execute(sql.upsert, (key, str(token)))
-    if cur.fetchone() is not None:
+    row = cur.fetchone()
+    status = getattr(getattr(cur.connection, "info", None), "transaction_status", None)
+    if status is not None and int(status) != _INTRANS:
+        raise NoTransactionError()
+    if row is not None:
         return
     cur.execute(sql.max, (key,))
     row = cur.fetchone()

@@ -25,6 +25,15 @@ import java.sql.Statement;
  *
  * <p>Reads go through a fenced transaction too: a read raises the max, so that an old holder's
  * delayed write cannot land between a new holder's read and its write.
+ *
+ * <p>With the column recipe a deleted row would take its max with it, and the old holder's next
+ * write would recreate it with a stale token: {@link #createTable} on such a fence puts a trigger
+ * on the caller's table that refuses to delete (on PostgreSQL, to truncate) a row whose token is
+ * set. On MariaDB the fence table's key column is {@code varbinary}, so {@code orders/A} and
+ * {@code orders/a} are two keys; {@link #createTable} refuses a fence table made earlier whose key
+ * column folds them ({@link KeyCollationException}, with the ALTER TABLE that migrates it). {@link
+ * #admit} refuses ({@link NoTransactionException}) on an auto-commit connection, where its check
+ * and the caller's writes would commit apart.
  */
 public final class JdbcFence {
     /** What a fenced transaction runs, on the connection of the transaction. */
@@ -33,13 +42,39 @@ public final class JdbcFence {
         T run(Connection conn) throws SQLException;
     }
 
+    /** {@link #admit} on an auto-commit connection: the check and the writes would commit apart. */
+    public static final class NoTransactionException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        public NoTransactionException() {
+            super("admit outside an open transaction: the fence's check and the writes it guards would commit apart; "
+                    + "turn auto-commit off (or use inTransaction) and run the writes in the same transaction");
+        }
+    }
+
+    /** A MariaDB fence table whose key column folds distinct keys into one max; the message gives the migration. */
+    public static final class KeyCollationException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        public KeyCollationException(String message) {
+            super(message);
+        }
+    }
+
+    /** The start of the error of the trigger that refuses to delete a row holding its fence max. */
+    public static final String KEEP_ROW_MESSAGE = "seqd fence: this row keeps its fence max";
+
     private static final java.util.regex.Pattern IDENT = java.util.regex.Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
     private static final String MAX_TOKEN_SQL = "18446744073709551615";
 
     private final boolean postgres;
+    private final String table;
+    private final String keyColumn;
+    private final boolean column;
     private final String createTable;
     private final String raise;
     private final String max;
+    private final java.util.List<String> keepRows;
 
     private JdbcFence(boolean postgres, String table, String k, String tok) {
         for (String[] w : new String[][] {{"table name", table}, {"key column", k}, {"token column", tok}}) {
@@ -48,6 +83,9 @@ public final class JdbcFence {
             }
         }
         this.postgres = postgres;
+        this.table = table;
+        this.keyColumn = k;
+        this.column = !k.equals("fence_key") || !tok.equals("max_token");
         if (postgres) {
             createTable = "CREATE TABLE IF NOT EXISTS " + table + " (\n  " + k + " text PRIMARY KEY,\n  " + tok
                     + " numeric(20,0) NOT NULL CHECK (" + tok + " >= 1 AND " + tok + " <= " + MAX_TOKEN_SQL + ")\n)";
@@ -58,8 +96,19 @@ public final class JdbcFence {
                     + "WHERE " + table + "." + tok + " IS NULL OR " + table + "." + tok + " <= EXCLUDED." + tok + "\n"
                     + "RETURNING " + tok + "::text";
             max = "SELECT " + tok + "::text FROM " + table + " WHERE " + k + " = ?";
+            keepRows = java.util.List.of(
+                    "CREATE OR REPLACE FUNCTION seqd_fence_keep_row() RETURNS trigger LANGUAGE plpgsql AS $f$\n"
+                            + "BEGIN\n"
+                            + "  IF TG_LEVEL = 'STATEMENT' OR to_jsonb(OLD) ->> TG_ARGV[0] IS NOT NULL THEN\n"
+                            + "    RAISE EXCEPTION '" + KEEP_ROW_MESSAGE + ": deleting it would let a stale holder recreate it; keep the row or use the fence table (%.%)', "
+                            + "TG_TABLE_NAME, TG_ARGV[0] USING ERRCODE = 'restrict_violation';\n"
+                            + "  END IF;\n"
+                            + "  RETURN OLD;\n"
+                            + "END $f$",
+                    "CREATE OR REPLACE TRIGGER seqd_fence_keep_row BEFORE DELETE ON " + table + " FOR EACH ROW EXECUTE FUNCTION seqd_fence_keep_row('" + tok + "')",
+                    "CREATE OR REPLACE TRIGGER seqd_fence_keep_rows BEFORE TRUNCATE ON " + table + " FOR EACH STATEMENT EXECUTE FUNCTION seqd_fence_keep_row('" + tok + "')");
         } else {
-            createTable = "CREATE TABLE IF NOT EXISTS " + table + " (\n  " + k + " varchar(255) NOT NULL PRIMARY KEY,\n  " + tok
+            createTable = "CREATE TABLE IF NOT EXISTS " + table + " (\n  " + k + " varbinary(1024) NOT NULL PRIMARY KEY,\n  " + tok
                     + " bigint unsigned NOT NULL CHECK (" + tok + " >= 1)\n) ENGINE=InnoDB";
             // ON DUPLICATE KEY UPDATE locks the row whether it changes it or not; the locking read
             // after it sees the latest version (not the transaction's snapshot) and tells raised
@@ -67,6 +116,10 @@ public final class JdbcFence {
             raise = "INSERT INTO " + table + " (" + k + ", " + tok + ") VALUES (?, CAST(? AS UNSIGNED))\n"
                     + "ON DUPLICATE KEY UPDATE " + tok + " = IF(" + tok + " IS NULL OR " + tok + " <= VALUES(" + tok + "), VALUES(" + tok + "), " + tok + ")";
             max = "SELECT CAST(" + tok + " AS CHAR) FROM " + table + " WHERE " + k + " = ?";
+            String trigger = "seqd_keep_" + table;
+            // MariaDB's MESSAGE_TEXT holds 128 characters at most.
+            keepRows = java.util.List.of("CREATE TRIGGER IF NOT EXISTS " + trigger.substring(0, Math.min(64, trigger.length())) + " BEFORE DELETE ON " + table + " FOR EACH ROW\n"
+                    + "IF OLD." + tok + " IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '" + KEEP_ROW_MESSAGE + "; keep the row or use the fence table'; END IF");
         }
     }
 
@@ -90,13 +143,44 @@ public final class JdbcFence {
         return new JdbcFence(postgres, table, keyColumn, tokenColumn);
     }
 
-    /** Creates the fence table ({@code seqd_fence}) if it does not exist. */
+    /**
+     * Creates the fence table ({@code seqd_fence}) if it does not exist and, on MariaDB, checks that
+     * it compares keys byte for byte ({@link KeyCollationException}); for the column recipe ({@link
+     * #on}), puts on the caller's table the trigger that keeps rows whose token is set.
+     */
     public void createTable(Connection conn) throws SQLException {
         try (Statement st = conn.createStatement()) {
-            st.execute(createTable);
+            for (String q : column ? keepRows : java.util.List.of(createTable)) {
+                st.execute(q);
+            }
+        }
+        if (!column && !postgres) {
+            checkKeyColumn(conn);
         }
         if (!conn.getAutoCommit()) {
             conn.commit();
+        }
+    }
+
+    private void checkKeyColumn(Connection conn) throws SQLException {
+        try (PreparedStatement st = conn.prepareStatement("SELECT DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS "
+                + "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?")) {
+            st.setString(1, table);
+            st.setString(2, keyColumn);
+            try (ResultSet rs = st.executeQuery()) {
+                if (!rs.next()) {
+                    throw new KeyCollationException("the fence table " + table + " has no column " + keyColumn);
+                }
+                String type = rs.getString(1);
+                String coll = rs.getString(2);
+                String c = coll == null ? "" : coll.toLowerCase(java.util.Locale.ROOT);
+                if (type.equals("varbinary") || type.equals("binary") || c.endsWith("_nopad_bin") || c.endsWith("_0900_bin")) {
+                    return;
+                }
+                throw new KeyCollationException(table + "." + keyColumn + " is " + type + " with collation " + coll
+                        + ", so keys that differ in case, trailing spaces or accents share one max; migrate it with: ALTER TABLE "
+                        + table + " MODIFY " + keyColumn + " varbinary(1024) NOT NULL");
+            }
         }
     }
 
@@ -108,6 +192,9 @@ public final class JdbcFence {
     public void admit(Connection conn, String key, long token) throws SQLException, StaleTokenException {
         if (token == 0) {
             throw new IllegalArgumentException("a fencing token is in 1..2^64-1, not 0");
+        }
+        if (conn.getAutoCommit()) {
+            throw new NoTransactionException();
         }
         String tok = Long.toUnsignedString(token);
         if (postgres) {

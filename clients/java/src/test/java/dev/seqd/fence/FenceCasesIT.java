@@ -44,6 +44,9 @@ class FenceCasesIT {
 
         String value(String key) throws Exception;
 
+        /** ok, or kept when the fence refused to delete a row that holds the key's max. */
+        String delete(String key, String token) throws Exception;
+
         long max(String key) throws Exception;
 
         Store writer() throws Exception;
@@ -149,6 +152,12 @@ class FenceCasesIT {
                 case "max" -> {
                     if (!control && store.max(key) != Long.parseUnsignedLong(token)) {
                         return "step " + i + ": max of " + key + " is " + Long.toUnsignedString(store.max(key)) + ", want " + token;
+                    }
+                }
+                case "delete" -> {
+                    String got = store.delete(key, token);
+                    if (!got.equals("ok") && !got.equals("kept")) {
+                        return "step " + i + ": delete " + key + " with token \"" + token + "\": " + got;
                     }
                 }
                 case "restart" -> {
@@ -278,8 +287,8 @@ class FenceCasesIT {
         return new Dialect("mariadb",
                 "jdbc:mariadb://" + env(p + "_HOST") + ":" + env(p + "_PORT") + "/" + env(p + "_DATABASE"),
                 JdbcFence.mariadb(),
-                "CREATE TABLE IF NOT EXISTS fence_case_values (k varchar(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB",
-                "CREATE TABLE IF NOT EXISTS fence_case_rows (k varchar(255) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB",
+                "CREATE TABLE IF NOT EXISTS fence_case_values (k varbinary(1024) PRIMARY KEY, v text NOT NULL) ENGINE=InnoDB",
+                "CREATE TABLE IF NOT EXISTS fence_case_rows (k varbinary(1024) NOT NULL PRIMARY KEY, v text NULL, fence_token bigint unsigned NULL) ENGINE=InnoDB",
                 "INSERT INTO fence_case_values (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
                 "SELECT v FROM fence_case_values WHERE k = ?",
                 "SELECT CAST(max_token AS CHAR) FROM seqd_fence WHERE fence_key = ?");
@@ -371,6 +380,26 @@ class FenceCasesIT {
             return select(conn, key);
         }
 
+        private String remove(Connection c, String key) throws SQLException {
+            try (PreparedStatement st = c.prepareStatement("DELETE FROM " + (column ? "fence_case_rows" : "fence_case_values") + " WHERE k = ?")) {
+                st.setString(1, key);
+                st.executeUpdate();
+            }
+            return null;
+        }
+
+        @Override
+        public String delete(String key, String token) throws Exception {
+            try {
+                return fenced(t -> control ? remove(conn, key) : fence.inTransaction(conn, key, t, c -> remove(c, key)), token, control)[0];
+            } catch (SQLException e) {
+                if (String.valueOf(e.getMessage()).contains(JdbcFence.KEEP_ROW_MESSAGE)) {
+                    return "kept";
+                }
+                throw e;
+            }
+        }
+
         @Override
         public long max(String key) throws SQLException {
             String q = column ? (d.name().equals("postgres") ? "SELECT fence_token::text FROM fence_case_rows WHERE k = ?"
@@ -390,6 +419,7 @@ class FenceCasesIT {
             d.fence().createTable(c);
             st.execute(d.values());
             st.execute(d.rows());
+            d.fence().on("fence_case_rows", "k", "fence_token").createTable(c);
         }
     }
 
@@ -477,7 +507,7 @@ class FenceCasesIT {
                 if (control) {
                     conn.command("SET", "v:" + key, value);
                 } else {
-                    fence.call("fence:" + key, t, "SET", List.of("v:" + key), value);
+                    fence.call(key, t, "SET", List.of("v:" + key), value);
                 }
                 return null;
             }, token, control)[0];
@@ -485,7 +515,19 @@ class FenceCasesIT {
 
         @Override
         public String[] read(String key, String token) throws Exception {
-            return fenced(t -> (String) (control ? conn.command("GET", "v:" + key) : fence.call("fence:" + key, t, "GET", List.of("v:" + key))), token, control);
+            return fenced(t -> (String) (control ? conn.command("GET", "v:" + key) : fence.call(key, t, "GET", List.of("v:" + key))), token, control);
+        }
+
+        @Override
+        public String delete(String key, String token) throws Exception {
+            return fenced(t -> {
+                if (control) {
+                    conn.command("DEL", "v:" + key);
+                } else {
+                    fence.call(key, t, "DEL", List.of("v:" + key));
+                }
+                return null;
+            }, token, control)[0];
         }
 
         @Override
@@ -495,14 +537,40 @@ class FenceCasesIT {
 
         @Override
         public long max(String key) throws Exception {
-            Object v = conn.command("GET", "fence:" + key);
-            return v == null ? 0 : Long.parseUnsignedLong((String) v);
+            return fence.max(key);
         }
     }
 
     @Test
     void redisCases() throws Exception {
         runAll(mode -> new RedisStore(mode.equals("none")), "redis", List.of("fence"));
+    }
+
+    @Test
+    void admitRefusesAutoCommit() throws Exception {
+        for (Dialect d : new Dialect[] {postgres(), mariadb()}) {
+            createTables(d);
+            try (Connection c = connect(d)) {
+                c.setAutoCommit(true);
+                assertThrows(JdbcFence.NoTransactionException.class, () -> d.fence().admit(c, "java-autocommit", 5));
+            }
+        }
+    }
+
+    @Test
+    void foldingFenceTableIsRefusedWithItsMigration() throws Exception {
+        Dialect d = mariadb();
+        String table = "fence_case_folding_java";
+        try (Connection c = connect(d); Statement st = c.createStatement()) {
+            st.execute("DROP TABLE IF EXISTS " + table);
+            st.execute("CREATE TABLE " + table + " (fence_key varchar(255) NOT NULL PRIMARY KEY, max_token bigint unsigned NOT NULL) ENGINE=InnoDB");
+            JdbcFence f = d.fence().on(table, "fence_key", "max_token");
+            JdbcFence.KeyCollationException e = assertThrows(JdbcFence.KeyCollationException.class, () -> f.createTable(c));
+            String alter = e.getMessage().substring(e.getMessage().indexOf("migrate it with: ") + "migrate it with: ".length());
+            assertTrue(alter.startsWith("ALTER TABLE " + table + " "), e.getMessage());
+            st.execute(alter);
+            f.createTable(c);
+        }
     }
 
     @Test

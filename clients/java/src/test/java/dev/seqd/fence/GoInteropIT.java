@@ -33,8 +33,7 @@ class GoInteropIT {
     }
 
     @Test
-    void sameSqlAndScriptAsGo() throws Exception {
-        assertEquals(FenceCasesIT.env("SEQD_TEST_FENCE_GO_SCRIPT"), RedisFence.SCRIPT);
+    void sameSqlAsGo() throws Exception {
         assertEquals(FenceCasesIT.env("SEQD_TEST_FENCE_GO_CREATE_POSTGRES"), createSql(JdbcFence.postgres()));
         assertEquals(FenceCasesIT.env("SEQD_TEST_FENCE_GO_CREATE_MARIADB"), createSql(JdbcFence.mariadb()));
     }

@@ -64,6 +64,9 @@ type Options struct {
 	// plainReads reads the connection without a buffer (for the benchmark
 	// that measures what the buffer saves).
 	plainReads bool
+	// wire, if set, wraps every connection the session dials, above TLS:
+	// the tests that count the requests the session writes see them there.
+	wire func(net.Conn) net.Conn
 }
 
 // Dial connects to ZooKeeper (servers are host:port) and waits until a
@@ -158,6 +161,9 @@ func (s *Session) connect(ctx context.Context, servers []string, opts Options) e
 	if !opts.plainReads {
 		dialer = bufferedDialer(dialer)
 	}
+	if opts.wire != nil {
+		dialer = wrappedDialer(dialer, opts.wire)
+	}
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{s}),
 		zk.WithDialer(dialer),
@@ -219,6 +225,17 @@ func bufferedDialer(d zk.Dialer) zk.Dialer {
 			return nil, err
 		}
 		return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
+	}
+}
+
+// wrappedDialer dials with d and wraps each connection with wrap.
+func wrappedDialer(d zk.Dialer, wrap func(net.Conn) net.Conn) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := d(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
 	}
 }
 

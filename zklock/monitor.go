@@ -440,7 +440,9 @@ func (g *Grant) lookAt(ev *zk.Event) (l *loss, ch <-chan zk.Event) {
 // ZooKeeper did not answer.
 func (g *Grant) arm() (<-chan zk.Event, *loss) {
 	s := g.m.s
-	ctx, cancel := context.WithDeadline(context.Background(), s.Deadline())
+	// The deadline is on the session's clock, the context's on the wall
+	// clock: what is left of the one bounds the other.
+	ctx, cancel := context.WithTimeout(context.Background(), s.Deadline().Sub(s.clock.Now()))
 	defer cancel()
 	var ch <-chan zk.Event
 	if g.m.leaseSet {

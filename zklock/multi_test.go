@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seqd/seqd/internal/clock"
 	"github.com/seqd/seqd/testenv/zktest"
 )
 
@@ -309,10 +311,12 @@ func (l multiLocker) TryAcquire(ctx context.Context) (releaser, error) {
 // does for a Mutex, the requests of an uncontended acquire and release of
 // a set of k locks: the multi that creates the contenders, one read of the
 // stat they share, one children read (with the watch its grant goes on
-// from) per lock, and the multi that deletes them: k+3.
+// from) per lock, and the multi that deletes them: k+3, exactly, on a
+// session whose fake clock never moves (no heartbeat).
 func TestMultiMutexUncontendedRequests(t *testing.T) {
 	c := shared.Get(t)
-	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second})
+	requests := newRequestCounter()
+	s := dial(t, c.Servers(), Options{SessionTimeout: 30 * time.Second, Clock: clock.NewFake(time.Unix(1_700_000_000, 0)), wire: requests.wrap})
 	root := WithRoot("/reqcount-" + newGUID() + "/locks")
 	for _, k := range []int{1, 2, 4} {
 		mm := multiMutex(t, s, uniqueNames("count", k), root)
@@ -328,16 +332,14 @@ func TestMultiMutexUncontendedRequests(t *testing.T) {
 		}
 		const n = 50
 		cycle() // the lock nodes, and what the session knows of the root
-		before := received(t, c, s.ID())
+		mark := requests.mark()
 		for range n {
 			cycle()
 		}
-		got := float64(received(t, c, s.ID())-before) / n
-		t.Logf("sets of %d: %.2f requests per uncontended cycle", k, got)
-		// A few cycles in 50 may cost a request more on a loaded machine
-		// (4.12 for sets of 1 at a load average of 8).
-		if want := float64(k + 3); got > want+0.15 {
-			t.Errorf("sets of %d: %.2f requests per uncontended cycle, want %.0f", k, got, want)
+		got := requests.since(mark)
+		t.Logf("sets of %d: %v in %d uncontended cycles", k, got, n)
+		if want := map[string]int{"multi": 2 * n, "exists": n, "getChildren2": k * n}; !maps.Equal(got, want) {
+			t.Errorf("sets of %d: %v in %d uncontended cycles, want %v (%d per cycle)", k, got, n, want, k+3)
 		}
 	}
 }

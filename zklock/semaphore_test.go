@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,12 +24,17 @@ func semaphore(t testing.TB, s *Session, name string, limit int, opts ...Semapho
 // churn runs sessions that take and give back slots of a semaphore of
 // limit while a sampler on another session counts the lease nodes; it
 // returns the most holders seen at once, by the holders themselves and by
-// the sampler. No two grants share a token. Each holds its slot for hold,
+// the sampler. No two grants share a token. Holders wait inside their slot
+// until meet of them are inside at once (the first time; from then on they
+// go on), so that the most seen is at least meet whatever the machine's
+// speed; churn fails if that never happens. Each holds its slot for hold,
 // plus up to 20ms more.
-func churn(t *testing.T, servers []string, name string, limit, sessions, rounds int, hold time.Duration) (inside, sampled int) {
+func churn(t *testing.T, servers []string, name string, limit, sessions, rounds, meet int, hold time.Duration) (inside, sampled int) {
 	t.Helper()
 	var (
 		in, maxIn atomic.Int32
+		met       = make(chan struct{})
+		meetOnce  sync.Once
 		wg        sync.WaitGroup
 		errs      = make(chan error, sessions)
 		mu        sync.Mutex
@@ -38,11 +44,12 @@ func churn(t *testing.T, servers []string, name string, limit, sessions, rounds 
 	for i := 0; i < sessions; i++ {
 		s := dial(t, servers, Options{})
 		sem := semaphore(t, s, name, limit)
+		ctx := ctxT(t, 60*time.Second)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
-				g, err := sem.Acquire(ctxT(t, 60*time.Second))
+				g, err := sem.Acquire(ctx)
 				if err != nil {
 					errs <- err
 					return
@@ -55,6 +62,17 @@ func churn(t *testing.T, servers []string, name string, limit, sessions, rounds 
 				mu.Unlock()
 				n := in.Add(1)
 				for m := maxIn.Load(); n > m && !maxIn.CompareAndSwap(m, n); m = maxIn.Load() {
+				}
+				if int(n) >= meet {
+					meetOnce.Do(func() { close(met) })
+				}
+				select {
+				case <-met:
+				case <-ctx.Done():
+					in.Add(-1)
+					g.Release(context.Background())
+					errs <- fmt.Errorf("at most %d holders inside at once, waited for %d: %w", maxIn.Load(), meet, ctx.Err())
+					return
 				}
 				time.Sleep(hold + time.Duration(r%5*5)*time.Millisecond)
 				in.Add(-1)
@@ -97,13 +115,14 @@ func churn(t *testing.T, servers []string, name string, limit, sessions, rounds 
 }
 
 // Never more than limit holders, counted by the holders and sampled from
-// ZooKeeper; the limit is reached. The control checks a semaphore of a
-// larger limit against the smaller one: the check sees it exceeded.
+// ZooKeeper; the limit is reached: churn waits for limit holders inside at
+// once. The control runs a semaphore of a larger limit whose holders wait
+// for limit+1 of them: the check sees the smaller limit exceeded.
 func TestSemaphoreLimit(t *testing.T) {
 	t.Parallel()
 	c := shared.Get(t)
 	const limit = 3
-	inside, sampled := churn(t, c.Servers(), "sem-limit", limit, 8, 15, 20*time.Millisecond)
+	inside, sampled := churn(t, c.Servers(), "sem-limit", limit, 8, 15, limit, 20*time.Millisecond)
 	t.Logf("limit %d: at most %d inside, %d lease nodes sampled", limit, inside, sampled)
 	if inside > limit {
 		t.Fatalf("%d holders at once, limit %d", inside, limit)
@@ -111,12 +130,8 @@ func TestSemaphoreLimit(t *testing.T) {
 	if sampled > limit+1 { // +1: a waiter's node, counted before it waits
 		t.Fatalf("%d lease nodes sampled, limit %d", sampled, limit)
 	}
-	if inside < limit {
-		t.Fatalf("at most %d holders at once: the limit %d was never reached", inside, limit)
-	}
-	// Slots held longer, so that more than limit overlap even when a
-	// loaded machine makes each acquire slow.
-	inside, _ = churn(t, c.Servers(), "sem-limit-control", 2*limit, 8, 4, 250*time.Millisecond)
+	inside, _ = churn(t, c.Servers(), "sem-limit-control", 2*limit, 8, 4, limit+1, 20*time.Millisecond)
+	t.Logf("control, limit %d: at most %d inside", 2*limit, inside)
 	if inside <= limit {
 		t.Fatalf("control: a semaphore of %d never had more than %d holders; the check could not fail", 2*limit, limit)
 	}

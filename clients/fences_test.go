@@ -35,13 +35,12 @@ package clients_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,7 +48,13 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/fence/redisfence"
+	"github.com/seqd/seqd/fence/sqlfence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/dbtest"
 )
@@ -95,18 +100,10 @@ func fenceEnv(t *testing.T) []string {
 		"mariadb":  mariaLazy.Get(t),
 		"redis":    redisLazy.Get(t),
 	}
-	var abs [3]string
-	for i, f := range []string{casesFile, redisCasesFile, unguardedFile} {
-		a, err := filepath.Abs(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		abs[i] = a
-	}
 	vars := []string{
-		"SEQD_TEST_FENCE_CASES=" + abs[0],
-		"SEQD_TEST_FENCE_REDIS_CASES=" + abs[1],
-		"SEQD_TEST_FENCE_UNGUARDED=" + abs[2],
+		"SEQD_TEST_FENCE_CASES=" + abs(t, casesFile),
+		"SEQD_TEST_FENCE_REDIS_CASES=" + abs(t, redisCasesFile),
+		"SEQD_TEST_FENCE_UNGUARDED=" + abs(t, unguardedFile),
 		"SEQD_TEST_FENCE_SIGNED=" + writeSignedVectors(t, t.TempDir()),
 		"SEQD_TEST_FENCE_CONTROL=" + serveDBControl(t, dbs),
 	}
@@ -139,14 +136,7 @@ func serveDBControl(t *testing.T, dbs map[string]*testenv.DB) string {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"restarted":true}`)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	return serve(t, mux)
 }
 
 // signedVector is one sequencer a suite hands to a guard: the lock (kind
@@ -294,24 +284,9 @@ func parseFenceCases(out string) []fenceCaseLine {
 // names the "none" control fails under it.
 func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name string, args ...string) {
 	t.Helper()
-	vars := fenceEnv(t)
 	interop, after := interopEnv(t, lang)
-	vars = append(vars, interop...)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(withoutSeqdVars(os.Environ()), vars...)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s %s:\n%s", name, strings.Join(args, " "), out)
-	if ctx.Err() != nil {
-		t.Fatalf("%s did not finish within %v", name, timeout)
-	}
-	if err != nil {
-		t.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
-	}
-	lines := parseFenceCases(string(out))
+	out := runSuite(t, timeout, dir, append(fenceEnv(t), interop...), name, args...)
+	lines := parseFenceCases(out.all)
 	checkFenceReport(t, lang, lines)
 	checkRedisCasesReport(t, lang, lines)
 	after()
@@ -324,16 +299,21 @@ type dbCasesFile struct {
 	} `json:"cases"`
 }
 
-func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
+func readCases(t *testing.T, file string) (cs dbCasesFile) {
 	t.Helper()
-	b, err := os.ReadFile(casesFile)
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &cs)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs dbCasesFile
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
+	return cs
+}
+
+func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
+	t.Helper()
+	cs := readCases(t, casesFile)
 	got := map[string]fenceCaseLine{}
 	for _, l := range lines {
 		if l.lang == lang {
@@ -407,14 +387,7 @@ func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
 // under it.
 func checkRedisCasesReport(t *testing.T, lang string, lines []fenceCaseLine) {
 	t.Helper()
-	b, err := os.ReadFile(redisCasesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs dbCasesFile
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
+	cs := readCases(t, redisCasesFile)
 	got := map[string]fenceCaseLine{}
 	for _, l := range lines {
 		if l.lang == lang && l.db == "redis-cases" {
@@ -440,14 +413,9 @@ func checkRedisCasesReport(t *testing.T, lang string, lines []fenceCaseLine) {
 }
 
 // TestPythonFences runs the Python fences' suite (clients/python/fence_tests:
-// psycopg 3, PyMySQL, redis-py, cryptography, all Debian's) with Debian's
-// python3, which is where those packages are.
+// psycopg 3, PyMySQL, redis-py, cryptography, all Debian's).
 func TestPythonFences(t *testing.T) {
-	const py = "/usr/bin/python3"
-	if out, err := exec.Command(py, "-c", "import psycopg, pymysql, redis, cryptography").CombinedOutput(); err != nil {
-		t.Fatalf("the Python fences' tests need %s with python3-psycopg, python3-pymysql, python3-redis and python3-cryptography (scripts/deps.sh installs them): %v\n%s", py, err, out)
-	}
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	py := python(t, "psycopg", "pymysql", "redis", "cryptography")
 	runFenceSuite(t, "python", "python", 4*time.Minute, py, "-m", "unittest", "discover", "-v", "-s", "fence_tests", "-t", ".")
 }
 
@@ -461,47 +429,104 @@ func TestJavaFences(t *testing.T) {
 // with node --test, after `npm ci` there installs the drivers its lock
 // file pins (pg, mysql2, ioredis) when they are missing or stale.
 func TestJSFences(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: the JavaScript fences' tests need Node.js 20 or later")
-	}
-	dir := filepath.Join("js", "fence-test")
-	if !npmInstalled(dir) {
-		npmCI(t, dir)
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.test.js"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files in %s (%v)", dir, err)
-	}
-	args := []string{"--test", "--test-concurrency=1", "--test-reporter=spec"}
-	for _, f := range files {
-		args = append(args, filepath.Base(f))
-	}
-	runFenceSuite(t, "js", dir, 4*time.Minute, node, args...)
+	node, dir := node(t), filepath.Join("js", "fence-test")
+	npmDeps(t, dir)
+	runFenceSuite(t, "js", dir, 4*time.Minute, node, nodeTests(t, dir, ".")...)
 }
 
-// npmCI installs what dir's lock file pins.
-func npmCI(t *testing.T, dir string) {
+// The Go fences and the other languages' share one fence table and one
+// Redis key (under redisfence.Prefix). Before a suite runs, the Go fences
+// raise the max of the key interop/<language> to 1000 on each database;
+// the suite must find 999 stale and 1000 and then 1001 admitted (its
+// interop test), and after it the Go fences must find the max at 1001 and
+// 1000 stale. The suite also compares its SQL with the Go one
+// (SEQD_TEST_FENCE_GO_CREATE_*); the script is one file, which each
+// built package carries (TestFenceScriptInPackages).
+
+const interopSeed, interopAfter = 1000, 1001
+
+// goFences are the Go fences on the harness's databases.
+type goFences struct {
+	pg, maria *sqlfence.Fence
+	rd        *redisfence.Fence
+}
+
+func openGoFences(t *testing.T, ctx context.Context) goFences {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm is not installed: the JavaScript fences' tests install pg, mysql2 and ioredis with npm ci")
+	open := func(driver, dsn string, d sqlfence.Dialect) *sqlfence.Fence {
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		f, err := sqlfence.New(db, d, sqlfence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Create(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
-	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	rdb := redis.NewClient(&redis.Options{Addr: redisLazy.Get(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	rf, err := redisfence.New(ctx, rdb, redisfence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goFences{
+		pg:    open("pgx", pgLazy.Get(t).DSN(), sqlfence.Postgres),
+		maria: open("mysql", mariaLazy.Get(t).DSN(), sqlfence.MySQL),
+		rd:    rf,
 	}
 }
 
-// npmInstalled says whether dir's node_modules is what its lock file
-// pins: npm writes node_modules/.package-lock.json on install, and a lock
-// file newer than it means a change since.
-func npmInstalled(dir string) bool {
-	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		return false
+// interopEnv seeds interop/<lang> and returns the suite's variables and
+// the check to run after it.
+func interopEnv(t *testing.T, lang string) (vars []string, after func()) {
+	t.Helper()
+	key := "interop/" + lang
+	// goFence is the Go fence of each database: what it reads as the max
+	// of key, and a write of key with a token.
+	type goFence struct {
+		max func() (uint64, error)
+		do  func(uint64) error
 	}
-	inst, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	return err == nil && !inst.ModTime().Before(lock.ModTime())
+	fences := func(ctx context.Context) map[string]goFence {
+		g := openGoFences(t, ctx)
+		return map[string]goFence{
+			"postgres": {func() (uint64, error) { return g.pg.Max(ctx, key) }, func(tok uint64) error { return g.pg.Do(ctx, key, tok, nil) }},
+			"mariadb":  {func() (uint64, error) { return g.maria.Max(ctx, key) }, func(tok uint64) error { return g.maria.Do(ctx, key, tok, nil) }},
+			"redis": {func() (uint64, error) { return g.rd.Max(ctx, key) }, func(tok uint64) error {
+				_, err := g.rd.Do(ctx, key, tok, redisfence.Cmd{})
+				return err
+			}},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, f := range fences(ctx) {
+		if err := f.do(interopSeed); err != nil {
+			t.Fatalf("the Go fence on %s: %v", name, err)
+		}
+	}
+	pgSQL, _ := sqlfence.New(nil, sqlfence.Postgres, sqlfence.Options{})
+	mySQL, _ := sqlfence.New(nil, sqlfence.MySQL, sqlfence.Options{})
+	vars = []string{
+		"SEQD_TEST_FENCE_INTEROP_KEY=" + key,
+		"SEQD_TEST_FENCE_GO_CREATE_POSTGRES=" + pgSQL.CreateSQL(),
+		"SEQD_TEST_FENCE_GO_CREATE_MARIADB=" + mySQL.CreateSQL(),
+	}
+	return vars, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for name, f := range fences(ctx) {
+			if got, err := f.max(); err != nil || got != interopAfter {
+				t.Errorf("%s: after the %s suite the Go fence reads the max of %s as %d (%v), want %d", name, lang, key, got, err, interopAfter)
+			}
+			if err := f.do(interopSeed); !errors.Is(err, fence.ErrStaleToken) {
+				t.Errorf("%s: the Go fence admitted %d on %s after the %s suite raised it to %d (%v)", name, interopSeed, key, lang, interopAfter, err)
+			}
+		}
+	}
 }

@@ -91,7 +91,7 @@ func runConformance(t *testing.T, dir string, timeout time.Duration, name string
 	// A runner may play vectors a second time, through another API of its
 	// client (Java's SeqdLock), as rows of ids of its own.
 	for id, r := range got {
-		if !r.Pass && !slices.ContainsFunc(c.all, func(v goVector) bool { return v.ID == id }) {
+		if !r.Pass && !slices.ContainsFunc(c.all, func(v vector) bool { return v.ID == id }) {
 			t.Errorf("%s: got %s, want %s", id, r.Observed, r.Expected)
 			failed++
 		}
@@ -105,8 +105,8 @@ func runConformance(t *testing.T, dir string, timeout time.Duration, name string
 // file a client sends.
 type conformance struct {
 	addr, tlsAddr, tokenFile string
-	all                      []goVector // every vector of the file
-	vectors                  []goVector // those to play: SEQD_CONFORMANCE_ONLY's, or all
+	all                      []vector // every vector of the file
+	vectors                  []vector // those to play: SEQD_CONFORMANCE_ONLY's, or all
 }
 
 func startConformance(t *testing.T) conformance {
@@ -155,23 +155,7 @@ func TestJavaConformance(t *testing.T) {
 	runConformance(t, "java", 5*time.Minute, "bash", "build.sh", "conformance")
 }
 
-// goVector is a vector as the Go runner reads it.
-type goVector struct {
-	vector
-	Wait   string `json:"wait"`
-	TTL    string `json:"ttl"`
-	TLS    bool   `json:"tls"`
-	Expect struct {
-		Result string   `json:"result"`
-		Token  string   `json:"token"`
-		Reason string   `json:"reason"`
-		Quotes string   `json:"quotes"`
-		Within *float64 `json:"within"`
-		For    float64  `json:"for"`
-	} `json:"expect"`
-}
-
-func (v goVector) expected() string {
+func (v vector) expected() string {
 	e := v.Expect
 	s := e.Result
 	for _, p := range [][2]string{{"token=%s", e.Token}, {"reason='%s'", e.Reason}, {"quotes='%s'", e.Quotes}} {
@@ -223,8 +207,8 @@ func TestGoConformance(t *testing.T) {
 
 // guarded plays a vector in a goroutine of its own, so that a call that
 // never returns fails that vector and not the whole run.
-func (r *goRunner) guarded(v goVector) (bool, string) {
-	play := map[string]func(goVector) (bool, string){"acquire": r.acquire, "hold": r.hold, "keepalive": r.keepalive, "print": r.print, "logs": r.logLines}[v.Op]
+func (r *goRunner) guarded(v vector) (bool, string) {
+	play := map[string]func(vector) (bool, string){"acquire": r.acquire, "hold": r.hold, "keepalive": r.keepalive, "print": r.print, "logs": r.logLines}[v.Op]
 	if play == nil {
 		return false, "unknown op " + v.Op
 	}
@@ -274,7 +258,7 @@ func duration(s string, def time.Duration) time.Duration {
 }
 
 // checkError says whether a failed call failed as the vector wants.
-func (r *goRunner) checkError(v goVector, c *client.Client, err error, took time.Duration) (bool, string) {
+func (r *goRunner) checkError(v vector, c *client.Client, err error, took time.Duration) (bool, string) {
 	e := v.Expect
 	msg := err.Error()
 	observed := fmt.Sprintf("%T after %.2fs: %.150s", errors.Unwrap(err), took.Seconds(), msg)
@@ -305,7 +289,7 @@ func (r *goRunner) checkError(v goVector, c *client.Client, err error, took time
 	return ok, observed
 }
 
-func (r *goRunner) acquire(v goVector) (bool, string) {
+func (r *goRunner) acquire(v vector) (bool, string) {
 	c := r.client(v.TLS)
 	start := time.Now()
 	l, err := c.Acquire(context.Background(), "conformance/"+v.ID, client.TTL(15*time.Second),
@@ -317,7 +301,7 @@ func (r *goRunner) acquire(v goVector) (bool, string) {
 		fmt.Sprintf("grant token=%d after %.2fs", l.Token, time.Since(start).Seconds())
 }
 
-func (r *goRunner) hold(v goVector) (bool, string) {
+func (r *goRunner) hold(v vector) (bool, string) {
 	e := v.Expect
 	name := "conformance/" + v.ID
 	c := r.client(false)
@@ -378,7 +362,7 @@ func (r *goRunner) stats(name string) map[string]int {
 	return m
 }
 
-func (r *goRunner) keepalive(v goVector) (bool, string) {
+func (r *goRunner) keepalive(v vector) (bool, string) {
 	name := "conformance/" + v.ID
 	c := r.client(false)
 	h, err := c.Hold(context.Background(), name, client.TTL(duration(v.TTL, time.Second)))
@@ -400,7 +384,7 @@ func (r *goRunner) keepalive(v goVector) (bool, string) {
 	return s["posts"] >= 4 && s["connections"] == 1, fmt.Sprintf("%d requests on %d connection(s)", s["posts"], s["connections"])
 }
 
-func (r *goRunner) print(v goVector) (bool, string) {
+func (r *goRunner) print(v vector) (bool, string) {
 	c := r.client(false)
 	texts := []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c)}
 	h, err := c.Hold(context.Background(), "conformance/"+v.ID, client.TTL(15*time.Second))
@@ -425,7 +409,7 @@ func (r *goRunner) print(v goVector) (bool, string) {
 	return bad == 0, fmt.Sprintf("%d printouts, %d show the API token%s", len(texts), bad, first)
 }
 
-func (r *goRunner) logLines(goVector) (bool, string) {
+func (r *goRunner) logLines(vector) (bool, string) {
 	lines := strings.Count(r.logs.String(), "\n")
 	if shownSecret(r.logs.String()) {
 		return false, fmt.Sprintf("%d log lines, some show the API token", lines)

@@ -82,14 +82,24 @@ const (
 	unguardedFile  = "../fence/testdata/redis_unguarded.lua"
 )
 
-// fenceRecipes are the recipes every suite runs the cases with, per
-// database: the fence table, and on SQL the token column in the data's own
-// row as well.
-var fenceRecipes = map[string][]string{
-	"postgres": {"fence", "column"},
-	"mariadb":  {"fence", "column"},
-	"redis":    {"fence"},
+// caseColumn is a database as a suite reports a cases file's runs on it:
+// the recipes every case must pass with, and the control a case that
+// names it in fails_under must fail under.
+type caseColumn struct {
+	db      string
+	recipes []string
+	control string
 }
+
+// fenceColumns: the shared cases run with the fence table, and on SQL the
+// token column in the data's own row as well; their control is no fence.
+// The Redis cases run on a Redis of their own, their control the script
+// before its guards.
+var (
+	fenceColumns = []caseColumn{{"postgres", []string{"fence", "column"}, "none"}, {"mariadb", []string{"fence", "column"}, "none"},
+		{"redis", []string{"fence"}, "none"}}
+	redisCaseColumns = []caseColumn{{"redis-cases", []string{"fence"}, "unguarded"}}
+)
 
 // fenceEnv starts (or reuses) the databases and a control server, writes
 // the signed vectors, and returns the suite's variables.
@@ -287,8 +297,8 @@ func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name s
 	interop, after := interopEnv(t, lang)
 	out := runSuite(t, timeout, dir, append(fenceEnv(t), interop...), name, args...)
 	lines := parseFenceCases(out.all)
-	checkFenceReport(t, lang, lines)
-	checkRedisCasesReport(t, lang, lines)
+	checkCases(t, lang, casesFile, fenceColumns, lines)
+	checkCases(t, lang, redisCasesFile, redisCaseColumns, lines)
 	after()
 }
 
@@ -299,7 +309,7 @@ type dbCasesFile struct {
 	} `json:"cases"`
 }
 
-func readCases(t *testing.T, file string) (cs dbCasesFile) {
+func readCases(t testing.TB, file string) (cs dbCasesFile) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err == nil {
@@ -311,105 +321,96 @@ func readCases(t *testing.T, file string) (cs dbCasesFile) {
 	return cs
 }
 
-func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
+// checkCases holds a suite's report of a cases file: every case passes
+// with every recipe of every column, and fails under a column's control
+// when its fails_under names it, as under any other control a suite ran
+// on that database. The table of all of them goes to the test's log.
+func checkCases(t testing.TB, lang, file string, cols []caseColumn, lines []fenceCaseLine) {
 	t.Helper()
-	cs := readCases(t, casesFile)
+	cs := readCases(t, file)
 	got := map[string]fenceCaseLine{}
 	for _, l := range lines {
 		if l.lang == lang {
 			got[l.db+"/"+l.name+"/"+l.mode] = l
 		}
 	}
+	verdict := func(key string) string {
+		if l, ok := got[key]; ok {
+			return l.verdict
+		}
+		return "missing"
+	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-40s", "case ("+lang+")")
-	for _, d := range fenceDatabases {
-		fmt.Fprintf(&table, " %-28s", d.name+" "+strings.Join(fenceRecipes[d.name], "/")+"/none")
-	}
-	table.WriteString("\n")
-	cell := func(l fenceCaseLine, ok bool) string {
-		if !ok {
-			return "missing"
-		}
-		return l.verdict
+	for _, col := range cols {
+		fmt.Fprintf(&table, " %-28s", col.db+" "+strings.Join(append(slices.Clone(col.recipes), col.control), "/"))
 	}
 	for _, c := range cs.Cases {
-		fmt.Fprintf(&table, "%-40s", c.Name)
-		mustFail := slices.Contains(c.FailsUnder, "none")
-		for _, d := range fenceDatabases {
+		fmt.Fprintf(&table, "\n%-40s", c.Name)
+		for _, col := range cols {
 			var cells []string
-			for _, recipe := range fenceRecipes[d.name] {
-				f, ok := got[d.name+"/"+c.Name+"/"+recipe]
-				cells = append(cells, cell(f, ok))
-				switch {
-				case !ok:
-					t.Errorf("%s %s: case %s not run with the %s recipe", lang, d.name, c.Name, recipe)
-				case f.verdict != "pass":
-					t.Errorf("%s %s: case %s fails with the %s recipe: %s", lang, d.name, c.Name, recipe, f.detail)
+			for _, recipe := range col.recipes {
+				key := col.db + "/" + c.Name + "/" + recipe
+				if cells = append(cells, verdict(key)); verdict(key) != "pass" {
+					t.Errorf("%s %s: case %s with the %s recipe: %s %s", lang, col.db, c.Name, recipe, verdict(key), got[key].detail)
 				}
 			}
-			n, nok := got[d.name+"/"+c.Name+"/none"]
-			mark := cell(n, nok)
-			if mustFail && mark == "fail" {
-				mark = "fails*"
+			control := verdict(col.db + "/" + c.Name + "/" + col.control)
+			if slices.Contains(c.FailsUnder, col.control) {
+				if control != "fail" {
+					t.Errorf("%s %s: the %s control was not seen failing case %s (%s)", lang, col.db, col.control, c.Name, control)
+				}
+				control += "*"
 			}
-			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, mark), " / "))
-			if mustFail && (!nok || n.verdict != "fail") {
-				t.Errorf("%s %s: the no-fence control was not seen failing case %s (%s)", lang, d.name, c.Name, cell(n, nok))
-			}
+			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, control), " / "))
 		}
-		table.WriteString("\n")
 	}
-	table.WriteString("* the control fails the case, as it must\n")
-	// Controls beyond "none" that a suite runs on some database: each case
-	// that names one must fail under it.
+	table.WriteString("\n* the case names the control: it must fail under it\n")
 	for _, l := range lines {
-		if l.lang != lang || l.mode == "fence" || l.mode == "column" || l.mode == "none" {
+		i := slices.IndexFunc(cols, func(c caseColumn) bool { return c.db == l.db })
+		if l.lang != lang || i < 0 || slices.Contains(cols[i].recipes, l.mode) || l.mode == cols[i].control {
 			continue
 		}
 		for _, c := range cs.Cases {
-			if c.Name != l.name {
-				continue
-			}
-			must := slices.Contains(c.FailsUnder, l.mode)
-			if must && l.verdict != "fail" {
-				t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
-			}
-			if must {
-				fmt.Fprintf(&table, "control %s on %s fails %s, as it must: %s\n", l.mode, l.db, c.Name, l.detail)
+			if c.Name == l.name && slices.Contains(c.FailsUnder, l.mode) {
+				if l.verdict != "fail" {
+					t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
+				}
+				fmt.Fprintf(&table, "control %s on %s: %s %s %s\n", l.mode, l.db, c.Name, l.verdict, l.detail)
 			}
 		}
 	}
-	t.Logf("shared fence cases, %s:\n%s", lang, table.String())
+	t.Logf("%s, %s:\n%s", file, lang, table.String())
 }
 
-// checkRedisCasesReport holds a suite's report of the Redis cases: each
-// passes with the fence, and each that names the unguarded control fails
-// under it.
-func checkRedisCasesReport(t *testing.T, lang string, lines []fenceCaseLine) {
-	t.Helper()
-	cs := readCases(t, redisCasesFile)
-	got := map[string]fenceCaseLine{}
-	for _, l := range lines {
-		if l.lang == lang && l.db == "redis-cases" {
-			got[l.name+"/"+l.mode] = l
+// errorRecorder is a test whose errors are kept, not reported.
+type errorRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errorRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// TestCheckCasesCatchesAGap is checkCases' control: a report of every
+// case passing with the fence and failing without it holds; one that
+// leaves a case out, or whose control passes a case naming it, does not.
+func TestCheckCasesCatchesAGap(t *testing.T) {
+	var lines []fenceCaseLine
+	for _, c := range readCases(t, redisCasesFile).Cases {
+		lines = append(lines, fenceCaseLine{lang: "go", db: "redis-cases", name: c.Name, mode: "fence", verdict: "pass"},
+			fenceCaseLine{lang: "go", db: "redis-cases", name: c.Name, mode: "unguarded", verdict: "fail"})
+	}
+	controlPasses := slices.Clone(lines)
+	controlPasses[1].verdict = "pass" // the first case's, which names the control
+	for i, report := range [][]fenceCaseLine{lines, lines[2:], controlPasses} {
+		r := &errorRecorder{TB: t}
+		checkCases(r, "go", redisCasesFile, redisCaseColumns, report)
+		if (len(r.errs) == 0) != (i == 0) {
+			t.Errorf("report %d: errors %q", i, r.errs)
 		}
 	}
-	var table strings.Builder
-	for _, c := range cs.Cases {
-		f, fok := got[c.Name+"/fence"]
-		u, uok := got[c.Name+"/unguarded"]
-		switch {
-		case !fok:
-			t.Errorf("%s: Redis case %s not run with the fence", lang, c.Name)
-		case f.verdict != "pass":
-			t.Errorf("%s: Redis case %s fails with the fence: %s", lang, c.Name, f.detail)
-		}
-		if slices.Contains(c.FailsUnder, "unguarded") && (!uok || u.verdict != "fail") {
-			t.Errorf("%s: the unguarded script was not seen failing Redis case %s (%s)", lang, c.Name, u.verdict)
-		}
-		fmt.Fprintf(&table, "%-40s fence %-5s unguarded %-5s %s\n", c.Name, f.verdict, u.verdict, u.detail)
-	}
-	t.Logf("Redis cases, %s:\n%s", lang, table.String())
 }
 
 // TestPythonFences runs the Python fences' suite (clients/python/fence_tests:

@@ -36,7 +36,7 @@ func TestFenceScriptInPackages(t *testing.T) {
 	}
 	names := strings.Fields(out.stdout)
 	if len(names) != 2 {
-		t.Fatalf("the build backend printed %q, want a wheel and an sdist", out)
+		t.Fatalf("the build backend printed %q, want a wheel and an sdist", out.stdout)
 	}
 	checkScript(t, "the Python wheel", want, member(t, filepath.Join(dir, names[0]), "seqd/fence/fence.lua"))
 	checkScript(t, "the Python sdist", want, member(t, filepath.Join(dir, names[1]), strings.TrimSuffix(names[1], ".tar.gz")+"/seqd/fence/fence.lua"))

@@ -32,8 +32,8 @@ import (
 	"github.com/seqd/seqd/api"
 )
 
-// vector is one entry of vectors.json, as far as the daemon and the Go
-// test read it; each client's runner reads the rest.
+// vector is one entry of vectors.json, as the daemon and the Go runner
+// read it; each client's runner reads it in its own language.
 type vector struct {
 	ID      string `json:"id"`
 	Op      string `json:"op"`
@@ -44,11 +44,22 @@ type vector struct {
 	// must have seen the lease's first renewal: the daemon checks it
 	// itself, whichever client plays the vector.
 	RenewBy float64 `json:"renew_by"`
+	Wait    string  `json:"wait"`
+	TTL     string  `json:"ttl"`
+	TLS     bool    `json:"tls"`
+	Expect  struct {
+		Result string   `json:"result"`
+		Token  string   `json:"token"`
+		Reason string   `json:"reason"`
+		Quotes string   `json:"quotes"`
+		Within *float64 `json:"within"`
+		For    float64  `json:"for"`
+	} `json:"expect"`
 }
 
 type vectorFile struct {
-	Token   string     `json:"token"`
-	Vectors []goVector `json:"vectors"`
+	Token   string   `json:"token"`
+	Vectors []vector `json:"vectors"`
 }
 
 func loadVectors(t *testing.T) vectorFile {
@@ -99,7 +110,7 @@ func startHostile(t *testing.T, f vectorFile) (plainURL, tlsURL string) {
 	h := &hostile{vectors: map[string]vector{}, token: f.Token, stats: map[string]*nameStats{},
 		grants: map[string]grantTime{}, stop: make(chan struct{})}
 	for _, v := range f.Vectors {
-		h.vectors[v.ID] = v.vector
+		h.vectors[v.ID] = v
 	}
 	plain := httptest.NewServer(h)
 	secure := httptest.NewTLSServer(h)

@@ -1,13 +1,11 @@
 package clients_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -65,31 +63,23 @@ func TestFencingDocExamplesInPythonJavaJS(t *testing.T) {
 	if err := json.Unmarshal(b, &vectors); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{
-		"DATABASE_URL":     pg.URL(),
-		"MYSQL_URL":        maria.URL(),
-		"MYSQL_HOST":       maria.Host,
-		"MYSQL_PORT":       strconv.Itoa(maria.Port),
-		"MYSQL_USER":       maria.User,
-		"MYSQL_DATABASE":   maria.Database,
-		"REDIS_URL":        rd.URL(),
-		"REDIS_HOST":       rd.Host,
-		"REDIS_PORT":       strconv.Itoa(rd.Port),
-		"SEQD_VERIFY_KEYS": vectors.Keys,
-		"SEQUENCER":        vectors.Vectors[0].Sequencer, // jobs/orders@4711, signed
+	env := []string{
+		"DATABASE_URL=" + pg.URL(),
+		"MYSQL_URL=" + maria.URL(),
+		"MYSQL_HOST=" + maria.Host,
+		"MYSQL_PORT=" + strconv.Itoa(maria.Port),
+		"MYSQL_USER=" + maria.User,
+		"MYSQL_DATABASE=" + maria.Database,
+		"REDIS_URL=" + rd.URL(),
+		"REDIS_HOST=" + rd.Host,
+		"REDIS_PORT=" + strconv.Itoa(rd.Port),
+		"SEQD_VERIFY_KEYS=" + vectors.Keys,
+		"SEQUENCER=" + vectors.Vectors[0].Sequencer, // jobs/orders@4711, signed
 	}
 	jdbc := map[string]string{
 		"postgres": "jdbc:postgresql://" + pg.Addr() + "/" + pg.Database + "?user=" + pg.User,
 		"mariadb":  "jdbc:mariadb://" + maria.Addr() + "/" + maria.Database + "?user=" + maria.User,
 	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	var jsInstalled bool
 	var javaClasses string
 	classesDir := t.TempDir() // outlives the subtests
 	javaExamples := func(t *testing.T) string {
@@ -101,12 +91,12 @@ func TestFencingDocExamplesInPythonJavaJS(t *testing.T) {
 		// compile every Java example at once (with the tests' RESP
 		// connection, the Redis example's runner).
 		if !upToDate("java/build/seqd-client.jar", "java/src/main") {
-			if out, err := exec.Command("bash", "java/build.sh").CombinedOutput(); err != nil {
-				t.Fatalf("java/build.sh: %v\n%s", err, out)
+			if out, err := run(t, 5*time.Minute, ".", nil, "bash", "java/build.sh"); err != nil {
+				t.Fatalf("java/build.sh: %v\n%s", err, out.all)
 			}
 		}
 		dir := classesDir
-		args := []string{"-d", filepath.Join(dir, "classes"), "-cp", abs("java/build/seqd-client.jar"),
+		args := []string{"-d", filepath.Join(dir, "classes"), "-cp", abs(t, "java/build/seqd-client.jar"),
 			"java/src/test/java/dev/seqd/fence/Resp.java", "java/src/test/java/dev/seqd/fence/DocRedisRunner.java"}
 		for _, ex := range examples {
 			if ex.lang != "java" {
@@ -120,8 +110,8 @@ func TestFencingDocExamplesInPythonJavaJS(t *testing.T) {
 			writeFile(t, src, ex.code)
 			args = append(args, src)
 		}
-		if out, err := exec.Command("javac", args...).CombinedOutput(); err != nil {
-			t.Fatalf("javac: %v\n%s", err, out)
+		if out, err := run(t, 5*time.Minute, ".", nil, "javac", args...); err != nil {
+			t.Fatalf("javac: %v\n%s", err, out.all)
 		}
 		javaClasses = filepath.Join(dir, "classes")
 		return javaClasses
@@ -131,60 +121,45 @@ func TestFencingDocExamplesInPythonJavaJS(t *testing.T) {
 			dir := t.TempDir()
 			vars := env
 			if u, ok := jdbc[ex.db]; ok {
-				vars = map[string]string{"JDBC_URL": u}
-				for k, v := range env {
-					vars[k] = v
-				}
+				vars = append(slices.Clone(env), "JDBC_URL="+u)
 			}
-			var cmd *exec.Cmd
+			var cmd []string
 			switch ex.lang {
 			case "python":
 				f := filepath.Join(dir, "example.py")
 				writeFile(t, f, ex.code)
-				cmd = exec.Command("/usr/bin/python3", f)
-				cmd.Env = append(os.Environ(), "PYTHONPATH="+abs("python"), "PYTHONDONTWRITEBYTECODE=1")
+				vars, cmd = append(slices.Clone(vars), "PYTHONPATH="+abs(t, "python")), []string{python(t), f}
 			case "java":
 				classes := javaExamples(t)
 				m := javaClassRE.FindStringSubmatch(ex.code)
 				if m == nil {
 					t.Fatal("no public class in the example")
 				}
-				cp := classes + ":" + abs("java/build/seqd-client.jar") + ":/usr/share/java/postgresql.jar:/usr/share/java/mariadb-java-client.jar"
+				cp := classes + ":" + abs(t, "java/build/seqd-client.jar") + ":/usr/share/java/postgresql.jar:/usr/share/java/mariadb-java-client.jar"
+				cmd = []string{"java", "-cp", cp, m[1]}
 				if ex.db == "redis" {
 					// No Redis client in the JDK: the example takes one as a
 					// ScriptRunner, and the tests' RESP connection is it.
-					cmd = exec.Command("java", "-cp", cp, "dev.seqd.fence.DocRedisRunner", m[1])
-				} else {
-					cmd = exec.Command("java", "-cp", cp, m[1])
+					cmd = []string{"java", "-cp", cp, "dev.seqd.fence.DocRedisRunner", m[1]}
 				}
-				cmd.Env = os.Environ()
 			case "js":
 				jsdir := filepath.Join("js", "fence-test")
-				if !jsInstalled && !npmInstalled(jsdir) {
-					npmCI(t, jsdir)
-				}
-				jsInstalled = true
+				npmDeps(t, jsdir)
 				// In the test package, whose node_modules has pg, mysql2,
 				// ioredis and seqd itself (file:..), as an application's would.
-				f := abs(filepath.Join(jsdir, ".doc-example-"+ex.db+".mjs"))
+				f := abs(t, filepath.Join(jsdir, ".doc-example-"+ex.db+".mjs"))
 				writeFile(t, f, ex.code)
 				t.Cleanup(func() { os.Remove(f) })
-				cmd = exec.Command("node", f)
-				cmd.Env = os.Environ()
+				cmd = []string{node(t), f}
 			default:
 				t.Fatalf("example of unknown language %q", ex.lang)
 			}
-			for k, v := range vars {
-				cmd.Env = append(cmd.Env, k+"="+v)
+			out, err := run(t, 2*time.Minute, dir, vars, cmd[0], cmd[1:]...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", ex.lang, err, out.all)
 			}
-			cmd.Dir = dir
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := runWithin(cmd, 2*time.Minute); err != nil {
-				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", ex.lang, err, stdout.String(), stderr.String())
-			}
-			if got := stdout.String(); got != ex.want {
-				t.Errorf("the %s %s example printed\n%s\nthe document shows\n%s(stderr: %s)", ex.lang, ex.db, got, ex.want, stderr.String())
+			if out.stdout != ex.want {
+				t.Errorf("the %s %s example printed\n%s\nthe document shows\n%s(with stderr: %s)", ex.lang, ex.db, out.stdout, ex.want, out.all)
 			}
 		})
 	}
@@ -208,28 +183,4 @@ func upToDate(file, dir string) bool {
 		return nil
 	})
 	return fresh
-}
-
-// runWithin runs cmd, killing it after d.
-func runWithin(cmd *exec.Cmd, d time.Duration) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		cmd.Process.Kill()
-		<-done
-		return context.DeadlineExceeded
-	}
-}
-
-func writeFile(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -35,13 +35,12 @@ package clients_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,7 +48,13 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/fence/redisfence"
+	"github.com/seqd/seqd/fence/sqlfence"
 	"github.com/seqd/seqd/testenv"
 	"github.com/seqd/seqd/testenv/dbtest"
 )
@@ -77,14 +82,24 @@ const (
 	unguardedFile  = "../fence/testdata/redis_unguarded.lua"
 )
 
-// fenceRecipes are the recipes every suite runs the cases with, per
-// database: the fence table, and on SQL the token column in the data's own
-// row as well.
-var fenceRecipes = map[string][]string{
-	"postgres": {"fence", "column"},
-	"mariadb":  {"fence", "column"},
-	"redis":    {"fence"},
+// caseColumn is a database as a suite reports a cases file's runs on it:
+// the recipes every case must pass with, and the control a case that
+// names it in fails_under must fail under.
+type caseColumn struct {
+	db      string
+	recipes []string
+	control string
 }
+
+// fenceColumns: the shared cases run with the fence table, and on SQL the
+// token column in the data's own row as well; their control is no fence.
+// The Redis cases run on a Redis of their own, their control the script
+// before its guards.
+var (
+	fenceColumns = []caseColumn{{"postgres", []string{"fence", "column"}, "none"}, {"mariadb", []string{"fence", "column"}, "none"},
+		{"redis", []string{"fence"}, "none"}}
+	redisCaseColumns = []caseColumn{{"redis-cases", []string{"fence"}, "unguarded"}}
+)
 
 // fenceEnv starts (or reuses) the databases and a control server, writes
 // the signed vectors, and returns the suite's variables.
@@ -95,18 +110,10 @@ func fenceEnv(t *testing.T) []string {
 		"mariadb":  mariaLazy.Get(t),
 		"redis":    redisLazy.Get(t),
 	}
-	var abs [3]string
-	for i, f := range []string{casesFile, redisCasesFile, unguardedFile} {
-		a, err := filepath.Abs(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		abs[i] = a
-	}
 	vars := []string{
-		"SEQD_TEST_FENCE_CASES=" + abs[0],
-		"SEQD_TEST_FENCE_REDIS_CASES=" + abs[1],
-		"SEQD_TEST_FENCE_UNGUARDED=" + abs[2],
+		"SEQD_TEST_FENCE_CASES=" + abs(t, casesFile),
+		"SEQD_TEST_FENCE_REDIS_CASES=" + abs(t, redisCasesFile),
+		"SEQD_TEST_FENCE_UNGUARDED=" + abs(t, unguardedFile),
 		"SEQD_TEST_FENCE_SIGNED=" + writeSignedVectors(t, t.TempDir()),
 		"SEQD_TEST_FENCE_CONTROL=" + serveDBControl(t, dbs),
 	}
@@ -139,14 +146,7 @@ func serveDBControl(t *testing.T, dbs map[string]*testenv.DB) string {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"restarted":true}`)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	return serve(t, mux)
 }
 
 // signedVector is one sequencer a suite hands to a guard: the lock (kind
@@ -294,26 +294,11 @@ func parseFenceCases(out string) []fenceCaseLine {
 // names the "none" control fails under it.
 func runFenceSuite(t *testing.T, lang, dir string, timeout time.Duration, name string, args ...string) {
 	t.Helper()
-	vars := fenceEnv(t)
 	interop, after := interopEnv(t, lang)
-	vars = append(vars, interop...)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(withoutSeqdVars(os.Environ()), vars...)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s %s:\n%s", name, strings.Join(args, " "), out)
-	if ctx.Err() != nil {
-		t.Fatalf("%s did not finish within %v", name, timeout)
-	}
-	if err != nil {
-		t.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
-	}
-	lines := parseFenceCases(string(out))
-	checkFenceReport(t, lang, lines)
-	checkRedisCasesReport(t, lang, lines)
+	out := runSuite(t, timeout, dir, append(fenceEnv(t), interop...), name, args...)
+	lines := parseFenceCases(out.all)
+	checkCases(t, lang, casesFile, fenceColumns, lines)
+	checkCases(t, lang, redisCasesFile, redisCaseColumns, lines)
 	after()
 }
 
@@ -324,130 +309,114 @@ type dbCasesFile struct {
 	} `json:"cases"`
 }
 
-func checkFenceReport(t *testing.T, lang string, lines []fenceCaseLine) {
+func readCases(t testing.TB, file string) (cs dbCasesFile) {
 	t.Helper()
-	b, err := os.ReadFile(casesFile)
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &cs)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs dbCasesFile
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
+	return cs
+}
+
+// checkCases holds a suite's report of a cases file: every case passes
+// with every recipe of every column, and fails under a column's control
+// when its fails_under names it, as under any other control a suite ran
+// on that database. The table of all of them goes to the test's log.
+func checkCases(t testing.TB, lang, file string, cols []caseColumn, lines []fenceCaseLine) {
+	t.Helper()
+	cs := readCases(t, file)
 	got := map[string]fenceCaseLine{}
 	for _, l := range lines {
 		if l.lang == lang {
 			got[l.db+"/"+l.name+"/"+l.mode] = l
 		}
 	}
+	verdict := func(key string) string {
+		if l, ok := got[key]; ok {
+			return l.verdict
+		}
+		return "missing"
+	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-40s", "case ("+lang+")")
-	for _, d := range fenceDatabases {
-		fmt.Fprintf(&table, " %-28s", d.name+" "+strings.Join(fenceRecipes[d.name], "/")+"/none")
-	}
-	table.WriteString("\n")
-	cell := func(l fenceCaseLine, ok bool) string {
-		if !ok {
-			return "missing"
-		}
-		return l.verdict
+	for _, col := range cols {
+		fmt.Fprintf(&table, " %-28s", col.db+" "+strings.Join(append(slices.Clone(col.recipes), col.control), "/"))
 	}
 	for _, c := range cs.Cases {
-		fmt.Fprintf(&table, "%-40s", c.Name)
-		mustFail := slices.Contains(c.FailsUnder, "none")
-		for _, d := range fenceDatabases {
+		fmt.Fprintf(&table, "\n%-40s", c.Name)
+		for _, col := range cols {
 			var cells []string
-			for _, recipe := range fenceRecipes[d.name] {
-				f, ok := got[d.name+"/"+c.Name+"/"+recipe]
-				cells = append(cells, cell(f, ok))
-				switch {
-				case !ok:
-					t.Errorf("%s %s: case %s not run with the %s recipe", lang, d.name, c.Name, recipe)
-				case f.verdict != "pass":
-					t.Errorf("%s %s: case %s fails with the %s recipe: %s", lang, d.name, c.Name, recipe, f.detail)
+			for _, recipe := range col.recipes {
+				key := col.db + "/" + c.Name + "/" + recipe
+				if cells = append(cells, verdict(key)); verdict(key) != "pass" {
+					t.Errorf("%s %s: case %s with the %s recipe: %s %s", lang, col.db, c.Name, recipe, verdict(key), got[key].detail)
 				}
 			}
-			n, nok := got[d.name+"/"+c.Name+"/none"]
-			mark := cell(n, nok)
-			if mustFail && mark == "fail" {
-				mark = "fails*"
+			control := verdict(col.db + "/" + c.Name + "/" + col.control)
+			if slices.Contains(c.FailsUnder, col.control) {
+				if control != "fail" {
+					t.Errorf("%s %s: the %s control was not seen failing case %s (%s)", lang, col.db, col.control, c.Name, control)
+				}
+				control += "*"
 			}
-			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, mark), " / "))
-			if mustFail && (!nok || n.verdict != "fail") {
-				t.Errorf("%s %s: the no-fence control was not seen failing case %s (%s)", lang, d.name, c.Name, cell(n, nok))
-			}
+			fmt.Fprintf(&table, " %-28s", strings.Join(append(cells, control), " / "))
 		}
-		table.WriteString("\n")
 	}
-	table.WriteString("* the control fails the case, as it must\n")
-	// Controls beyond "none" that a suite runs on some database: each case
-	// that names one must fail under it.
+	table.WriteString("\n* the case names the control: it must fail under it\n")
 	for _, l := range lines {
-		if l.lang != lang || l.mode == "fence" || l.mode == "column" || l.mode == "none" {
+		i := slices.IndexFunc(cols, func(c caseColumn) bool { return c.db == l.db })
+		if l.lang != lang || i < 0 || slices.Contains(cols[i].recipes, l.mode) || l.mode == cols[i].control {
 			continue
 		}
 		for _, c := range cs.Cases {
-			if c.Name != l.name {
-				continue
-			}
-			must := slices.Contains(c.FailsUnder, l.mode)
-			if must && l.verdict != "fail" {
-				t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
-			}
-			if must {
-				fmt.Fprintf(&table, "control %s on %s fails %s, as it must: %s\n", l.mode, l.db, c.Name, l.detail)
+			if c.Name == l.name && slices.Contains(c.FailsUnder, l.mode) {
+				if l.verdict != "fail" {
+					t.Errorf("%s %s: the %s control was not seen failing case %s", lang, l.db, l.mode, c.Name)
+				}
+				fmt.Fprintf(&table, "control %s on %s: %s %s %s\n", l.mode, l.db, c.Name, l.verdict, l.detail)
 			}
 		}
 	}
-	t.Logf("shared fence cases, %s:\n%s", lang, table.String())
+	t.Logf("%s, %s:\n%s", file, lang, table.String())
 }
 
-// checkRedisCasesReport holds a suite's report of the Redis cases: each
-// passes with the fence, and each that names the unguarded control fails
-// under it.
-func checkRedisCasesReport(t *testing.T, lang string, lines []fenceCaseLine) {
-	t.Helper()
-	b, err := os.ReadFile(redisCasesFile)
-	if err != nil {
-		t.Fatal(err)
+// errorRecorder is a test whose errors are kept, not reported.
+type errorRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errorRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// TestCheckCasesCatchesAGap is checkCases' control: a report of every
+// case passing with the fence and failing without it holds; one that
+// leaves a case out, or whose control passes a case naming it, does not.
+func TestCheckCasesCatchesAGap(t *testing.T) {
+	var lines []fenceCaseLine
+	for _, c := range readCases(t, redisCasesFile).Cases {
+		lines = append(lines, fenceCaseLine{lang: "go", db: "redis-cases", name: c.Name, mode: "fence", verdict: "pass"},
+			fenceCaseLine{lang: "go", db: "redis-cases", name: c.Name, mode: "unguarded", verdict: "fail"})
 	}
-	var cs dbCasesFile
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]fenceCaseLine{}
-	for _, l := range lines {
-		if l.lang == lang && l.db == "redis-cases" {
-			got[l.name+"/"+l.mode] = l
+	controlPasses := slices.Clone(lines)
+	controlPasses[1].verdict = "pass" // the first case's, which names the control
+	for i, report := range [][]fenceCaseLine{lines, lines[2:], controlPasses} {
+		r := &errorRecorder{TB: t}
+		checkCases(r, "go", redisCasesFile, redisCaseColumns, report)
+		if (len(r.errs) == 0) != (i == 0) {
+			t.Errorf("report %d: errors %q", i, r.errs)
 		}
 	}
-	var table strings.Builder
-	for _, c := range cs.Cases {
-		f, fok := got[c.Name+"/fence"]
-		u, uok := got[c.Name+"/unguarded"]
-		switch {
-		case !fok:
-			t.Errorf("%s: Redis case %s not run with the fence", lang, c.Name)
-		case f.verdict != "pass":
-			t.Errorf("%s: Redis case %s fails with the fence: %s", lang, c.Name, f.detail)
-		}
-		if slices.Contains(c.FailsUnder, "unguarded") && (!uok || u.verdict != "fail") {
-			t.Errorf("%s: the unguarded script was not seen failing Redis case %s (%s)", lang, c.Name, u.verdict)
-		}
-		fmt.Fprintf(&table, "%-40s fence %-5s unguarded %-5s %s\n", c.Name, f.verdict, u.verdict, u.detail)
-	}
-	t.Logf("Redis cases, %s:\n%s", lang, table.String())
 }
 
 // TestPythonFences runs the Python fences' suite (clients/python/fence_tests:
-// psycopg 3, PyMySQL, redis-py, cryptography, all Debian's) with Debian's
-// python3, which is where those packages are.
+// psycopg 3, PyMySQL, redis-py, cryptography, all Debian's).
 func TestPythonFences(t *testing.T) {
-	const py = "/usr/bin/python3"
-	if out, err := exec.Command(py, "-c", "import psycopg, pymysql, redis, cryptography").CombinedOutput(); err != nil {
-		t.Fatalf("the Python fences' tests need %s with python3-psycopg, python3-pymysql, python3-redis and python3-cryptography (scripts/deps.sh installs them): %v\n%s", py, err, out)
-	}
-	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	py := python(t, "psycopg", "pymysql", "redis", "cryptography")
 	runFenceSuite(t, "python", "python", 4*time.Minute, py, "-m", "unittest", "discover", "-v", "-s", "fence_tests", "-t", ".")
 }
 
@@ -461,47 +430,104 @@ func TestJavaFences(t *testing.T) {
 // with node --test, after `npm ci` there installs the drivers its lock
 // file pins (pg, mysql2, ioredis) when they are missing or stale.
 func TestJSFences(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: the JavaScript fences' tests need Node.js 20 or later")
-	}
-	dir := filepath.Join("js", "fence-test")
-	if !npmInstalled(dir) {
-		npmCI(t, dir)
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.test.js"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files in %s (%v)", dir, err)
-	}
-	args := []string{"--test", "--test-concurrency=1", "--test-reporter=spec"}
-	for _, f := range files {
-		args = append(args, filepath.Base(f))
-	}
-	runFenceSuite(t, "js", dir, 4*time.Minute, node, args...)
+	node, dir := node(t), filepath.Join("js", "fence-test")
+	npmDeps(t, dir)
+	runFenceSuite(t, "js", dir, 4*time.Minute, node, nodeTests(t, dir, ".")...)
 }
 
-// npmCI installs what dir's lock file pins.
-func npmCI(t *testing.T, dir string) {
+// The Go fences and the other languages' share one fence table and one
+// Redis key (under redisfence.Prefix). Before a suite runs, the Go fences
+// raise the max of the key interop/<language> to 1000 on each database;
+// the suite must find 999 stale and 1000 and then 1001 admitted (its
+// interop test), and after it the Go fences must find the max at 1001 and
+// 1000 stale. The suite also compares its SQL with the Go one
+// (SEQD_TEST_FENCE_GO_CREATE_*); the script is one file, which each
+// built package carries (TestFenceScriptInPackages).
+
+const interopSeed, interopAfter = 1000, 1001
+
+// goFences are the Go fences on the harness's databases.
+type goFences struct {
+	pg, maria *sqlfence.Fence
+	rd        *redisfence.Fence
+}
+
+func openGoFences(t *testing.T, ctx context.Context) goFences {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm is not installed: the JavaScript fences' tests install pg, mysql2 and ioredis with npm ci")
+	open := func(driver, dsn string, d sqlfence.Dialect) *sqlfence.Fence {
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		f, err := sqlfence.New(db, d, sqlfence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Create(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
-	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	rdb := redis.NewClient(&redis.Options{Addr: redisLazy.Get(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	rf, err := redisfence.New(ctx, rdb, redisfence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goFences{
+		pg:    open("pgx", pgLazy.Get(t).DSN(), sqlfence.Postgres),
+		maria: open("mysql", mariaLazy.Get(t).DSN(), sqlfence.MySQL),
+		rd:    rf,
 	}
 }
 
-// npmInstalled says whether dir's node_modules is what its lock file
-// pins: npm writes node_modules/.package-lock.json on install, and a lock
-// file newer than it means a change since.
-func npmInstalled(dir string) bool {
-	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		return false
+// interopEnv seeds interop/<lang> and returns the suite's variables and
+// the check to run after it.
+func interopEnv(t *testing.T, lang string) (vars []string, after func()) {
+	t.Helper()
+	key := "interop/" + lang
+	// goFence is the Go fence of each database: what it reads as the max
+	// of key, and a write of key with a token.
+	type goFence struct {
+		max func() (uint64, error)
+		do  func(uint64) error
 	}
-	inst, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	return err == nil && !inst.ModTime().Before(lock.ModTime())
+	fences := func(ctx context.Context) map[string]goFence {
+		g := openGoFences(t, ctx)
+		return map[string]goFence{
+			"postgres": {func() (uint64, error) { return g.pg.Max(ctx, key) }, func(tok uint64) error { return g.pg.Do(ctx, key, tok, nil) }},
+			"mariadb":  {func() (uint64, error) { return g.maria.Max(ctx, key) }, func(tok uint64) error { return g.maria.Do(ctx, key, tok, nil) }},
+			"redis": {func() (uint64, error) { return g.rd.Max(ctx, key) }, func(tok uint64) error {
+				_, err := g.rd.Do(ctx, key, tok, redisfence.Cmd{})
+				return err
+			}},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, f := range fences(ctx) {
+		if err := f.do(interopSeed); err != nil {
+			t.Fatalf("the Go fence on %s: %v", name, err)
+		}
+	}
+	pgSQL, _ := sqlfence.New(nil, sqlfence.Postgres, sqlfence.Options{})
+	mySQL, _ := sqlfence.New(nil, sqlfence.MySQL, sqlfence.Options{})
+	vars = []string{
+		"SEQD_TEST_FENCE_INTEROP_KEY=" + key,
+		"SEQD_TEST_FENCE_GO_CREATE_POSTGRES=" + pgSQL.CreateSQL(),
+		"SEQD_TEST_FENCE_GO_CREATE_MARIADB=" + mySQL.CreateSQL(),
+	}
+	return vars, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for name, f := range fences(ctx) {
+			if got, err := f.max(); err != nil || got != interopAfter {
+				t.Errorf("%s: after the %s suite the Go fence reads the max of %s as %d (%v), want %d", name, lang, key, got, err, interopAfter)
+			}
+			if err := f.do(interopSeed); !errors.Is(err, fence.ErrStaleToken) {
+				t.Errorf("%s: the Go fence admitted %d on %s after the %s suite raised it to %d (%v)", name, interopSeed, key, lang, interopAfter, err)
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const fenceScriptFile = "../fence/redisfence/fence.lua"
@@ -28,46 +29,46 @@ func TestFenceScriptInPackages(t *testing.T) {
 	}
 	dir := t.TempDir()
 
-	out, err := runOut(exec.Command("/usr/bin/python3", "-c",
-		"import sys; sys.path.insert(0, 'build_backend'); import seqd_backend as b; print(b.build_wheel(sys.argv[1])); print(b.build_sdist(sys.argv[1]))", dir), "python")
+	out, err := run(t, 5*time.Minute, "python", nil, python(t), "-c",
+		"import sys; sys.path.insert(0, 'build_backend'); import seqd_backend as b; print(b.build_wheel(sys.argv[1])); print(b.build_sdist(sys.argv[1]))", dir)
 	if err != nil {
-		t.Fatalf("building the Python wheel and sdist: %v\n%s", err, out)
+		t.Fatalf("building the Python wheel and sdist: %v\n%s", err, out.all)
 	}
-	names := strings.Fields(out)
+	names := strings.Fields(out.stdout)
 	if len(names) != 2 {
-		t.Fatalf("the build backend printed %q, want a wheel and an sdist", out)
+		t.Fatalf("the build backend printed %q, want a wheel and an sdist", out.stdout)
 	}
-	checkScript(t, "the Python wheel", want, zipMember(t, filepath.Join(dir, names[0]), "seqd/fence/fence.lua"))
-	checkScript(t, "the Python sdist", want, tarMember(t, filepath.Join(dir, names[1]), strings.TrimSuffix(names[1], ".tar.gz")+"/seqd/fence/fence.lua"))
+	checkScript(t, "the Python wheel", want, member(t, filepath.Join(dir, names[0]), "seqd/fence/fence.lua"))
+	checkScript(t, "the Python sdist", want, member(t, filepath.Join(dir, names[1]), strings.TrimSuffix(names[1], ".tar.gz")+"/seqd/fence/fence.lua"))
 
-	if out, err := runOut(exec.Command("bash", "build.sh"), "java"); err != nil {
-		t.Fatalf("building the Java jar: %v\n%s", err, out)
+	if out, err := run(t, 5*time.Minute, "java", nil, "bash", "build.sh"); err != nil {
+		t.Fatalf("building the Java jar: %v\n%s", err, out.all)
 	}
-	checkScript(t, "the Java jar", want, zipMember(t, filepath.Join("java", "build", "seqd-client.jar"), "dev/seqd/fence/fence.lua"))
+	checkScript(t, "the Java jar", want, member(t, filepath.Join("java", "build", "seqd-client.jar"), "dev/seqd/fence/fence.lua"))
 
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		t.Fatal("npm is not installed: the npm package is built with npm pack")
 	}
-	out, err = runOut(exec.Command(npm, "pack", "--silent", "--pack-destination", dir), "js")
+	out, err = run(t, 5*time.Minute, "js", nil, npm, "pack", "--silent", "--pack-destination", dir)
 	if err != nil {
-		t.Fatalf("npm pack: %v\n%s", err, out)
+		t.Fatalf("npm pack: %v\n%s", err, out.all)
 	}
-	fields := strings.Fields(out)
+	fields := strings.Fields(out.stdout)
 	if len(fields) == 0 {
 		t.Fatalf("npm pack printed nothing")
 	}
-	checkScript(t, "the npm package", want, tarMember(t, filepath.Join(dir, fields[len(fields)-1]), "package/lib/fence/fence.lua"))
+	checkScript(t, "the npm package", want, member(t, filepath.Join(dir, fields[len(fields)-1]), "package/lib/fence/fence.lua"))
 	if _, err := os.Stat(filepath.Join("js", "lib", "fence", "fence.lua")); err == nil {
 		t.Error("npm pack left its copy of the script in clients/js/lib/fence")
 	}
 
-	files, err := runOut(exec.Command("git", "ls-files", "-z", ".."), ".")
+	files, err := run(t, time.Minute, ".", nil, "git", "ls-files", "-z", "..")
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
 	var holders []string
-	for _, f := range strings.Split(files, "\x00") {
+	for _, f := range strings.Split(files.stdout, "\x00") {
 		if f == "" {
 			continue
 		}
@@ -113,44 +114,23 @@ func checkScript(t *testing.T, what string, want, got []byte) {
 	}
 }
 
-func runOut(cmd *exec.Cmd, dir string) (string, error) {
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.String() + errb.String(), err
-	}
-	return out.String(), nil
-}
-
-func zipMember(t *testing.T, path, name string) []byte {
+// member is the file name in the zip or .tar.gz archive at path.
+func member(t *testing.T, path, name string) []byte {
 	t.Helper()
-	z, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer z.Close()
-	for _, f := range z.File {
-		if f.Name == name {
-			r, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			b, err := io.ReadAll(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
+	if z, err := zip.OpenReader(path); err == nil {
+		defer z.Close()
+		f, err := z.Open(name)
+		if err != nil {
+			t.Errorf("%s has no %s (%v)", path, name, err)
+			return nil
 		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	t.Errorf("%s has no %s", path, name)
-	return nil
-}
-
-func tarMember(t *testing.T, path, name string) []byte {
-	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +140,7 @@ func tarMember(t *testing.T, path, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(gz)
-	for {
+	for tr := tar.NewReader(gz); ; {
 		h, err := tr.Next()
 		if err == io.EOF {
 			t.Errorf("%s has no %s", path, name)

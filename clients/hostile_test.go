@@ -9,16 +9,21 @@ package clients_test
 // name: its POSTs, their connections and its renewals.
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +32,8 @@ import (
 	"github.com/seqd/seqd/api"
 )
 
-// vector is one entry of vectors.json, as far as the daemon and the Go
-// test read it; each client's runner reads the rest.
+// vector is one entry of vectors.json, as the daemon and the Go runner
+// read it; each client's runner reads it in its own language.
 type vector struct {
 	ID      string `json:"id"`
 	Op      string `json:"op"`
@@ -39,6 +44,17 @@ type vector struct {
 	// must have seen the lease's first renewal: the daemon checks it
 	// itself, whichever client plays the vector.
 	RenewBy float64 `json:"renew_by"`
+	Wait    string  `json:"wait"`
+	TTL     string  `json:"ttl"`
+	TLS     bool    `json:"tls"`
+	Expect  struct {
+		Result string   `json:"result"`
+		Token  string   `json:"token"`
+		Reason string   `json:"reason"`
+		Quotes string   `json:"quotes"`
+		Within *float64 `json:"within"`
+		For    float64  `json:"for"`
+	} `json:"expect"`
 }
 
 type vectorFile struct {
@@ -243,18 +259,24 @@ func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leas
 	if how == "" {
 		how = "grant"
 	}
-	json200 := func(body string) {
-		w.Header().Set("Content-Type", "application/json")
+	// reply answers status with body as the content type ("": none, and
+	// no sniffing either).
+	reply := func(status int, ctype, body string) {
+		w.Header()["Content-Type"] = nil
+		if ctype != "" {
+			w.Header().Set("Content-Type", ctype)
+		}
+		w.WriteHeader(status)
 		w.Write([]byte(body))
 	}
+	json200 := func(body string) { reply(http.StatusOK, "application/json", body) }
 	switch {
 	case how == "grant":
 		json200(leaseJSON(name, leaseID, h.token, ttl))
 	case strings.HasPrefix(how, "token="):
 		json200(leaseJSON(name, leaseID, strings.TrimPrefix(how, "token="), ttl))
 	case how == "html":
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte("<html><body><h1>Service Unavailable</h1><p>The proxy has no upstream.</p></body></html>\n"))
+		reply(http.StatusOK, "text/html; charset=utf-8", "<html><body><h1>Service Unavailable</h1><p>The proxy has no upstream.</p></body></html>\n")
 	case how == "garbage":
 		json200("\x00\x01 not json at all \xff")
 	case how == "empty":
@@ -264,14 +286,11 @@ func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leas
 	case how == "shape":
 		json200(`{"granted":true}`)
 	case how == "no-content-type":
-		w.Header()["Content-Type"] = nil // no sniffing either
-		w.Write([]byte(leaseJSON(name, leaseID, h.token, ttl)))
+		reply(http.StatusOK, "", leaseJSON(name, leaseID, h.token, ttl))
 	case how == "text-plain":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte(leaseJSON(name, leaseID, h.token, ttl)))
+		reply(http.StatusOK, "text/plain; charset=utf-8", leaseJSON(name, leaseID, h.token, ttl))
 	case how == "no-token":
-		json200(fmt.Sprintf(`{"name":%q,"sequencer":%q,"lease_id":%q,"owner":"conformance","ttl":%q,"expires_at":%q}`,
-			name, name+"@12", leaseID, ttl.String(), time.Now().Add(ttl).UTC().Format(time.RFC3339Nano)))
+		json200(strings.Replace(leaseJSON(name, leaseID, "12", ttl), `"token":12,`, "", 1))
 	case how == "foreign-name":
 		json200(leaseJSON("conformance/someone-else", leaseID, h.token, ttl))
 	case how == "foreign-lease-id":
@@ -279,38 +298,21 @@ func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leas
 	case how == "bad-lease-id":
 		json200(leaseJSON(name, "not-a-lease-id", h.token, ttl))
 	case how == "echo-auth":
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html>proxy debug: Authorization: %s</html>", r.Header.Get("Authorization"))
+		reply(http.StatusOK, "text/html", "<html>proxy debug: Authorization: "+r.Header.Get("Authorization")+"</html>")
 	case how == "401-echo":
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, "refused credentials %q", r.Header.Get("Authorization"))
+		reply(http.StatusUnauthorized, "text/plain", fmt.Sprintf("refused credentials %q", r.Header.Get("Authorization")))
 	case how == "409-lost":
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusConflict)
-		w.Write([]byte(`{"error":"the lease was lost","code":"lost"}`))
+		reply(http.StatusConflict, "application/json", `{"error":"the lease was lost","code":"lost"}`)
 	case how == "truncated":
 		h.truncated(w, leaseJSON(name, leaseID, h.token, ttl))
 	case how == "stall":
-		select {
-		case <-r.Context().Done():
-		case <-h.stop:
-		}
+		h.pause(r, -1)
 	case how == "drip":
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		for ok := true; ok; ok = h.pause(r, 200*time.Millisecond) {
 			w.Write([]byte(" "))
 			w.(http.Flusher).Flush()
-			select {
-			case <-tick.C:
-			case <-r.Context().Done():
-				return
-			case <-h.stop:
-				return
-			}
 		}
 	case how == "drip-headers":
 		h.dripHeaders(w, r)
@@ -318,14 +320,9 @@ func (h *hostile) answer(w http.ResponseWriter, r *http.Request, how, name, leas
 		h.mu.Lock()
 		g := h.grants[leaseID]
 		h.mu.Unlock()
-		select {
-		case <-time.After(time.Until(g.at.Add(g.ttl + 300*time.Millisecond))):
-		case <-r.Context().Done():
-			return
-		case <-h.stop:
-			return
+		if h.pause(r, time.Until(g.at.Add(g.ttl+300*time.Millisecond))) {
+			json200(leaseJSON(name, leaseID, h.token, ttl))
 		}
-		json200(leaseJSON(name, leaseID, h.token, ttl))
 	default:
 		http.Error(w, "the script names no answer "+how, http.StatusInternalServerError)
 	}
@@ -355,19 +352,101 @@ func (h *hostile) dripHeaders(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	fmt.Fprint(buf, "HTTP/1.1 200 OK\r\nX-Drip: ")
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	for ok := true; ok; ok = h.pause(r, 200*time.Millisecond) {
 		buf.WriteByte('.')
 		if buf.Flush() != nil {
 			return
 		}
-		select {
-		case <-tick.C:
-		case <-r.Context().Done():
-			return
-		case <-h.stop:
-			return
+	}
+}
+
+// pause waits d (forever if negative) and says whether it did: false when
+// the request or the daemon ended first.
+func (h *hostile) pause(r *http.Request, d time.Duration) bool {
+	var after <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		after = t.C
+	}
+	select {
+	case <-after:
+		return true
+	case <-r.Context().Done():
+	case <-h.stop:
+	}
+	return false
+}
+
+// TestHostileDaemonPlaysItsScript checks the conformance daemon itself: a
+// vector means something only if the daemon does what it says (a
+// client's pass against a daemon that answered well would prove nothing).
+func TestHostileDaemonPlaysItsScript(t *testing.T) {
+	t.Parallel()
+	plain, _ := startHostile(t, loadVectors(t))
+	post := func(vector, action, body string) (*http.Response, []byte, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, plain+"/v1/locks/conformance/"+vector+"/"+action, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+conformanceSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
 		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+	const lease = `{"owner":"check","ttl":"1s","lease_id":"0123456789abcdef0123456789abcdef"}`
+
+	resp, b, err := post("grant-valid", "acquire", lease)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" ||
+		!strings.Contains(string(b), `"token":12,`) || !strings.Contains(string(b), `"lease_id":"0123456789abcdef0123456789abcdef"`) {
+		t.Errorf("grant: got %v %v %q, want a well-formed lease of token 12 with the lease id sent", err, resp, b)
+	}
+	if resp, b, _ := post("grant-no-content-type", "acquire", lease); resp == nil || len(resp.Header.Values("Content-Type")) != 0 || !strings.HasPrefix(string(b), `{"name"`) {
+		t.Errorf("no-content-type: got headers %v body %q, want a lease without a Content-Type", resp.Header, b)
+	}
+	if _, b, _ := post("grant-token-2^64", "acquire", lease); !strings.Contains(string(b), `"token":18446744073709551616,`) {
+		t.Errorf("token=2^64: got %q", b)
+	}
+	if _, b, _ := post("grant-foreign-lease-id", "acquire", lease); strings.Contains(string(b), "0123456789abcdef0123456789abcdef") {
+		t.Errorf("foreign-lease-id: got %q, which carries the lease id sent", b)
+	}
+	if _, b, _ := post("grant-echo-token", "acquire", lease); !strings.Contains(string(b), conformanceSecret) {
+		t.Errorf("echo-auth: got %q, want the bearer token echoed", b)
+	}
+	if _, _, err := post("grant-truncated", "acquire", lease); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated: reading the body got %v, want %v", err, io.ErrUnexpectedEOF)
+	}
+	start := time.Now()
+	if _, _, err := post("grant-stall", "acquire", lease); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("stall: got %v after %v, want no answer within 1s", err, time.Since(start))
+	}
+	if _, _, err := post("grant-drip", "acquire", lease); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("drip: got %v, want a body unfinished after 1s", err)
+	}
+	// A renewal: the daemon keeps the grant's TTL and answers the late 200
+	// only after the lease's deadline.
+	post("renew-late-200", "acquire", lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", strings.TrimPrefix(plain, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(3 * time.Second))
+	start = time.Now()
+	body := `{"lease_id":"0123456789abcdef0123456789abcdef","token":12}`
+	io.WriteString(conn, "POST /v1/locks/conformance/renew-late-200/renew HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || r.StatusCode != 200 || time.Since(start) < time.Second {
+		t.Errorf("late: got %v %v after %v, want a 200 after the 1s TTL", r, err, time.Since(start))
+	}
+	if resp, b, _ := post("renew-token-up", "renew", `{"lease_id":"0123456789abcdef0123456789abcdef","token":12}`); resp == nil || !strings.Contains(string(b), `"token":13,`) {
+		t.Errorf("renew token=13: got %q", b)
 	}
 }

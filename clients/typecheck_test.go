@@ -2,10 +2,10 @@ package clients_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pythonSources are what the Python checks cover: the package, its tests,
@@ -15,25 +15,11 @@ var pythonSources = []string{"seqd", "tests", "fence_tests", "integration_tests"
 // toozSources are what they cover of the tooz adapter (contrib/tooz).
 var toozSources = []string{"seqd_tooz", "tooz_tests"}
 
-// runIn runs name args in dir and returns its status and output.
+// runIn runs name args in dir and returns whether it passed, and its output.
 func runIn(t *testing.T, dir, name string, args ...string) (bool, string) {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.CombinedOutput()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
-		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
-	}
-	return err == nil, string(out)
-}
-
-// pyModule fails the test unless Debian's python3 has module.
-func pyModule(t *testing.T, module, pkg string) {
-	t.Helper()
-	if out, err := exec.Command(debianPython, "-m", module, "--version").CombinedOutput(); err != nil {
-		t.Fatalf("%s -m %s: %v (install %s; scripts/deps.sh does)\n%s", debianPython, module, err, pkg, out)
-	}
+	out, err := run(t, 5*time.Minute, dir, nil, name, args...)
+	return err == nil, out.all
 }
 
 // TestPythonChecks runs pyflakes and mypy (settings in pyproject.toml)
@@ -41,34 +27,33 @@ func pyModule(t *testing.T, module, pkg string) {
 // its kind of mistake in a file written for it.
 func TestPythonChecks(t *testing.T) {
 	t.Parallel()
-	pyModule(t, "pyflakes", "python3-pyflakes")
-	pyModule(t, "mypy", "python3-mypy")
+	py := python(t, "pyflakes", "mypy")
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = t.TempDir()
 	}
 	mypy := []string{"-m", "mypy", "--cache-dir", filepath.Join(cache, "seqd-mypy")}
-	if ok, out := runIn(t, "python", debianPython, append([]string{"-m", "pyflakes"}, pythonSources...)...); !ok {
+	if ok, out := runIn(t, "python", py, append([]string{"-m", "pyflakes"}, pythonSources...)...); !ok {
 		t.Errorf("pyflakes over clients/python:\n%s", out)
 	}
-	if ok, out := runIn(t, "python", debianPython, append(mypy, pythonSources...)...); !ok {
+	if ok, out := runIn(t, "python", py, append(mypy, pythonSources...)...); !ok {
 		t.Errorf("mypy over clients/python:\n%s", out)
 	}
 	// The tooz adapter, with the client on its mypy_path (its pyproject.toml).
-	if ok, out := runIn(t, "../contrib/tooz", debianPython, append([]string{"-m", "pyflakes"}, toozSources...)...); !ok {
+	if ok, out := runIn(t, "../contrib/tooz", py, append([]string{"-m", "pyflakes"}, toozSources...)...); !ok {
 		t.Errorf("pyflakes over contrib/tooz:\n%s", out)
 	}
-	if ok, out := runIn(t, "../contrib/tooz", debianPython, append(mypy, toozSources...)...); !ok {
+	if ok, out := runIn(t, "../contrib/tooz", py, append(mypy, toozSources...)...); !ok {
 		t.Errorf("mypy over contrib/tooz:\n%s", out)
 	}
 
 	bad := t.TempDir()
 	os.WriteFile(filepath.Join(bad, "unused.py"), []byte("import os\n"), 0o600)
 	os.WriteFile(filepath.Join(bad, "mistyped.py"), []byte("def f(n: int) -> str:\n    return n\n"), 0o600)
-	if ok, out := runIn(t, bad, debianPython, "-m", "pyflakes", "unused.py"); ok || !strings.Contains(out, "imported but unused") {
+	if ok, out := runIn(t, bad, py, "-m", "pyflakes", "unused.py"); ok || !strings.Contains(out, "imported but unused") {
 		t.Errorf("control: pyflakes passed an unused import: %s", out)
 	}
-	if ok, out := runIn(t, bad, debianPython, append(mypy, "mistyped.py")...); ok || !strings.Contains(out, "Incompatible return value") {
+	if ok, out := runIn(t, bad, py, append(mypy, "mistyped.py")...); ok || !strings.Contains(out, "Incompatible return value") {
 		t.Errorf("control: mypy passed a mistyped return: %s", out)
 	}
 }
@@ -83,14 +68,8 @@ func TestPythonChecks(t *testing.T) {
 // that calls the client with the wrong types.
 func TestJSTypes(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: the JavaScript client's type checks need Node.js 20 or later")
-	}
-	dir := "js"
-	if !npmInstalled(dir) {
-		npmCI(t, dir)
-	}
+	node, dir := node(t), "js"
+	npmDeps(t, dir)
 	tsc := filepath.Join("node_modules", ".bin", "tsc")
 	if ok, out := runIn(t, dir, tsc, "-p", filepath.Join("typecheck", "tsconfig.json")); !ok {
 		t.Errorf("tsc --noEmit over the JavaScript client's declarations:\n%s", out)

@@ -1,10 +1,10 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/seqd/seqd/metrics"
 )
@@ -28,7 +29,6 @@ const (
 	alertTests   = "prometheus/alerts_test.yml"
 	badRules     = "prometheus/testdata/bad_alerts.yml"
 	k8sManifests = "k8s"
-	systemPython = "/usr/bin/python3"
 	dashboard    = "grafana/seqd.json"
 	grafanaDS    = "grafana/provisioning/datasources/prometheus.yml"
 	grafanaDash  = "grafana/provisioning/dashboards/seqd.yml"
@@ -217,32 +217,61 @@ func TestRulesUseExportedMetrics(t *testing.T) {
 	}
 }
 
-// yamlDocs parses a YAML file with the system Python's PyYAML (no YAML
-// library is a dependency of this module) and returns its documents as
-// decoded JSON. It skips when PyYAML is missing: docker-compose, which CI
-// installs, depends on it, so that happens only on machines without it.
+// yamlDocs parses every document of a YAML file, mappings as
+// map[string]any and sequences as []any, and fails the test when the file
+// cannot be read or is not YAML.
 func yamlDocs(t *testing.T, path string) []any {
 	t.Helper()
-	if _, err := os.Stat(systemPython); err != nil {
-		t.Skipf("cannot parse YAML without %s: %v", systemPython, err)
-	}
-	if out, err := run(t, ".", systemPython, "-c", "import yaml"); err != nil {
-		t.Skipf("cannot parse YAML: PyYAML not importable by %s: %v\n%s", systemPython, err, out)
-	}
-	const script = `import json, sys, yaml
-json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)`
-	cmd := exec.Command(systemPython, "-c", script, path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	docs, err := parseYAML(path)
 	if err != nil {
-		t.Fatalf("%s: invalid YAML: %v\n%s", path, err, stderr.String())
-	}
-	var docs []any
-	if err := json.Unmarshal(out, &docs); err != nil {
-		t.Fatalf("%s: decoding parsed YAML: %v", path, err)
+		t.Fatal(err)
 	}
 	return docs
+}
+
+func parseYAML(path string) ([]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var docs []any
+	for dec := yaml.NewDecoder(f); ; {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: invalid YAML: %w", path, err)
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// TestParseYAML: the parser the checks read manifests with gives every
+// document in the shape get walks, and refuses a file that is not YAML.
+func TestParseYAML(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("kind: ConfigMap\ndata: {SEQD_ZK: \"a:2181\"}\n---\nspec:\n  containers: [{name: seqd}]\n  replicas: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("kind: [ConfigMap\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := parseYAML(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 || get(docs[0], "data", "SEQD_ZK") != "a:2181" || get(docs[1], "spec", "containers", 0, "name") != "seqd" ||
+		fmt.Sprint(get(docs[1], "spec", "replicas")) != "2" {
+		t.Errorf("parsed %#v, want a ConfigMap and a spec with one container named seqd and 2 replicas", docs)
+	}
+	if docs, err := parseYAML(bad); err == nil {
+		t.Errorf("control: an unclosed flow sequence parsed as %#v, want an error", docs)
+	}
 }
 
 // get walks maps and lists: get(v, "spec", "containers", 0, "name").

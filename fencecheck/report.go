@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seqd/seqd/internal/humantime"
 )
 
 // Report is what a run prints: a table, or this as JSON.
@@ -30,7 +32,7 @@ func (k *checker) report(cases []Case, took time.Duration) *Report {
 		Write:    k.res.write.Method + " " + k.res.write.URL,
 		Cases:    cases,
 		Holds:    true,
-		Duration: shortDuration(took.Round(time.Millisecond)),
+		Duration: humantime.Duration(took.Round(time.Millisecond)),
 		Seconds:  took.Seconds(),
 	}
 	if k.res.read.URL != "" {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/seqd/seqd/internal/humantime"
 )
 
 // restartCase is case 6: the resource restarts between a new holder's
@@ -36,13 +37,13 @@ func (k *checker) restartCase(ctx context.Context) (Case, error) {
 	if err := k.restart(rctx); err != nil {
 		s3.detail = err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			s3.detail = "the restart did not finish within " + shortDuration(k.restartFor)
+			s3.detail = "the restart did not finish within " + humantime.Duration(k.restartFor)
 		}
 		return stepsResult(6, name, s1, s2, s3), k.release(ctx, b)
 	}
 	s3.OK = true
 	stale := k.untilAnswered(rctx, func() outcome { return k.res.doWrite(ctx, key, a, k.value(6, 1, "w02")) })
-	s3.Observed = "restart " + shortDuration(time.Since(start).Round(10*time.Millisecond))
+	s3.Observed = "restart " + humantime.Duration(time.Since(start).Round(10*time.Millisecond))
 	s4 := expect(fmt.Sprintf("after the restart, the old holder (token %d) writes after the new one (token %d)", a.Token, b.Token), false, stale)
 	s5 := expect("after the restart, the new holder writes", true, k.res.doWrite(ctx, key, b, k.value(6, 2, "w02")))
 	return stepsResult(6, name, s1, s2, s3, s4, s5), k.release(ctx, b)
@@ -62,16 +63,4 @@ func (k *checker) untilAnswered(ctx context.Context, f func() outcome) outcome {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// shortDuration is d as the report shows it: 1m, not 1m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,4 +216,18 @@ func (r *runner) startInProcess(ctx context.Context) (*daemon, error) {
 		}
 		return nil
 	}}, nil
+}
+
+// forDaemons is c with its defaults for a run that starts daemons from
+// c.DaemonCommand, or why it cannot go; need says what the run needs the
+// seqd binary for.
+func (c Config) forDaemons(need string) (Config, error) {
+	c = c.withDefaults()
+	switch {
+	case len(c.Servers) == 0:
+		return c, errors.New("bench: no ZooKeeper servers")
+	case len(c.DaemonCommand) < 2:
+		return c, errors.New("bench: " + need)
+	}
+	return c, nil
 }

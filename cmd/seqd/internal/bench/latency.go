@@ -114,20 +114,16 @@ type LatencyReport struct {
 // and `seqd lock` processes run from cfg.DaemonCommand's binary. On an
 // error it returns the figures measured so far.
 func RunLatency(ctx context.Context, cfg Config, o LatencyOptions) (*LatencyReport, error) {
-	cfg = cfg.withDefaults()
-	o = o.withDefaults()
-	switch {
-	case len(cfg.Servers) == 0:
-		return nil, errors.New("bench: no ZooKeeper servers")
-	case len(cfg.DaemonCommand) < 2:
-		return nil, errors.New("bench: the latency figures need the seqd binary to run the daemon and seqd lock")
+	cfg, err := cfg.forDaemons("the latency figures need the seqd binary to run the daemon and seqd lock")
+	if err != nil {
+		return nil, err
 	}
+	o = o.withDefaults()
 	cfg.SessionTimeout = o.SessionTimeout
 	started := time.Now()
 	r := newRunner(cfg, runID(started)+"-latency")
 	rep := &LatencyReport{Started: started, Servers: cfg.Servers, SessionTimeout: o.SessionTimeout, TTL: o.TTL, LockDelay: o.LockDelay, RTT: cfg.RTT}
 	l := &latencyRun{r: r, o: o}
-	var err error
 	if r.admin, err = r.connect(ctx); err != nil {
 		return rep, err
 	}
@@ -366,6 +362,21 @@ func (l *latencyRun) lossClient(ctx context.Context, name string) (time.Duration
 		return 0, err
 	}
 	defer func() { _ = h.Release(context.Background()) }()
+	return l.cutHolder(ctx, name, func() <-chan time.Time {
+		lost := make(chan time.Time, 1)
+		go func() {
+			<-h.Lost()
+			lost <- time.Now()
+		}()
+		return lost
+	})
+}
+
+// cutHolder cuts the proxy under name's holder and gives how long after
+// ZooKeeper removed its node the holder said it lost the lock: watchLoss
+// starts watching for that word once the node is watched. It heals the
+// proxy before it returns.
+func (l *latencyRun) cutHolder(ctx context.Context, name string, watchLoss func() <-chan time.Time) (time.Duration, error) {
 	node, err := l.queued(ctx, name, 0)
 	if err != nil {
 		return 0, err
@@ -374,11 +385,7 @@ func (l *latencyRun) lossClient(ctx context.Context, name string) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	lost := make(chan time.Time, 1)
-	go func() {
-		<-h.Lost()
-		lost <- time.Now()
-	}()
+	lost := watchLoss()
 	l.proxy.Cut()
 	d, err := both(ctx, expiry, lost)
 	if herr := l.healed(ctx, name); err == nil {
@@ -482,27 +489,16 @@ func (l *latencyRun) lossLock(ctx context.Context, name string) (time.Duration, 
 	if _, err := line(ctx, lines, "held"); err != nil {
 		return 0, err
 	}
-	node, err := l.queued(ctx, name, 0)
-	if err != nil {
-		return 0, err
-	}
-	expiry, err := l.expired(node)
-	if err != nil {
-		return 0, err
-	}
-	lost := make(chan time.Time, 1)
-	go func() {
-		if at, err := line(ctx, lines, "lost"); err == nil {
-			lost <- at
-		}
-		close(lost)
-	}()
-	l.proxy.Cut()
-	d, err := both(ctx, expiry, lost)
-	if herr := l.healed(ctx, name); err == nil {
-		err = herr
-	}
-	return d, err
+	return l.cutHolder(ctx, name, func() <-chan time.Time {
+		lost := make(chan time.Time, 1)
+		go func() {
+			if at, err := line(ctx, lines, "lost"); err == nil {
+				lost <- at
+			}
+			close(lost)
+		}()
+		return lost
+	})
 }
 
 func (l *latencyRun) crashLock(delay time.Duration) func(context.Context, string) (time.Duration, error) {

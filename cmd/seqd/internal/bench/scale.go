@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -103,14 +102,11 @@ type ScaleReport struct {
 // cfg.DaemonCommand on cfg's ZooKeeper. On an error it returns the sizes
 // measured so far.
 func RunScale(ctx context.Context, cfg Config, o ScaleOptions) (*ScaleReport, error) {
-	cfg = cfg.withDefaults()
-	o = o.withDefaults()
-	switch {
-	case len(cfg.Servers) == 0:
-		return nil, errors.New("bench: no ZooKeeper servers")
-	case len(cfg.DaemonCommand) < 2:
-		return nil, errors.New("bench: the scale figures need the seqd binary to run the daemon")
+	cfg, err := cfg.forDaemons("the scale figures need the seqd binary to run the daemon")
+	if err != nil {
+		return nil, err
 	}
+	o = o.withDefaults()
 	started := time.Now()
 	id := runID(started)
 	rep := &ScaleReport{Started: started, Servers: cfg.Servers, Clients: o.Clients, TTL: o.TTL, Renewing: o.Renewing, RTT: cfg.RTT}

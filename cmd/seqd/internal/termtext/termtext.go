@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/seqd/seqd/internal/humantime"
 )
 
 // Safe is s with every rune a terminal would act on written as a Go
@@ -97,13 +99,4 @@ func IsTerminal(w any) bool {
 
 // Duration is d as people write it, without trailing zero units: 10m and
 // 1h, not 10m0s and 1h0m0s.
-func Duration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+func Duration(d time.Duration) string { return humantime.Duration(d) }

@@ -68,6 +68,21 @@ func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duratio
 	return g, nil
 }
 
+// optionalTTL reads an optional TTL: 0 when absent.
+func optionalTTL(d *api.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	return time.Duration(*d), validateTTL(time.Duration(*d))
+}
+
+func validateTTL(ttl time.Duration) error {
+	if ttl < api.MinTTL || ttl > api.MaxTTL {
+		return badRequest("ttl %v is out of range: it must be between %v and %v", ttl, api.MinTTL, api.MaxTTL)
+	}
+	return nil
+}
+
 // newTTL is the TTL of a new lease.
 func (g grant) newTTL() time.Duration {
 	if g.ttl == 0 {
@@ -144,37 +159,36 @@ func (s *Service) retry(g grant, differs func(*lease) string) (out api.Lease, ok
 	return out, ok, err
 }
 
-// retryWith is retry for any form of the answer: view makes it, under s.mu.
+// retryWith is retry for any form of the answer: view makes it, under
+// the table's lock.
 func (s *Service) retryWith(g grant, differs func(*lease) string, view func(*lease)) (ok bool, err error) {
 	if g.leaseID == "" {
 		return false, nil
 	}
-	s.mu.Lock()
-	l := s.lookupLocked(g.leaseID)
-	if l == nil || l.state != live || l.held().Err() != nil || !s.clock.Now().Before(l.expires) {
-		s.mu.Unlock()
-		return false, nil
+	var l *lease
+	extended := false
+	s.leases.with(func() {
+		if l = s.leases.lookupLocked(g.leaseID); l == nil || !l.live(s.clock.Now()) {
+			return
+		}
+		field := differs(l)
+		switch {
+		case l.name != g.name && l.set != nil:
+			field = "names"
+		case l.name != g.name:
+			field = "name"
+		case l.owner != g.owner:
+			field = "owner"
+		}
+		if field != "" {
+			err = badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
+			return
+		}
+		extended = s.leases.extendLocked(l, g.ttl, func() { view(l) })
+	})
+	if !extended {
+		return false, err
 	}
-	field := differs(l)
-	switch {
-	case l.name != g.name && l.set != nil:
-		field = "names"
-	case l.name != g.name:
-		field = "name"
-	case l.owner != g.owner:
-		field = "owner"
-	}
-	if field != "" {
-		s.mu.Unlock()
-		return false, badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
-	}
-	if g.ttl != 0 {
-		l.ttl = g.ttl
-	}
-	l.expires = s.clock.Now().Add(l.ttl)
-	s.scheduleLocked(l)
-	view(l)
-	s.mu.Unlock()
 	s.countRenewal(l)
 	return true, nil
 }
@@ -264,7 +278,8 @@ func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (api.
 	return out, err
 }
 
-// admitWith is admit for any form of the answer: view makes it, under s.mu.
+// admitWith is admit for any form of the answer: view makes it, under
+// the table's lock.
 func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, view func(*lease)) error {
 	l.id = newLeaseID()
 	if g.leaseID != "" {
@@ -277,29 +292,14 @@ func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, v
 	}
 	l.sign(s.cfg.Signer)
 	l.at = -1
-	s.mu.Lock()
-	l.expires = s.clock.Now().Add(l.ttl)
-	if s.closed {
-		s.mu.Unlock()
+	err := s.leases.add(l, func() {
+		view(l)
+		s.wg.Add(1) // under the table's lock: Close cannot be waiting yet (it closes the table first)
+	})
+	if err != nil {
 		gr.Release(context.WithoutCancel(ctx))
-		return unavailable("shutting down", nil)
+		return err
 	}
-	if _, taken := s.leases[l.id]; taken {
-		// Two grants named the same new id and both were granted (two
-		// locks, or a retry racing its original): one lease per id.
-		s.mu.Unlock()
-		gr.Release(context.WithoutCancel(ctx))
-		return badRequest("lease_id %s is already in use", l.id)
-	}
-	s.leases[l.id] = l
-	s.heldLocked(l, 1)
-	if single(l.kind) {
-		s.byName[byNameKey{l.kind, l.name}] = l
-	}
-	s.scheduleLocked(l)
-	view(l)
-	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
-	s.mu.Unlock()
 	// The grant's loss ends the lease. A grant released has been released
 	// by end, which ended the lease first.
 	gr.AfterEnd(func(err error) {

@@ -129,12 +129,10 @@ func (s *Service) ownersTTL(id string, ttl *api.Duration) error {
 	if ttl == nil || p == nil {
 		return nil
 	}
-	s.mu.Lock()
 	var owner *caller
-	if l := s.lookupLocked(id); l != nil {
+	if l := s.leases.lookup(id); l != nil {
 		owner = l.who
 	}
-	s.mu.Unlock()
 	if owner == nil || owner.id == "" {
 		return nil
 	}

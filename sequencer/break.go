@@ -64,14 +64,8 @@ func (s *Service) breakHolder(ctx context.Context, f api.Family, name string, re
 	}
 	// A lease of this daemon ends as broken (its holder's next call says
 	// so); the ending deletes its contender as an expiry would.
-	if l := s.leaseAt(f, name, h.Token, parent+"/"+h.Node); l != nil {
-		s.mu.Lock()
-		ok := s.claimLocked(l, broken)
-		if ok {
-			s.broken.add(l, reason)
-		}
-		s.mu.Unlock()
-		if ok {
+	if l := s.leases.find(f, name, h.Token, parent+"/"+h.Node, true); l != nil {
+		if s.leases.breakLease(l, reason) {
 			s.ended(context.WithoutCancel(ctx), l, broken, metrics.ReasonBroken, false)
 		}
 	}
@@ -102,22 +96,4 @@ func pickHolder(kind fence.Kind, name string, holding []api.Contender, token uin
 		cur = holding[0].Token
 	}
 	return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
-}
-
-// leaseAt is this daemon's live lease of family f on name with token
-// whose contender is at path, or nil.
-func (s *Service) leaseAt(f api.Family, name string, token uint64, path string) *lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token && l.grant.Path == path {
-			return l
-		}
-	}
-	for _, l := range s.leases {
-		if l.name == name && familyOf(l.kind) == f && l.grant.Token == token && l.grant.Path == path {
-			return l
-		}
-	}
-	return nil
 }

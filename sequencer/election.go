@@ -101,10 +101,11 @@ func (s *Service) proclaim(ctx context.Context, name string, req api.ProclaimReq
 		}
 		return api.Lease{}, unavailable("zookeeper did not take the value", err)
 	}
-	s.mu.Lock()
-	l.value = req.Value
-	out := l.view()
-	s.mu.Unlock()
+	var out api.Lease
+	s.leases.with(func() {
+		l.value = req.Value
+		out = l.view()
+	})
 	return out, nil
 }
 
@@ -158,11 +159,11 @@ func (s *Service) selfLeads(name string, term uint64) (string, bool) {
 	if err != nil || !sess.Live() {
 		return "", false
 	}
+	if owner, ok := s.leases.ownerOf(api.Elections, name, term, true); ok {
+		return owner, true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.byName[byNameKey{fence.KindElection, name}]; l != nil && l.state == live && l.grant.Err() == nil && l.grant.Token == term {
-		return l.owner, true
-	}
 	if c := s.own[name]; c != nil && c.lead != nil && c.lead.Err() == nil && c.lead.Term == term {
 		return c.owner, true
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/seqd/seqd/api"
-	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -26,7 +25,7 @@ func (s *Service) readLock(ctx context.Context, name string) (api.LockStatus, er
 	return st, s.queueLock(ctx, &st)
 }
 
-// lockStatus is the API form of h; s.mu must not be held.
+// lockStatus is the API form of h.
 func (s *Service) lockStatus(name string, h zklock.Holder) api.LockStatus {
 	st := api.LockStatus{Name: name, Held: h.Held, Token: h.Token, Waiters: h.Waiters, Index: h.Index, BlockedBy: h.Blocked, OwnerRewritten: h.DataRewritten}
 	if h.Held {
@@ -34,12 +33,7 @@ func (s *Service) lockStatus(name string, h zklock.Holder) api.LockStatus {
 		if json.Unmarshal(h.Data, &cd) == nil {
 			st.Owner, st.Command = cd.Owner, cd.Command
 		}
-		s.mu.Lock()
-		if l := s.byName[byNameKey{fence.KindLock, name}]; l != nil && l.grant.Token == h.Token {
-			exp := l.expires.UTC()
-			st.ExpiresAt = &exp
-		}
-		s.mu.Unlock()
+		st.ExpiresAt = s.leases.expiresAt(api.Locks, name, h.Token, false)
 	}
 	return st
 }

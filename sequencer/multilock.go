@@ -31,7 +31,7 @@ type lockSet struct {
 	grant  *zklock.MultiGrant
 	names  []string // as the acquire named them
 	signed []string // each lock's signed sequencer, when the daemon signs
-	// Under Service.mu: index rises, and changed is closed and replaced,
+	// Under the lease table's lock: index rises, and changed is closed and replaced,
 	// whenever the lease is renewed or ends, for blocking reads.
 	index   uint64
 	changed chan struct{}
@@ -217,9 +217,7 @@ func (s *Service) multiLeaseFor(ctx context.Context, req api.MultiLeaseRequest, 
 	if err := checkMultiLeaseRequest(req); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	l := s.lookupLocked(req.LeaseID)
-	s.mu.Unlock()
+	l := s.leases.lookup(req.LeaseID)
 	if l != nil {
 		if l.set == nil {
 			return nil, badRequest("lease %s is for %s %q, not a multi-lock", req.LeaseID, noun(l.kind), l.name)
@@ -243,7 +241,7 @@ func (s *Service) multiLeaseFor(ctx context.Context, req api.MultiLeaseRequest, 
 			return nil, &ConflictError{Err: &fence.StaleTokenError{Key: lk.Name, Token: lk.Token, Max: cur}, Kind: fence.KindLock, Name: lk.Name, Token: lk.Token, CurrentToken: cur}
 		}
 	}
-	return nil, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.leases.endedAs(l)}
 }
 
 // checkMultiLeaseRequest checks a renew's or release's body alone.
@@ -296,25 +294,6 @@ func joinRefs(locks []api.LockRef) string {
 	return strings.Join(names, ",")
 }
 
-// setEnded counts and logs the end of a multi-lock lease, whose grant end
-// has released (err its answer).
-func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reason string, err error) {
-	for _, name := range l.set.names {
-		s.m.Release(name, reason)
-	}
-	switch state {
-	case expired:
-		s.log.Warn("multi-lock lease expired", "locks", l.name, "owner", l.owner)
-	case lost:
-		s.log.Warn("multi-lock lease lost", "locks", l.name, "owner", l.owner, "err", l.set.grant.Err())
-	default:
-		s.log.Debug("released", "locks", l.name, "owner", l.owner)
-	}
-	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
-		s.log.Warn("release: contenders left for the janitor", "locks", l.name, "err", err)
-	}
-}
-
 // multiLockStatus reads the live multi-lock lease id of this daemon, as
 // its holder sees it. blocking makes it answer once the lease's index
 // differs from index (it was renewed, or it ended), or when wait has
@@ -330,16 +309,21 @@ func (s *Service) multiLockStatus(ctx context.Context, id string, blocking bool,
 		tc = c
 	}
 	for {
-		s.mu.Lock()
-		l := s.lookupLocked(id)
-		if l == nil || l.set == nil || l.state != live {
-			s.mu.Unlock()
+		var st api.MultiLockStatus
+		var changed chan struct{}
+		found := false
+		s.leases.with(func() {
+			l := s.leases.lookupLocked(id)
+			if l == nil || l.set == nil || l.state != live {
+				return
+			}
+			found = true
+			st = api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: l.safeFor(s.clock.Now()).Milliseconds(), Index: l.set.index}
+			changed = l.set.changed
+		})
+		if !found {
 			return api.MultiLockStatus{}, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: id}
 		}
-		safe := max(0, min(l.expires.Sub(s.clock.Now()), l.set.grant.SafeFor()))
-		st := api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
-		changed := l.set.changed
-		s.mu.Unlock()
 		if !blocking || st.Index != index {
 			return st, nil
 		}
@@ -356,14 +340,7 @@ func (s *Service) multiLockStatus(ctx context.Context, id string, blocking bool,
 // multiLeases lists the live multi-lock leases held through this daemon,
 // as a listing shows them: no lease ids, no signed sequencers.
 func (s *Service) multiLeases() []api.MultiLease {
-	s.mu.Lock()
-	out := []api.MultiLease{}
-	for _, l := range s.leases {
-		if l.set != nil {
-			out = append(out, l.multiListed())
-		}
-	}
-	s.mu.Unlock()
+	out := collect(s.leases, func(l *lease) bool { return l.set != nil }, (*lease).multiListed)
 	sort.Slice(out, func(i, j int) bool { return out[i].Locks[0].Name < out[j].Locks[0].Name })
 	return out
 }

@@ -74,8 +74,8 @@ func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding
 		c := contenderOf(n, f)
 		if i < q.Holding {
 			c.Token = n.Token
-			c.ExpiresAt = s.expiresAt(f, name, c.Token)
-			if owner, ok := s.localOwner(f, name, c.Token); ok && f == api.Elections {
+			c.ExpiresAt = s.leases.expiresAt(f, name, c.Token, f == api.Locks || f == api.Semaphores)
+			if owner, ok := s.leases.ownerOf(f, name, c.Token, false); ok && f == api.Elections {
 				c.Owner, c.Daemon, c.Client = owner, s.cfg.Identity, "seqd"
 			}
 			holding = append(holding, c)
@@ -84,43 +84,6 @@ func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding
 		queue = append(queue, c)
 	}
 	return holding, queue
-}
-
-// expiresAt is when this daemon's lease of family f on name with token
-// expires; nil when it has none.
-func (s *Service) expiresAt(f api.Family, name string, token uint64) *time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
-			t := l.expires.UTC()
-			return &t
-		}
-	}
-	if f == api.Locks || f == api.Semaphores {
-		for _, l := range s.leases {
-			// A multi-lock's lease (grant nil) is named by its locks'
-			// names joined: one of a single lock bears that lock's name.
-			if l.grant != nil && l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
-				t := l.expires.UTC()
-				return &t
-			}
-		}
-	}
-	return nil
-}
-
-// localOwner is the owner of this daemon's lease of family f on name with
-// token, if it has one.
-func (s *Service) localOwner(f api.Family, name string, token uint64) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
-			return l.owner, true
-		}
-	}
-	return "", false
 }
 
 // contenderOf names what made node n and who it is for.

@@ -88,15 +88,12 @@ type Service struct {
 	clock zklock.Clock
 	guard *zklock.Guard
 
-	mu     sync.Mutex
+	leases *leaseTable // every live lease, its expiry and the quota counts
+
+	mu     sync.Mutex // guards sess, closed and the own campaigns' leads
 	sess   *zklock.Session
-	leases map[leaseID]*lease   // live ones only
-	byName map[byNameKey]*lease // the live lease per exclusive lock and election
 	closed bool
-	exp    expiries   // every live lease by expiry
-	broken brokenSet  // the leases broken lately, for their holders' next call
 	queues queueReads // queue reads shared by the readers of one state
-	quota  quotaState // leases and acquires in flight, by identity
 
 	wake chan struct{} // session ended: redial
 	stop chan struct{}
@@ -145,11 +142,9 @@ func New(cfg Config) *Service {
 		m:      cfg.Metrics,
 		clock:  cfg.Clock,
 		guard:  zklock.NewGuard(),
-		leases: map[leaseID]*lease{},
-		byName: map[byNameKey]*lease{},
+		leases: newLeaseTable(cfg.Clock, cfg.Metrics),
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
-		exp:    expiries{kick: make(chan struct{}, 1)},
 	}
 	s.watches = newHub(s, cfg.MaxBlockingReads)
 	return s
@@ -197,18 +192,13 @@ func (s *Service) Close(ctx context.Context) error {
 	// requests in order over one connection, so this costs round trips for
 	// the slowest, not for all of them.
 	var fast, slow []*lease
-	s.mu.Lock()
-	s.exp.clearLocked() // all at once rather than lease by lease
-	for _, l := range s.leases {
-		switch {
-		case !s.claimLocked(l, released):
-		case l.delay > 0:
+	for _, l := range s.leases.shut() {
+		if l.delay > 0 {
 			slow = append(slow, l)
-		default:
+		} else {
 			fast = append(fast, l)
 		}
 	}
-	s.mu.Unlock()
 	var wg sync.WaitGroup
 	s.releaseAll(ctx, &wg, slow, closeParallelism)
 	s.releaseAll(ctx, &wg, fast, runtime.GOMAXPROCS(0))

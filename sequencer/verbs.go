@@ -227,7 +227,7 @@ func (s *Service) SafeFor(ctx context.Context, f api.Family, name, id string) (s
 	if !readable(c, f, name) {
 		return 0, false
 	}
-	return s.safeFor(f, name, id)
+	return s.leases.safeFor(f, name, id)
 }
 
 // MultiLockStatus reads the live multi-lock lease id of this daemon, as
@@ -242,7 +242,7 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool,
 // the caller may read: no lease ids, no signed sequencers.
 func (s *Service) Leases(ctx context.Context, f api.Family) []api.Lease {
 	_, c := s.enter(ctx)
-	return visibleLeases(c, f, s.leaseList(f))
+	return visibleLeases(c, f, s.leases.listed(f))
 }
 
 // MultiLeases lists the live multi-lock leases held through this daemon

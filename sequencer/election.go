@@ -15,14 +15,6 @@ import (
 // release. The daemon's own campaigns (Config.Campaigns) run for as long as
 // the Service does.
 
-func (s *Service) election(sess *zklock.Session, name string) (*zklock.Election, error) {
-	e, err := zklock.NewElection(sess, name, zklock.WithRoot(s.cfg.ElectionRoot), zklock.WithTokenMode(s.cfg.TokenMode))
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	return e, nil
-}
-
 func validateValue(value string) error {
 	if len(value) > api.MaxValueBytes {
 		return badRequest("value is %d bytes, longer than %d", len(value), api.MaxValueBytes)
@@ -61,7 +53,7 @@ func (s *Service) campaign(ctx context.Context, name string, req api.CampaignReq
 	if value == "" {
 		value = g.owner
 	}
-	e, err := s.election(sess, name)
+	e, err := s.recipes.election(sess, name)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -107,23 +99,6 @@ func (s *Service) proclaim(ctx context.Context, name string, req api.ProclaimReq
 		out = l.view()
 	})
 	return out, nil
-}
-
-// leader reads name's leader from ZooKeeper.
-func (s *Service) leader(ctx context.Context, name string) (zklock.Leader, error) {
-	sess, err := s.liveSession()
-	if err != nil {
-		return zklock.Leader{}, err
-	}
-	e, err := s.election(sess, name)
-	if err != nil {
-		return zklock.Leader{}, err
-	}
-	l, err := e.Leader(ctx)
-	if err != nil {
-		return zklock.Leader{}, s.readError(ctx, err)
-	}
-	return l, nil
 }
 
 // readElection reads an election's leader from ZooKeeper.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
-	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
@@ -14,22 +14,6 @@ import (
 // How a lease ends, whatever ends it (its holder's release, expiry, the
 // loss of its grant, an operator's break, Close): the table claims it,
 // then its grant is released, and the end is recorded, counted and logged.
-
-// release ends a live lease of family f and deletes its contender (for an
-// election, resigns: the next candidate is elected at once).
-func (s *Service) release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) error {
-	if req.TTL != nil {
-		return badRequest("a release takes no ttl")
-	}
-	l, err := s.leaseFor(ctx, f, name, req, metrics.SourceRelease)
-	if err != nil {
-		return err
-	}
-	if !s.end(ctx, l, released, metrics.ReasonReleased) {
-		return s.lostError(l, req.Token)
-	}
-	return nil
-}
 
 // end moves a live lease to state, counts and logs it, and releases its
 // grant (a no-op for a grant already lost). It reports whether this call
@@ -92,15 +76,15 @@ func (s *Service) auditEnd(l *lease, state leaseState, closing bool) {
 	switch {
 	case state == broken:
 	case state == expired:
-		s.audit(l, AuditExpiry, "its ttl passed without renewal")
+		s.audit.ofLease(l, AuditExpiry, "its ttl passed without renewal")
 	case state == lost:
-		s.audit(l, AuditLoss, "its zookeeper session or contender node went away")
+		s.audit.ofLease(l, AuditLoss, "its zookeeper session or contender node went away")
 	case l.kind == fence.KindElection:
-		s.audit(l, AuditResignation, "")
+		s.audit.ofLease(l, AuditResignation, "")
 	case closing:
-		s.audit(l, AuditRelease, "the daemon shut down")
+		s.audit.ofLease(l, AuditRelease, "the daemon shut down")
 	default:
-		s.audit(l, AuditRelease, "")
+		s.audit.ofLease(l, AuditRelease, "")
 	}
 }
 
@@ -121,4 +105,66 @@ func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reas
 	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
 		s.log.Warn("release: contenders left for the janitor", "locks", l.name, "err", err)
 	}
+}
+
+// runExpiries waits for the armed timer and ends the leases whose expiry
+// has passed, until the Service stops.
+func (s *Service) runExpiries() {
+	defer s.wg.Done()
+	for {
+		c := s.leases.timer()
+		select {
+		case <-s.stop:
+			return
+		case <-s.leases.exp.kick:
+			continue
+		case <-c:
+		}
+		// Counted under the table's lock: Close's Wait cannot have returned.
+		due := s.leases.due(c, func() { s.wg.Add(1) })
+		if len(due) > 0 {
+			go s.expire(due)
+		}
+	}
+}
+
+// expireParallelism is how many expiries run their ZooKeeper requests at
+// once.
+const expireParallelism = 64
+
+// expire ends the leases of due, whose expiry has passed: expiry deletes
+// each contender (without a clean release: a lock-delay applies) so that
+// the next waiter proceeds.
+func (s *Service) expire(due []*lease) {
+	defer s.wg.Done()
+	one := func(l *lease) {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
+		defer cancel()
+		if s.end(ctx, l, expired, metrics.ReasonExpired) {
+			return
+		}
+		// Not ended by this call: it had already ended, or (should the
+		// clock have gone back) its expiry is still ahead.
+		s.leases.reschedule(l)
+	}
+	if len(due) == 1 {
+		one(due[0])
+		return
+	}
+	work := make(chan *lease)
+	var wg sync.WaitGroup
+	for range min(len(due), expireParallelism) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				one(l)
+			}
+		}()
+	}
+	for _, l := range due {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
 }

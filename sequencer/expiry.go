@@ -1,11 +1,8 @@
 package sequencer
 
 import (
-	"context"
-	"sync"
 	"time"
 
-	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -79,64 +76,10 @@ func (e *expiries) arm(clock zklock.Clock) {
 	poke(e.kick)
 }
 
-// runExpiries waits for the armed timer and ends the leases whose expiry
-// has passed, until the Service stops.
-func (s *Service) runExpiries() {
-	defer s.wg.Done()
-	for {
-		c := s.leases.timer()
-		select {
-		case <-s.stop:
-			return
-		case <-s.leases.exp.kick:
-			continue
-		case <-c:
-		}
-		// Counted under the table's lock: Close's Wait cannot have returned.
-		due := s.leases.due(c, func() { s.wg.Add(1) })
-		if len(due) > 0 {
-			go s.expire(due)
-		}
+// poke wakes the goroutine that waits on ch, unless it is woken already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-}
-
-// expireParallelism is how many expiries run their ZooKeeper requests at
-// once.
-const expireParallelism = 64
-
-// expire ends the leases of due, whose expiry has passed: expiry deletes
-// each contender (without a clean release: a lock-delay applies) so that
-// the next waiter proceeds.
-func (s *Service) expire(due []*lease) {
-	defer s.wg.Done()
-	one := func(l *lease) {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
-		defer cancel()
-		if s.end(ctx, l, expired, metrics.ReasonExpired) {
-			return
-		}
-		// Not ended by this call: it had already ended, or (should the
-		// clock have gone back) its expiry is still ahead.
-		s.leases.reschedule(l)
-	}
-	if len(due) == 1 {
-		one(due[0])
-		return
-	}
-	work := make(chan *lease)
-	var wg sync.WaitGroup
-	for range min(len(due), expireParallelism) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range work {
-				one(l)
-			}
-		}()
-	}
-	for _, l := range due {
-		work <- l
-	}
-	close(work)
-	wg.Wait()
 }

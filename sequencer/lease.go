@@ -138,6 +138,45 @@ func (l *lease) listed() api.Lease {
 	return v
 }
 
+// The multi-lock lease: one lease on several exclusive locks at once
+// (see multilock.go).
+
+// kindMulti is a multi-lock lease's kind. It is the daemon's own: no
+// sequencer carries it.
+const kindMulti = api.KindMulti
+
+// lockSet is a multi-lock lease's locks.
+type lockSet struct {
+	grant  *zklock.MultiGrant
+	names  []string // as the acquire named them
+	signed []string // each lock's signed sequencer, when the daemon signs
+	// Under the lease table's lock: index rises, and changed is closed and replaced,
+	// whenever the lease is renewed or ends, for blocking reads.
+	index   uint64
+	changed chan struct{}
+}
+
+// multiView is the API form of the multi-lock lease l as its holder sees
+// it, with its id and signed sequencers; s.mu must be held.
+func (l *lease) multiView() api.MultiLease {
+	v := l.multiListed()
+	v.LeaseID = l.id.String()
+	for i, seq := range l.set.signed {
+		v.Locks[i].Sequencer = seq
+	}
+	return v
+}
+
+// multiListed is the API form of the multi-lock lease l as a listing shows
+// it: no lease id, unsigned sequencers; s.mu must be held.
+func (l *lease) multiListed() api.MultiLease {
+	locks := make([]api.LockToken, len(l.set.grant.Locks))
+	for i, h := range l.set.grant.Locks {
+		locks[i] = api.LockToken{Name: h.Name, Token: h.Token, Sequencer: fence.Sequencer{Name: h.Name, Token: h.Token}.String()}
+	}
+	return api.MultiLease{Locks: locks, Owner: l.owner, TTL: api.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
+}
+
 // holding is what a lease holds: one grant, or a multi-lock's.
 type holding interface {
 	Err() error

@@ -37,31 +37,3 @@ func (s *Service) lockStatus(name string, h zklock.Holder) api.LockStatus {
 	}
 	return st
 }
-
-// holder reads name's holder. It answers unavailable at once while the
-// session is down or past its deadline, and within a fraction of the
-// session timeout when ZooKeeper stops answering (zklock bounds the reads).
-func (s *Service) holder(ctx context.Context, name string) (zklock.Holder, error) {
-	sess, err := s.liveSession()
-	if err != nil {
-		return zklock.Holder{}, err
-	}
-	mu, err := s.mutex(sess, name)
-	if err != nil {
-		return zklock.Holder{}, err
-	}
-	h, err := mu.Holder(ctx)
-	if err != nil {
-		return zklock.Holder{}, s.readError(ctx, err)
-	}
-	return h, nil
-}
-
-// mutex names the lock name on sess for a read.
-func (s *Service) mutex(sess *zklock.Session, name string) (*zklock.Mutex, error) {
-	mu, err := zklock.NewMutex(sess, name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode))
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	return mu, nil
-}

@@ -22,42 +22,6 @@ import (
 // recipes on its path see the lease's contender as they see a single
 // holder's.
 
-// kindMulti is a multi-lock lease's kind. It is the daemon's own: no
-// sequencer carries it.
-const kindMulti = api.KindMulti
-
-// lockSet is a multi-lock lease's locks.
-type lockSet struct {
-	grant  *zklock.MultiGrant
-	names  []string // as the acquire named them
-	signed []string // each lock's signed sequencer, when the daemon signs
-	// Under the lease table's lock: index rises, and changed is closed and replaced,
-	// whenever the lease is renewed or ends, for blocking reads.
-	index   uint64
-	changed chan struct{}
-}
-
-// multiView is the API form of the multi-lock lease l as its holder sees
-// it, with its id and signed sequencers; s.mu must be held.
-func (l *lease) multiView() api.MultiLease {
-	v := l.multiListed()
-	v.LeaseID = l.id.String()
-	for i, seq := range l.set.signed {
-		v.Locks[i].Sequencer = seq
-	}
-	return v
-}
-
-// multiListed is the API form of the multi-lock lease l as a listing shows
-// it: no lease id, unsigned sequencers; s.mu must be held.
-func (l *lease) multiListed() api.MultiLease {
-	locks := make([]api.LockToken, len(l.set.grant.Locks))
-	for i, h := range l.set.grant.Locks {
-		locks[i] = api.LockToken{Name: h.Name, Token: h.Token, Sequencer: fence.Sequencer{Name: h.Name, Token: h.Token}.String()}
-	}
-	return api.MultiLease{Locks: locks, Owner: l.owner, TTL: api.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
-}
-
 // acquireMulti grants req.Owner every lock of req.Names at once for
 // req.TTL, waiting up to req.Wait (0 tries once). Not granted within the
 // wait is a *ConflictError (held) naming the lock it was waiting for. A
@@ -98,9 +62,9 @@ func (s *Service) acquireMulti(ctx context.Context, req api.MultiAcquireRequest)
 // readMulti reads and checks a multi-lock acquire: the grant (named by its
 // names joined with commas, which no lock name contains) and the
 // lock-delay.
-func (s *Service) readMulti(req api.MultiAcquireRequest) (grant, time.Duration, error) {
+func (s *Service) readMulti(req api.MultiAcquireRequest) (grantReq, time.Duration, error) {
 	if err := checkNames(req.Names); err != nil {
-		return grant{}, 0, err
+		return grantReq{}, 0, err
 	}
 	g, err := readGrant(api.Locks, req.Names[0], req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
@@ -143,7 +107,7 @@ func checkNames(names []string) error {
 // transaction, and waits up to g.wait for the grant of all of them (0
 // tries once); delay is every lock's lock-delay. Not granted is a 409 held
 // naming the lock the wait ended on, with its current token.
-func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g grant, names []string, delay time.Duration) (*zklock.MultiGrant, error) {
+func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g grantReq, names []string, delay time.Duration) (*zklock.MultiGrant, error) {
 	mm, err := zklock.NewMultiMutex(sess, names, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(s.contenderData(g.owner)), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, badRequest("%v", err)
@@ -179,15 +143,14 @@ func (s *Service) renewMulti(ctx context.Context, req api.MultiLeaseRequest) (ap
 		return api.MultiLease{}, err
 	}
 	var out api.MultiLease
-	err = s.extendLease(ctx, l, ttl, func(lostNow bool) error {
-		if lostNow {
-			// Answer as for any ended lease: stale when a lock moved on.
-			if _, err := s.multiLeaseFor(ctx, req, metrics.SourceRenew); err != nil {
-				return err
-			}
+	err = s.extendLease(ctx, l, ttl, req.Locks[0].Token, func() { out = l.multiView() })
+	if errors.Is(err, errLostNow) {
+		// Answer as for any ended lease: stale when a lock moved on.
+		if _, err := s.multiLeaseFor(ctx, req, metrics.SourceRenew); err != nil {
+			return api.MultiLease{}, err
 		}
-		return s.lostError(l, req.Locks[0].Token)
-	}, func() { out = l.multiView() })
+		return api.MultiLease{}, s.lostError(l, req.Locks[0].Token)
+	}
 	return out, err
 }
 

@@ -268,14 +268,14 @@ func (t *leaseTable) listed(f api.Family) []api.Lease {
 	return out
 }
 
-// collect is the API form, as f makes it, of every live lease keep takes,
+// collect is the API form, as f makes it, of every live lease pick takes,
 // under the lock.
-func collect[T any](t *leaseTable, keep func(*lease) bool, f func(*lease) T) []T {
+func collect[T any](t *leaseTable, pick func(*lease) bool, f func(*lease) T) []T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := []T{}
 	for _, l := range t.byID {
-		if keep(l) {
+		if pick(l) {
 			out = append(out, f(l))
 		}
 	}
@@ -329,6 +329,18 @@ func (t *leaseTable) reschedule(l *lease) {
 	defer t.mu.Unlock()
 	if l.state == live && l.at < 0 {
 		t.scheduleLocked(l)
+	}
+}
+
+// countRenewal counts a renewal of l for each lock it holds.
+func (t *leaseTable) countRenewal(l *lease) {
+	switch {
+	case l.set != nil:
+		for _, name := range l.set.names {
+			t.m.Renewal(name)
+		}
+	case l.kind != fence.KindElection:
+		t.m.Renewal(l.name)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // lock, semaphore or election differs from the one the reader has seen,
 // waiting on the hub's watches (watch.go).
 
-// watchState is one answer of a blocking read: the watched state of its kind.
+// watchState is one answer of a blocking read: the watched state of its
+// kind.
 type watchState struct {
 	holder zklock.Holder
 	leader zklock.Leader

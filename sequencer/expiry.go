@@ -13,7 +13,8 @@ import (
 // that jumps fires the timer, and exactly the leases whose expiry is not
 // after the new time end.
 
-// expiries is guarded by the lease table's lock, like the leases' expires it orders.
+// expiries is guarded by the lease table's lock, like the leases' expires
+// it orders.
 type expiries struct {
 	h     leaseHeap
 	c     <-chan time.Time // the armed timer's channel; nil when none

@@ -157,7 +157,7 @@ type lockSet struct {
 }
 
 // multiView is the API form of the multi-lock lease l as its holder sees
-// it, with its id and signed sequencers; s.mu must be held.
+// it, with its id and signed sequencers; the table's lock must be held.
 func (l *lease) multiView() api.MultiLease {
 	v := l.multiListed()
 	v.LeaseID = l.id.String()
@@ -168,7 +168,7 @@ func (l *lease) multiView() api.MultiLease {
 }
 
 // multiListed is the API form of the multi-lock lease l as a listing shows
-// it: no lease id, unsigned sequencers; s.mu must be held.
+// it: no lease id, unsigned sequencers; the table's lock must be held.
 func (l *lease) multiListed() api.MultiLease {
 	locks := make([]api.LockToken, len(l.set.grant.Locks))
 	for i, h := range l.set.grant.Locks {

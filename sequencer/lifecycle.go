@@ -64,6 +64,7 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.leases.seal() // a grant admitted from now on is refused: shutting down
 	s.resignAll()
 	s.watches.close()
 	// Leases without a lock-delay go with the session's close, which

@@ -193,8 +193,15 @@ func (t *leaseTable) claimLocked(l *lease, state leaseState) bool {
 	return true
 }
 
-// shut closes the table to new leases and claims every live one as
-// released, for Close.
+// seal closes the table to new leases: Close has begun.
+func (t *leaseTable) seal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+}
+
+// shut claims every live lease as released, for Close, and seals the
+// table if seal has not.
 func (t *leaseTable) shut() []*lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -18,32 +18,16 @@ import (
 // lease id, and making a grant a lease. Acquire (locks) is here; semaphores
 // and elections have files of their own.
 
-// validateName checks a name of family f: a lock name, and for a
-// semaphore no segment that reaches its own nodes.
-func validateName(f api.Family, name string) error {
-	check := zklock.ValidateName
-	if f == api.Semaphores {
-		check = zklock.ValidateSemaphoreName
-	}
-	var ne *zklock.NameError
-	if err := check(name); errors.As(err, &ne) {
-		return badRequest("invalid name: %s", ne.Reason)
-	} else if err != nil {
-		return badRequest("invalid name: %v", err)
-	}
-	return nil
-}
-
-// grant is what every kind's grant request has: owner, lease id, ttl and
+// grantReq is what every kind's grant request has: owner, lease id, ttl and
 // wait, read and validated.
-type grant struct {
+type grantReq struct {
 	name, owner, leaseID string
 	ttl                  time.Duration // 0: not given (DefaultTTL for a new lease; a retry keeps its own)
 	wait                 time.Duration
 }
 
-func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duration) (grant, error) {
-	g := grant{name: name, owner: owner, leaseID: leaseID}
+func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duration) (grantReq, error) {
+	g := grantReq{name: name, owner: owner, leaseID: leaseID}
 	if err := validateName(f, name); err != nil {
 		return g, err
 	}
@@ -69,7 +53,7 @@ func readGrant(f api.Family, name, owner, leaseID string, ttl, wait *api.Duratio
 }
 
 // newTTL is the TTL of a new lease.
-func (g grant) newTTL() time.Duration {
+func (g grantReq) newTTL() time.Duration {
 	if g.ttl == 0 {
 		return api.DefaultTTL
 	}
@@ -139,49 +123,48 @@ func (s *Service) acquireLock(ctx context.Context, name string, req api.AcquireR
 // the lease's and differs names no other field it gives that is not;
 // otherwise it refuses the request and changes nothing. A lease id that is
 // not live here is not a retry (ok false): the grant goes on under it.
-func (s *Service) retry(g grant, differs func(*lease) string) (out api.Lease, ok bool, err error) {
+func (s *Service) retry(g grantReq, differs func(*lease) string) (out api.Lease, ok bool, err error) {
 	ok, err = s.retryWith(g, differs, func(l *lease) { out = l.view() })
 	return out, ok, err
 }
 
-// retryWith is retry for any form of the answer: view makes it, under s.mu.
-func (s *Service) retryWith(g grant, differs func(*lease) string, view func(*lease)) (ok bool, err error) {
+// retryWith is retry for any form of the answer: view makes it, under
+// the table's lock.
+func (s *Service) retryWith(g grantReq, differs func(*lease) string, view func(*lease)) (ok bool, err error) {
 	if g.leaseID == "" {
 		return false, nil
 	}
-	s.mu.Lock()
-	l := s.lookupLocked(g.leaseID)
-	if l == nil || l.state != live || l.held().Err() != nil || !s.clock.Now().Before(l.expires) {
-		s.mu.Unlock()
-		return false, nil
+	var l *lease
+	extended := false
+	s.leases.with(func() {
+		if l = s.leases.lookupLocked(g.leaseID); l == nil || !l.live(s.clock.Now()) {
+			return
+		}
+		field := differs(l)
+		switch {
+		case l.name != g.name && l.set != nil:
+			field = "names"
+		case l.name != g.name:
+			field = "name"
+		case l.owner != g.owner:
+			field = "owner"
+		}
+		if field != "" {
+			err = badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
+			return
+		}
+		extended = s.leases.extendLocked(l, g.ttl, func() { view(l) })
+	})
+	if !extended {
+		return false, err
 	}
-	field := differs(l)
-	switch {
-	case l.name != g.name && l.set != nil:
-		field = "names"
-	case l.name != g.name:
-		field = "name"
-	case l.owner != g.owner:
-		field = "owner"
-	}
-	if field != "" {
-		s.mu.Unlock()
-		return false, badRequest("lease_id %s is a live lease of %s %q whose %s differs from this request's: a retry must repeat the request that granted it", g.leaseID, noun(l.kind), l.name, field)
-	}
-	if g.ttl != 0 {
-		l.ttl = g.ttl
-	}
-	l.expires = s.clock.Now().Add(l.ttl)
-	s.scheduleLocked(l)
-	view(l)
-	s.mu.Unlock()
-	s.countRenewal(l)
+	s.leases.countRenewal(l)
 	return true, nil
 }
 
 // contend puts a contender for the lock on sess and waits up to g.wait for
 // the grant (0 tries once); delay is the grant's lock-delay.
-func (s *Service) contend(ctx context.Context, sess *zklock.Session, g grant, kind fence.Kind, delay time.Duration) (*zklock.Grant, error) {
+func (s *Service) contend(ctx context.Context, sess *zklock.Session, g grantReq, kind fence.Kind, delay time.Duration) (*zklock.Grant, error) {
 	data := s.contenderData(g.owner)
 	mu, err := zklock.NewMutex(sess, g.name, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(data), zklock.WithLockDelay(delay))
 	if err != nil {
@@ -258,14 +241,15 @@ func (s *Service) contenderData(owner string) []byte {
 
 // admit makes l's grant a lease for g and schedules its expiry; a Service
 // that is closing releases the grant instead. limit is a semaphore's.
-func (s *Service) admit(ctx context.Context, l *lease, g grant, limit int) (api.Lease, error) {
+func (s *Service) admit(ctx context.Context, l *lease, g grantReq, limit int) (api.Lease, error) {
 	var out api.Lease
 	err := s.admitWith(ctx, l, g, limit, func(l *lease) { out = l.view() })
 	return out, err
 }
 
-// admitWith is admit for any form of the answer: view makes it, under s.mu.
-func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, view func(*lease)) error {
+// admitWith is admit for any form of the answer: view makes it, under
+// the table's lock.
+func (s *Service) admitWith(ctx context.Context, l *lease, g grantReq, limit int, view func(*lease)) error {
 	l.id = newLeaseID()
 	if g.leaseID != "" {
 		l.id, _ = parseLeaseID(g.leaseID) // validated with the request
@@ -277,29 +261,14 @@ func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, v
 	}
 	l.sign(s.cfg.Signer)
 	l.at = -1
-	s.mu.Lock()
-	l.expires = s.clock.Now().Add(l.ttl)
-	if s.closed {
-		s.mu.Unlock()
+	err := s.leases.add(l, func() {
+		view(l)
+		s.wg.Add(1) // under the table's lock: Close cannot be waiting yet (it closes the table first)
+	})
+	if err != nil {
 		gr.Release(context.WithoutCancel(ctx))
-		return unavailable("shutting down", nil)
+		return err
 	}
-	if _, taken := s.leases[l.id]; taken {
-		// Two grants named the same new id and both were granted (two
-		// locks, or a retry racing its original): one lease per id.
-		s.mu.Unlock()
-		gr.Release(context.WithoutCancel(ctx))
-		return badRequest("lease_id %s is already in use", l.id)
-	}
-	s.leases[l.id] = l
-	s.heldLocked(l, 1)
-	if single(l.kind) {
-		s.byName[byNameKey{l.kind, l.name}] = l
-	}
-	s.scheduleLocked(l)
-	view(l)
-	s.wg.Add(1) // under s.mu: Close cannot be waiting yet (it sets closed first)
-	s.mu.Unlock()
 	// The grant's loss ends the lease. A grant released has been released
 	// by end, which ended the lease first.
 	gr.AfterEnd(func(err error) {
@@ -310,26 +279,19 @@ func (s *Service) admitWith(ctx context.Context, l *lease, g grant, limit int, v
 	})
 	switch {
 	case l.set != nil:
-		s.audit(l, AuditGrant, "")
+		s.audit.ofLease(l, AuditGrant, "")
 		s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.Any("locks", l.set.grant.Locks), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
 		return nil
 	case l.kind == fence.KindElection:
-		s.audit(l, AuditTerm, "")
+		s.audit.ofLease(l, AuditTerm, "")
 		s.m.ElectionWon(l.name)
 		s.watches.touch(watchKey{kind: fence.KindElection, name: l.name})
 		s.log.Info("elected", "election", l.name, "term", l.grant.Token, "owner", l.owner, "ttl", l.ttl)
 		return nil
 	}
-	s.audit(l, AuditGrant, "")
+	s.audit.ofLease(l, AuditGrant, "")
 	s.log.LogAttrs(ctx, slog.LevelDebug, "granted", slog.String(noun(l.kind), l.name), slog.Uint64("token", l.grant.Token), slog.String("owner", l.owner), slog.Duration("ttl", l.ttl))
 	return nil
-}
-
-func poke(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
 }
 
 // contenderData is stored in each contender node. `seqd lock` writes the

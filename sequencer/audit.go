@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/seqd/seqd/fence"
+	"github.com/seqd/seqd/metrics"
+	"github.com/seqd/seqd/zklock"
 )
 
 // The audit trail: one JSON line per grant, release, expiry, loss, break,
@@ -187,31 +190,41 @@ func kindWord(k fence.Kind) string {
 	return "lock"
 }
 
-// audit records an event of the lease l; a failed write is logged, not
+// auditor records the events of the daemon's leases in its audit log, if
+// it keeps one; a line it cannot write is counted and logged.
+type auditor struct {
+	to     *AuditLog
+	daemon string // Config.Identity
+	clock  zklock.Clock
+	m      *metrics.Metrics
+	log    *slog.Logger
+}
+
+// ofLease records an event of the lease l; a failed write is logged, not
 // returned: the lease's own answer does not depend on it.
-func (s *Service) audit(l *lease, event, reason string) {
-	if s.cfg.Audit == nil {
+func (a *auditor) ofLease(l *lease, event, reason string) {
+	if a.to == nil {
 		return
 	}
-	now := s.clock.Now().UTC()
+	now := a.clock.Now().UTC()
 	if l.set != nil {
 		// A multi-lock: a line per lock, each with its own token.
 		for _, hl := range l.set.grant.Locks {
-			s.record(AuditEvent{Time: now, Event: event, Kind: "lock", Name: hl.Name, Token: hl.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason, Identity: l.who.name()})
+			a.record(AuditEvent{Time: now, Event: event, Kind: "lock", Name: hl.Name, Token: hl.Token, Owner: l.owner, Daemon: a.daemon, Reason: reason, Identity: l.who.name()})
 		}
 		return
 	}
-	s.record(AuditEvent{Time: now, Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: s.cfg.Identity, Reason: reason, Identity: l.who.name()})
+	a.record(AuditEvent{Time: now, Event: event, Kind: kindWord(l.kind), Name: l.name, Token: l.grant.Token, Owner: l.owner, Daemon: a.daemon, Reason: reason, Identity: l.who.name()})
 }
 
-func (s *Service) record(e AuditEvent) {
-	if err := s.cfg.Audit.Record(e, false); err != nil {
-		s.auditFailed(e, err)
+func (a *auditor) record(e AuditEvent) {
+	if err := a.to.Record(e, false); err != nil {
+		a.failed(e, err)
 	}
 }
 
-// auditFailed counts and logs a line that could not be recorded.
-func (s *Service) auditFailed(e AuditEvent, err error) {
-	s.m.AuditFailed(e.Event)
-	s.log.Error("audit log", "event", e.Event, "kind", e.Kind, "name", e.Name, "token", e.Token, "err", err)
+// failed counts and logs a line that could not be recorded.
+func (a *auditor) failed(e AuditEvent, err error) {
+	a.m.AuditFailed(e.Event)
+	a.log.Error("audit log", "event", e.Event, "kind", e.Kind, "name", e.Name, "token", e.Token, "err", err)
 }

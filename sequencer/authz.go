@@ -22,11 +22,25 @@ type grantAsk struct {
 	leaseID string // a retry's lease id, which takes nothing more of the quota
 }
 
-// grant enters the caller of ctx and lets it make the grant a, within its
+// enter is the caller of ctx, judged by the policy in force, and ctx
+// carrying it for the lease logic below the verbs. A ctx that names
+// nobody is policy.Anonymous; the admin is judged by no policy.
+func (s *Service) enter(ctx context.Context) (context.Context, *caller) {
+	pc := policy.CallerOf(ctx)
+	p := s.cfg.Authority.Policy()
+	if pc.ID == policy.Admin {
+		p = nil // the operator's key: no rule or quota limits it
+	}
+	c := &caller{id: pc.ID, via: pc.Via, policy: p, judge: p.For(pc.ID)}
+	c.label = label(c.id, s.cfg.Authority)
+	return context.WithValue(ctx, callerKey{}, c), c
+}
+
+// mayGrant enters the caller of ctx and lets it make the grant a, within its
 // quota, counting it until done is called; otherwise the error says which
 // rule or quota refused it. Names are validated first: a bad name is a 400
 // whatever the policy says.
-func (s *Service) grant(ctx context.Context, a grantAsk) (_ context.Context, done func(), err error) {
+func (s *Service) mayGrant(ctx context.Context, a grantAsk) (_ context.Context, done func(), err error) {
 	ctx, c := s.enter(ctx)
 	if c.policy == nil {
 		return ctx, func() {}, nil
@@ -129,12 +143,10 @@ func (s *Service) ownersTTL(id string, ttl *api.Duration) error {
 	if ttl == nil || p == nil {
 		return nil
 	}
-	s.mu.Lock()
 	var owner *caller
-	if l := s.lookupLocked(id); l != nil {
+	if l := s.leases.lookup(id); l != nil {
 		owner = l.who
 	}
-	s.mu.Unlock()
 	if owner == nil || owner.id == "" {
 		return nil
 	}
@@ -181,13 +193,13 @@ func visibleOverview(c *caller, f api.Family, o api.Overview) api.Overview {
 	if c.policy == nil {
 		return o
 	}
-	o.Locks = keep(o.Locks, func(st api.LockStatus) bool { return readable(c, f, st.Name) })
-	o.Semaphores = keep(o.Semaphores, func(st api.SemaphoreStatus) bool { return readable(c, f, st.Name) })
-	o.Elections = keep(o.Elections, func(st api.ElectionStatus) bool { return readable(c, f, st.Name) })
+	o.Locks = keepIf(o.Locks, func(st api.LockStatus) bool { return readable(c, f, st.Name) })
+	o.Semaphores = keepIf(o.Semaphores, func(st api.SemaphoreStatus) bool { return readable(c, f, st.Name) })
+	o.Elections = keepIf(o.Elections, func(st api.ElectionStatus) bool { return readable(c, f, st.Name) })
 	return o
 }
 
-func keep[T any](xs []T, ok func(T) bool) []T {
+func keepIf[T any](xs []T, ok func(T) bool) []T {
 	if xs == nil {
 		return nil
 	}

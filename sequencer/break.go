@@ -24,18 +24,9 @@ func (s *Service) breakHolder(ctx context.Context, f api.Family, name string, re
 	if err := validateName(f, name); err != nil {
 		return api.BreakResponse{}, err
 	}
-	reason := strings.TrimSpace(req.Reason)
-	switch {
-	case reason == "":
-		return api.BreakResponse{}, badRequest("reason is required: say why the holder is broken (it goes into the audit log)")
-	case len(reason) > api.MaxReasonBytes:
-		return api.BreakResponse{}, badRequest("reason is %d bytes, longer than %d", len(reason), api.MaxReasonBytes)
-	case !utf8.ValidString(reason):
-		return api.BreakResponse{}, badRequest("reason is not UTF-8 text")
-	case req.Token == 0:
-		// A break that named no holder would break whoever holds when it
-		// is replayed; one that names it breaks nobody else, ever.
-		return api.BreakResponse{}, badRequest("token is required: name the token of the holder to break (the status read shows it), so that the request, replayed, cannot break the next holder")
+	reason, err := breakReason(req)
+	if err != nil {
+		return api.BreakResponse{}, err
 	}
 	sess, err := s.liveSession()
 	if err != nil {
@@ -59,19 +50,13 @@ func (s *Service) breakHolder(ctx context.Context, f api.Family, name string, re
 	// a break that cannot be recorded is not made.
 	e := AuditEvent{Time: s.clock.Now().UTC(), Event: AuditBreak, Kind: kindWord(kind), Name: name, Token: h.Token, Owner: h.Owner, Daemon: h.Daemon, Reason: reason, By: by, Identity: callerOf(ctx).name()}
 	if err := s.cfg.Audit.Record(e, true); err != nil {
-		s.auditFailed(e, err)
+		s.audit.failed(e, err)
 		return api.BreakResponse{}, unavailable("the break's audit line could not be written and synced, so nothing was broken", err)
 	}
 	// A lease of this daemon ends as broken (its holder's next call says
 	// so); the ending deletes its contender as an expiry would.
-	if l := s.leaseAt(f, name, h.Token, parent+"/"+h.Node); l != nil {
-		s.mu.Lock()
-		ok := s.claimLocked(l, broken)
-		if ok {
-			s.broken.add(l, reason)
-		}
-		s.mu.Unlock()
-		if ok {
+	if l := s.leases.find(f, name, h.Token, parent+"/"+h.Node, true); l != nil {
+		if s.leases.breakLease(l, reason) {
 			s.ended(context.WithoutCancel(ctx), l, broken, metrics.ReasonBroken, false)
 		}
 	}
@@ -79,7 +64,7 @@ func (s *Service) breakHolder(ctx context.Context, f api.Family, name string, re
 	if err != nil {
 		failed := e
 		failed.Time, failed.Event, failed.Reason = s.clock.Now().UTC(), AuditBreakFailed, "zookeeper did not delete the holder's node: "+err.Error()
-		s.record(failed)
+		s.audit.record(failed)
 		if ctx.Err() != nil {
 			return api.BreakResponse{}, ctx.Err()
 		}
@@ -104,20 +89,20 @@ func pickHolder(kind fence.Kind, name string, holding []api.Contender, token uin
 	return 0, &ConflictError{Err: api.ErrNotHeld, Kind: kind, Name: name, Token: token, CurrentToken: cur}
 }
 
-// leaseAt is this daemon's live lease of family f on name with token
-// whose contender is at path, or nil.
-func (s *Service) leaseAt(f api.Family, name string, token uint64, path string) *lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token && l.grant.Path == path {
-			return l
-		}
+// breakReason checks a break's request alone, and is its reason, trimmed.
+func breakReason(req api.BreakRequest) (string, error) {
+	reason := strings.TrimSpace(req.Reason)
+	switch {
+	case reason == "":
+		return "", badRequest("reason is required: say why the holder is broken (it goes into the audit log)")
+	case len(reason) > api.MaxReasonBytes:
+		return "", badRequest("reason is %d bytes, longer than %d", len(reason), api.MaxReasonBytes)
+	case !utf8.ValidString(reason):
+		return "", badRequest("reason is not UTF-8 text")
+	case req.Token == 0:
+		// A break that named no holder would break whoever holds when it
+		// is replayed; one that names it breaks nobody else, ever.
+		return "", badRequest("token is required: name the token of the holder to break (the status read shows it), so that the request, replayed, cannot break the next holder")
 	}
-	for _, l := range s.leases {
-		if l.name == name && familyOf(l.kind) == f && l.grant.Token == token && l.grant.Path == path {
-			return l
-		}
-	}
-	return nil
+	return reason, nil
 }

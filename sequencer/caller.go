@@ -21,20 +21,6 @@ type caller struct {
 
 type callerKey struct{}
 
-// enter is the caller of ctx, judged by the policy in force, and ctx
-// carrying it for the lease logic below the verbs. A ctx that names
-// nobody is policy.Anonymous; the admin is judged by no policy.
-func (s *Service) enter(ctx context.Context) (context.Context, *caller) {
-	pc := policy.CallerOf(ctx)
-	p := s.cfg.Authority.Policy()
-	if pc.ID == policy.Admin {
-		p = nil // the operator's key: no rule or quota limits it
-	}
-	c := &caller{id: pc.ID, via: pc.Via, policy: p, judge: p.For(pc.ID)}
-	c.label = label(c.id, s.cfg.Authority)
-	return context.WithValue(ctx, callerKey{}, c), c
-}
-
 // label is identity id as a metric label: the identities the tokens file
 // or the policy names, anonymous and admin keep their name; any other
 // (a certificate's) is metrics.OtherIdentity, so that the series stay

@@ -11,19 +11,6 @@ import (
 // The daemon's own campaigns: the sidecar pattern, where the app next to
 // the daemon asks GET /v1/elections/{name} and reads self.
 
-// Candidate is one of the daemon's own campaigns.
-type Candidate struct {
-	Name  string // election name
-	Value string // the value it publishes as leader
-}
-
-// ownCampaign is a Candidate while the Service runs it.
-type ownCampaign struct {
-	Candidate
-	owner string
-	lead  *zklock.Leadership // under Service.mu; nil while not leading
-}
-
 // startCampaigns starts a goroutine per Candidate; Close stops them first,
 // resigning, so that the next leader is elected at once.
 func (s *Service) startCampaigns() {
@@ -71,7 +58,7 @@ func (s *Service) campaignOnce(ctx context.Context, c *ownCampaign) (*zklock.Lea
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.election(sess, c.Name)
+	e, err := s.recipes.election(sess, c.Name)
 	if err != nil {
 		return nil, err
 	}

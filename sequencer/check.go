@@ -71,7 +71,7 @@ func (s *Service) current(ctx context.Context, seq fence.Sequencer) (held bool, 
 		if err != nil {
 			return false, 0, err
 		}
-		sem, err := s.semaphore(sess, seq.Name)
+		sem, err := s.recipes.semaphore(sess, seq.Name)
 		if err != nil {
 			return false, 0, err
 		}

@@ -15,14 +15,6 @@ import (
 // release. The daemon's own campaigns (Config.Campaigns) run for as long as
 // the Service does.
 
-func (s *Service) election(sess *zklock.Session, name string) (*zklock.Election, error) {
-	e, err := zklock.NewElection(sess, name, zklock.WithRoot(s.cfg.ElectionRoot), zklock.WithTokenMode(s.cfg.TokenMode))
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	return e, nil
-}
-
 func validateValue(value string) error {
 	if len(value) > api.MaxValueBytes {
 		return badRequest("value is %d bytes, longer than %d", len(value), api.MaxValueBytes)
@@ -61,7 +53,7 @@ func (s *Service) campaign(ctx context.Context, name string, req api.CampaignReq
 	if value == "" {
 		value = g.owner
 	}
-	e, err := s.election(sess, name)
+	e, err := s.recipes.election(sess, name)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -101,28 +93,12 @@ func (s *Service) proclaim(ctx context.Context, name string, req api.ProclaimReq
 		}
 		return api.Lease{}, unavailable("zookeeper did not take the value", err)
 	}
-	s.mu.Lock()
-	l.value = req.Value
-	out := l.view()
-	s.mu.Unlock()
+	var out api.Lease
+	s.leases.with(func() {
+		l.value = req.Value
+		out = l.view()
+	})
 	return out, nil
-}
-
-// leader reads name's leader from ZooKeeper.
-func (s *Service) leader(ctx context.Context, name string) (zklock.Leader, error) {
-	sess, err := s.liveSession()
-	if err != nil {
-		return zklock.Leader{}, err
-	}
-	e, err := s.election(sess, name)
-	if err != nil {
-		return zklock.Leader{}, err
-	}
-	l, err := e.Leader(ctx)
-	if err != nil {
-		return zklock.Leader{}, s.readError(ctx, err)
-	}
-	return l, nil
 }
 
 // readElection reads an election's leader from ZooKeeper.
@@ -158,11 +134,11 @@ func (s *Service) selfLeads(name string, term uint64) (string, bool) {
 	if err != nil || !sess.Live() {
 		return "", false
 	}
+	if owner, ok := s.leases.ownerOf(api.Elections, name, term, true); ok {
+		return owner, true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.byName[byNameKey{fence.KindElection, name}]; l != nil && l.state == live && l.grant.Err() == nil && l.grant.Token == term {
-		return l.owner, true
-	}
 	if c := s.own[name]; c != nil && c.lead != nil && c.lead.Err() == nil && c.lead.Term == term {
 		return c.owner, true
 	}

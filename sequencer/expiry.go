@@ -1,12 +1,8 @@
 package sequencer
 
 import (
-	"container/heap"
-	"context"
-	"sync"
 	"time"
 
-	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/zklock"
 )
 
@@ -17,7 +13,8 @@ import (
 // that jumps fires the timer, and exactly the leases whose expiry is not
 // after the new time end.
 
-// expiries is guarded by Service.mu, like the leases' expires it orders.
+// expiries is guarded by the lease table's lock, like the leases' expires
+// it orders.
 type expiries struct {
 	h     leaseHeap
 	c     <-chan time.Time // the armed timer's channel; nil when none
@@ -53,42 +50,18 @@ func (h *leaseHeap) Pop() any {
 	return l
 }
 
-// scheduleLocked puts l in the schedule at its expires, or moves it there;
-// s.mu must be held.
-func (s *Service) scheduleLocked(l *lease) {
-	l.changedLocked()
-	e := &s.exp
-	if l.at >= 0 {
-		heap.Fix(&e.h, int(l.at))
-	} else {
-		heap.Push(&e.h, l)
-	}
-	s.armLocked()
-}
-
-// unscheduleLocked takes l out of the schedule; s.mu must be held. The timer
-// stays armed: should it fire for nothing, runExpiries re-arms it.
-func (s *Service) unscheduleLocked(l *lease) {
-	if l.at >= 0 {
-		heap.Remove(&s.exp.h, int(l.at))
-	}
-}
-
-// clearLocked empties the schedule (the timer stays armed); s.mu must be
-// held.
-func (e *expiries) clearLocked() {
+// clear empties the schedule (the timer stays armed).
+func (e *expiries) clear() {
 	for _, l := range e.h {
 		l.at = -1
 	}
 	e.h = nil
 }
 
-// armLocked arms the timer for the earliest expiry if none is armed or the
-// armed one is later; s.mu must be held. The timer is armed before it
-// returns, so that a clock moved right after an acquire or a renewal still
-// fires it.
-func (s *Service) armLocked() {
-	e := &s.exp
+// arm arms the timer for the earliest expiry if none is armed or the
+// armed one is later. The timer is armed before it returns, so that a
+// clock moved right after an acquire or a renewal still fires it.
+func (e *expiries) arm(clock zklock.Clock) {
 	if len(e.h) == 0 {
 		return
 	}
@@ -99,87 +72,15 @@ func (s *Service) armLocked() {
 	if e.t != nil {
 		e.t.Stop()
 	}
-	e.c, e.t = s.clock.TimerAt(next)
+	e.c, e.t = clock.TimerAt(next)
 	e.armed = next
 	poke(e.kick)
 }
 
-// runExpiries waits for the armed timer and ends the leases whose expiry
-// has passed, until the Service stops.
-func (s *Service) runExpiries() {
-	defer s.wg.Done()
-	for {
-		s.mu.Lock()
-		c := s.exp.c
-		s.mu.Unlock()
-		select {
-		case <-s.stop:
-			return
-		case <-s.exp.kick:
-			continue
-		case <-c:
-		}
-		s.mu.Lock()
-		if s.exp.c == c {
-			s.exp.c, s.exp.t = nil, nil
-		}
-		now := s.clock.Now()
-		var due []*lease
-		for len(s.exp.h) > 0 && !now.Before(s.exp.h[0].expires) {
-			due = append(due, heap.Pop(&s.exp.h).(*lease))
-		}
-		s.armLocked()
-		if len(due) > 0 {
-			s.wg.Add(1) // this goroutine is counted: Close's Wait cannot have returned
-		}
-		s.mu.Unlock()
-		if len(due) > 0 {
-			go s.expire(due)
-		}
+// poke wakes the goroutine that waits on ch, unless it is woken already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-}
-
-// expireParallelism is how many expiries run their ZooKeeper requests at
-// once.
-const expireParallelism = 64
-
-// expire ends the leases of due, whose expiry has passed: expiry deletes
-// each contender (without a clean release: a lock-delay applies) so that
-// the next waiter proceeds.
-func (s *Service) expire(due []*lease) {
-	defer s.wg.Done()
-	one := func(l *lease) {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SessionTimeout)
-		defer cancel()
-		if s.end(ctx, l, expired, metrics.ReasonExpired) {
-			return
-		}
-		// Not ended by this call: it had already ended, or (should the
-		// clock have gone back) its expiry is still ahead.
-		s.mu.Lock()
-		if l.state == live && l.at < 0 {
-			s.scheduleLocked(l)
-		}
-		s.mu.Unlock()
-	}
-	if len(due) == 1 {
-		one(due[0])
-		return
-	}
-	work := make(chan *lease)
-	var wg sync.WaitGroup
-	for range min(len(due), expireParallelism) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range work {
-				one(l)
-			}
-		}()
-	}
-	for _, l := range due {
-		work <- l
-	}
-	close(work)
-	wg.Wait()
 }

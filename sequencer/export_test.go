@@ -6,6 +6,7 @@ package sequencer
 import (
 	"time"
 
+	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 )
@@ -66,12 +67,8 @@ func (s *Service) WatchHasState(kind fence.Kind, name string) bool {
 // LeasePath is the contender node of s's lease with token on the lock
 // name, "" when s holds none.
 func (s *Service) LeasePath(name string, token uint64) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.leases {
-		if l.name == name && l.grant.Token == token {
-			return l.grant.Path
-		}
+	if l := s.leases.find(api.Locks, name, token, "", true); l != nil {
+		return l.grant.Path
 	}
 	return ""
 }

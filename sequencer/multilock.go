@@ -22,42 +22,6 @@ import (
 // recipes on its path see the lease's contender as they see a single
 // holder's.
 
-// kindMulti is a multi-lock lease's kind. It is the daemon's own: no
-// sequencer carries it.
-const kindMulti = api.KindMulti
-
-// lockSet is a multi-lock lease's locks.
-type lockSet struct {
-	grant  *zklock.MultiGrant
-	names  []string // as the acquire named them
-	signed []string // each lock's signed sequencer, when the daemon signs
-	// Under Service.mu: index rises, and changed is closed and replaced,
-	// whenever the lease is renewed or ends, for blocking reads.
-	index   uint64
-	changed chan struct{}
-}
-
-// multiView is the API form of the multi-lock lease l as its holder sees
-// it, with its id and signed sequencers; s.mu must be held.
-func (l *lease) multiView() api.MultiLease {
-	v := l.multiListed()
-	v.LeaseID = l.id.String()
-	for i, seq := range l.set.signed {
-		v.Locks[i].Sequencer = seq
-	}
-	return v
-}
-
-// multiListed is the API form of the multi-lock lease l as a listing shows
-// it: no lease id, unsigned sequencers; s.mu must be held.
-func (l *lease) multiListed() api.MultiLease {
-	locks := make([]api.LockToken, len(l.set.grant.Locks))
-	for i, h := range l.set.grant.Locks {
-		locks[i] = api.LockToken{Name: h.Name, Token: h.Token, Sequencer: fence.Sequencer{Name: h.Name, Token: h.Token}.String()}
-	}
-	return api.MultiLease{Locks: locks, Owner: l.owner, TTL: api.Duration(l.ttl), ExpiresAt: l.expires.UTC()}
-}
-
 // acquireMulti grants req.Owner every lock of req.Names at once for
 // req.TTL, waiting up to req.Wait (0 tries once). Not granted within the
 // wait is a *ConflictError (held) naming the lock it was waiting for. A
@@ -98,9 +62,9 @@ func (s *Service) acquireMulti(ctx context.Context, req api.MultiAcquireRequest)
 // readMulti reads and checks a multi-lock acquire: the grant (named by its
 // names joined with commas, which no lock name contains) and the
 // lock-delay.
-func (s *Service) readMulti(req api.MultiAcquireRequest) (grant, time.Duration, error) {
+func (s *Service) readMulti(req api.MultiAcquireRequest) (grantReq, time.Duration, error) {
 	if err := checkNames(req.Names); err != nil {
-		return grant{}, 0, err
+		return grantReq{}, 0, err
 	}
 	g, err := readGrant(api.Locks, req.Names[0], req.Owner, req.LeaseID, req.TTL, req.Wait)
 	if err != nil {
@@ -143,7 +107,7 @@ func checkNames(names []string) error {
 // transaction, and waits up to g.wait for the grant of all of them (0
 // tries once); delay is every lock's lock-delay. Not granted is a 409 held
 // naming the lock the wait ended on, with its current token.
-func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g grant, names []string, delay time.Duration) (*zklock.MultiGrant, error) {
+func (s *Service) contendMulti(ctx context.Context, sess *zklock.Session, g grantReq, names []string, delay time.Duration) (*zklock.MultiGrant, error) {
 	mm, err := zklock.NewMultiMutex(sess, names, zklock.WithRoot(s.cfg.Root), zklock.WithTokenMode(s.cfg.TokenMode), zklock.WithData(s.contenderData(g.owner)), zklock.WithLockDelay(delay))
 	if err != nil {
 		return nil, badRequest("%v", err)
@@ -179,15 +143,14 @@ func (s *Service) renewMulti(ctx context.Context, req api.MultiLeaseRequest) (ap
 		return api.MultiLease{}, err
 	}
 	var out api.MultiLease
-	err = s.extendLease(ctx, l, ttl, func(lostNow bool) error {
-		if lostNow {
-			// Answer as for any ended lease: stale when a lock moved on.
-			if _, err := s.multiLeaseFor(ctx, req, metrics.SourceRenew); err != nil {
-				return err
-			}
+	err = s.extendLease(ctx, l, ttl, req.Locks[0].Token, func() { out = l.multiView() })
+	if errors.Is(err, errLostNow) {
+		// Answer as for any ended lease: stale when a lock moved on.
+		if _, err := s.multiLeaseFor(ctx, req, metrics.SourceRenew); err != nil {
+			return api.MultiLease{}, err
 		}
-		return s.lostError(l, req.Locks[0].Token)
-	}, func() { out = l.multiView() })
+		return api.MultiLease{}, s.lostError(l, req.Locks[0].Token)
+	}
 	return out, err
 }
 
@@ -217,9 +180,7 @@ func (s *Service) multiLeaseFor(ctx context.Context, req api.MultiLeaseRequest, 
 	if err := checkMultiLeaseRequest(req); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	l := s.lookupLocked(req.LeaseID)
-	s.mu.Unlock()
+	l := s.leases.lookup(req.LeaseID)
 	if l != nil {
 		if l.set == nil {
 			return nil, badRequest("lease %s is for %s %q, not a multi-lock", req.LeaseID, noun(l.kind), l.name)
@@ -243,7 +204,7 @@ func (s *Service) multiLeaseFor(ctx context.Context, req api.MultiLeaseRequest, 
 			return nil, &ConflictError{Err: &fence.StaleTokenError{Key: lk.Name, Token: lk.Token, Max: cur}, Kind: fence.KindLock, Name: lk.Name, Token: lk.Token, CurrentToken: cur}
 		}
 	}
-	return nil, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.endedAs(l)}
+	return nil, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: joinRefs(req.Locks), Token: req.Locks[0].Token, Ended: s.leases.endedAs(l)}
 }
 
 // checkMultiLeaseRequest checks a renew's or release's body alone.
@@ -296,25 +257,6 @@ func joinRefs(locks []api.LockRef) string {
 	return strings.Join(names, ",")
 }
 
-// setEnded counts and logs the end of a multi-lock lease, whose grant end
-// has released (err its answer).
-func (s *Service) setEnded(ctx context.Context, l *lease, state leaseState, reason string, err error) {
-	for _, name := range l.set.names {
-		s.m.Release(name, reason)
-	}
-	switch state {
-	case expired:
-		s.log.Warn("multi-lock lease expired", "locks", l.name, "owner", l.owner)
-	case lost:
-		s.log.Warn("multi-lock lease lost", "locks", l.name, "owner", l.owner, "err", l.set.grant.Err())
-	default:
-		s.log.Debug("released", "locks", l.name, "owner", l.owner)
-	}
-	if err != nil && !errors.Is(err, zklock.ErrLockLost) {
-		s.log.Warn("release: contenders left for the janitor", "locks", l.name, "err", err)
-	}
-}
-
 // multiLockStatus reads the live multi-lock lease id of this daemon, as
 // its holder sees it. blocking makes it answer once the lease's index
 // differs from index (it was renewed, or it ended), or when wait has
@@ -330,16 +272,21 @@ func (s *Service) multiLockStatus(ctx context.Context, id string, blocking bool,
 		tc = c
 	}
 	for {
-		s.mu.Lock()
-		l := s.lookupLocked(id)
-		if l == nil || l.set == nil || l.state != live {
-			s.mu.Unlock()
+		var st api.MultiLockStatus
+		var changed chan struct{}
+		found := false
+		s.leases.with(func() {
+			l := s.leases.lookupLocked(id)
+			if l == nil || l.set == nil || l.state != live {
+				return
+			}
+			found = true
+			st = api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: l.safeFor(s.clock.Now()).Milliseconds(), Index: l.set.index}
+			changed = l.set.changed
+		})
+		if !found {
 			return api.MultiLockStatus{}, &ConflictError{Err: api.ErrLost, Kind: kindMulti, Name: id}
 		}
-		safe := max(0, min(l.expires.Sub(s.clock.Now()), l.set.grant.SafeFor()))
-		st := api.MultiLockStatus{MultiLease: l.multiView(), SafeForMS: safe.Milliseconds(), Index: l.set.index}
-		changed := l.set.changed
-		s.mu.Unlock()
 		if !blocking || st.Index != index {
 			return st, nil
 		}
@@ -356,14 +303,7 @@ func (s *Service) multiLockStatus(ctx context.Context, id string, blocking bool,
 // multiLeases lists the live multi-lock leases held through this daemon,
 // as a listing shows them: no lease ids, no signed sequencers.
 func (s *Service) multiLeases() []api.MultiLease {
-	s.mu.Lock()
-	out := []api.MultiLease{}
-	for _, l := range s.leases {
-		if l.set != nil {
-			out = append(out, l.multiListed())
-		}
-	}
-	s.mu.Unlock()
+	out := collect(s.leases, func(l *lease) bool { return l.set != nil }, (*lease).multiListed)
 	sort.Slice(out, func(i, j int) bool { return out[i].Locks[0].Name < out[j].Locks[0].Name })
 	return out
 }

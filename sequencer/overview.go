@@ -62,40 +62,14 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 	deadline := start.Add(wait)
 	watching := false // the states of the last listing are watched
 	for {
-		// Once states are watched, the watch session must vouch for them
-		// before and during a listing: a listing is cut short when its
-		// trust changes (ZooKeeper fell silent).
-		// While the session is distrusted but the overview is still in its
-		// grace, the listing is cut short at the grace's end as well.
-		var trustChanged <-chan struct{}
-		var cut time.Duration
-		if watching {
-			hold, tc, distrust := s.watches.vouch(start)
-			if distrust != nil && !hold {
-				return api.Overview{}, distrust
-			}
-			trustChanged = tc
-			if distrust != nil {
-				cut = max(start.Add(s.watches.quantum()).Sub(s.clock.Now()), time.Millisecond)
-			}
-		}
-		sess, err := s.liveSession()
-		if err != nil {
-			return api.Overview{}, err
-		}
-		names, more, err := s.listNames(ctx, sess, root, shape, trustChanged, cut)
+		names, more, err := s.listVouched(ctx, root, shape, start, watching)
 		if errors.Is(err, errTrustChanged) {
 			continue // vouched for again, or not, at the top
 		}
 		if err != nil {
-			return api.Overview{}, s.readError(ctx, err)
+			return api.Overview{}, err
 		}
-		ws := make([]*watched, 0, len(names))
-		for _, n := range names {
-			if w := s.watches.subscribe(watchKey{kind: kindsOf(f)[0], name: n}); w != nil {
-				ws = append(ws, w)
-			}
-		}
+		ws := s.subscribeAll(f, names)
 		idx, ready, changed := overviewIndex(names, ws)
 		// The names come from the leases' session; the watched states
 		// need the watch session to vouch for them.
@@ -120,17 +94,7 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 			return api.Overview{}, distrust
 		}
 		if left <= 0 {
-			// The states are read plainly either way; the index is the
-			// watches' only once they have every state, else the plain
-			// one (what the watches give once they have read them), and
-			// then ZooKeeper has a quantum to answer (readSoon).
-			var o api.Overview
-			var err error
-			if ready && distrust == nil {
-				o, err = s.overviewOf(ctx, f, names, more, idx)
-			} else {
-				o, err = readSoon(ctx, s, func(ctx context.Context) (api.Overview, error) { return s.overviewOf(ctx, f, names, more, 0) })
-			}
+			o, err := s.overviewAtDeadline(ctx, f, names, more, idx, ready && distrust == nil)
 			s.unsubscribeAll(ws)
 			return o, err
 		}
@@ -144,6 +108,59 @@ func (s *Service) awaitOverview(ctx context.Context, f api.Family, root string, 
 			return api.Overview{}, err
 		}
 	}
+}
+
+// listVouched lists the names under root. Once states are watched
+// (watching), the watch session must vouch for them before and during a
+// listing: a listing is cut short when its trust changes (ZooKeeper fell
+// silent), errTrustChanged. While the session is distrusted but the
+// overview is still in its grace, the listing is cut short at the grace's
+// end as well.
+func (s *Service) listVouched(ctx context.Context, root string, shape zklock.Shape, start time.Time, watching bool) ([]string, bool, error) {
+	var trustChanged <-chan struct{}
+	var cut time.Duration
+	if watching {
+		hold, tc, distrust := s.watches.vouch(start)
+		if distrust != nil && !hold {
+			return nil, false, distrust
+		}
+		trustChanged = tc
+		if distrust != nil {
+			cut = max(start.Add(s.watches.quantum()).Sub(s.clock.Now()), time.Millisecond)
+		}
+	}
+	sess, err := s.liveSession()
+	if err != nil {
+		return nil, false, err
+	}
+	names, more, err := s.listNames(ctx, sess, root, shape, trustChanged, cut)
+	if err != nil && !errors.Is(err, errTrustChanged) {
+		return nil, false, s.readError(ctx, err)
+	}
+	return names, more, err
+}
+
+// subscribeAll subscribes to the states of names of family f.
+func (s *Service) subscribeAll(f api.Family, names []string) []*watched {
+	ws := make([]*watched, 0, len(names))
+	for _, n := range names {
+		if w := s.watches.subscribe(watchKey{kind: kindsOf(f)[0], name: n}); w != nil {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// overviewAtDeadline is the overview of names once the wait has passed.
+// The states are read plainly either way; the index is the watches' only
+// once they have every state (watched), else the plain one (what the
+// watches give once they have read them), and then ZooKeeper has a
+// quantum to answer (readSoon).
+func (s *Service) overviewAtDeadline(ctx context.Context, f api.Family, names []string, more bool, idx uint64, watched bool) (api.Overview, error) {
+	if watched {
+		return s.overviewOf(ctx, f, names, more, idx)
+	}
+	return readSoon(ctx, s, func(ctx context.Context) (api.Overview, error) { return s.overviewOf(ctx, f, names, more, 0) })
 }
 
 // errTrustChanged ends a listing whose answer the watch session's trust

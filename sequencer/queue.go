@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,21 +24,21 @@ func (s *Service) queueOf(ctx context.Context, sess *zklock.Session, f api.Famil
 	)
 	switch f {
 	case api.Semaphores:
-		sem, serr := s.semaphore(sess, name)
+		sem, serr := s.recipes.semaphore(sess, name)
 		if serr != nil {
 			return q, "", serr
 		}
 		parent = sem.LeasesPath()
 		q, err = sem.Queue(ctx)
 	case api.Elections:
-		e, eerr := s.election(sess, name)
+		e, eerr := s.recipes.election(sess, name)
 		if eerr != nil {
 			return q, "", eerr
 		}
 		parent = e.Path()
 		q, err = e.Queue(ctx)
 	default:
-		mu, merr := s.mutex(sess, name)
+		mu, merr := s.recipes.mutex(sess, name)
 		if merr != nil {
 			return q, "", merr
 		}
@@ -74,8 +72,8 @@ func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding
 		c := contenderOf(n, f)
 		if i < q.Holding {
 			c.Token = n.Token
-			c.ExpiresAt = s.expiresAt(f, name, c.Token)
-			if owner, ok := s.localOwner(f, name, c.Token); ok && f == api.Elections {
+			c.ExpiresAt = s.leases.expiresAt(f, name, c.Token, f == api.Locks || f == api.Semaphores)
+			if owner, ok := s.leases.ownerOf(f, name, c.Token, false); ok && f == api.Elections {
 				c.Owner, c.Daemon, c.Client = owner, s.cfg.Identity, "seqd"
 			}
 			holding = append(holding, c)
@@ -84,43 +82,6 @@ func (s *Service) contenders(f api.Family, name string, q zklock.Queue) (holding
 		queue = append(queue, c)
 	}
 	return holding, queue
-}
-
-// expiresAt is when this daemon's lease of family f on name with token
-// expires; nil when it has none.
-func (s *Service) expiresAt(f api.Family, name string, token uint64) *time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
-			t := l.expires.UTC()
-			return &t
-		}
-	}
-	if f == api.Locks || f == api.Semaphores {
-		for _, l := range s.leases {
-			// A multi-lock's lease (grant nil) is named by its locks'
-			// names joined: one of a single lock bears that lock's name.
-			if l.grant != nil && l.name == name && l.grant.Token == token && familyOf(l.kind) == f {
-				t := l.expires.UTC()
-				return &t
-			}
-		}
-	}
-	return nil
-}
-
-// localOwner is the owner of this daemon's lease of family f on name with
-// token, if it has one.
-func (s *Service) localOwner(f api.Family, name string, token uint64) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range kindsOf(f) {
-		if l := s.byName[byNameKey{k, name}]; l != nil && l.grant.Token == token {
-			return l.owner, true
-		}
-	}
-	return "", false
 }
 
 // contenderOf names what made node n and who it is for.
@@ -201,70 +162,9 @@ func (s *Service) queueElection(ctx context.Context, st *api.ElectionStatus) (er
 	return err
 }
 
-// Readers of one state share one queue read: a change wakes every blocked
-// reader of a name at once, and a thousand of them must not cost a
-// thousand reads. A read is shared by the readers of the same name and
-// state index for queueShare.
-const queueShare = time.Second
-
-type queueKey struct {
-	f     api.Family
-	name  string
-	index uint64
-}
-
-type queueRead struct {
-	done             chan struct{}
-	at               time.Time
-	holding, waiting []api.Contender
-	unread           int
-	err              error
-}
-
-type queueReads struct {
-	mu sync.Mutex
-	m  map[queueKey]*queueRead
-}
-
 // sharedQueue is readQueue shared by the readers of one state.
 func (s *Service) sharedQueue(ctx context.Context, f api.Family, name string, index uint64) ([]api.Contender, []api.Contender, int, error) {
-	qs := &s.queues
-	k := queueKey{f, name, index}
-	now := time.Now()
-	qs.mu.Lock()
-	if qs.m == nil {
-		qs.m = map[queueKey]*queueRead{}
-	}
-	r := qs.m[k]
-	if r == nil || now.Sub(r.at) > queueShare {
-		for key, old := range qs.m { // few entries: the names read this second
-			if now.Sub(old.at) > queueShare {
-				delete(qs.m, key)
-			}
-		}
-		r = &queueRead{done: make(chan struct{}), at: now}
-		qs.m[k] = r
-		qs.mu.Unlock()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SessionTimeout)
-		r.holding, r.waiting, r.unread, r.err = s.readQueue(rctx, f, name)
-		cancel()
-		if r.err != nil {
-			qs.mu.Lock()
-			if qs.m[k] == r {
-				delete(qs.m, k) // not shared past its readers: the next one tries again
-			}
-			qs.mu.Unlock()
-		}
-		close(r.done)
-	} else {
-		qs.mu.Unlock()
-	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		return nil, nil, 0, ctx.Err()
-	}
-	// The callers fill their own answers: copies, so that none shares
-	// another's slices.
-	return append([]api.Contender{}, r.holding...), append([]api.Contender{}, r.waiting...), r.unread, r.err
+	return s.queues.share(ctx, queueKey{f, name, index}, s.cfg.SessionTimeout, func(ctx context.Context) ([]api.Contender, []api.Contender, int, error) {
+		return s.readQueue(ctx, f, name)
+	})
 }

@@ -1,9 +1,8 @@
 package sequencer
 
 import (
-	"sync"
-
 	"github.com/seqd/seqd/api"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // Quotas: what one identity may take of the daemon at once (leases held,
@@ -11,71 +10,6 @@ import (
 // runaway client cannot queue thousands of waiters or hold every name for
 // an hour. An acquire is counted from the moment it is let through until
 // it ends: two acquires at once cannot both take the last place.
-
-// identityHold is what one identity holds (or is being granted): leases
-// and, per name (family/name), how many of them.
-type identityHold struct {
-	leases int
-	names  map[string]int
-}
-
-func (h *identityHold) add(keys []string, d int) {
-	h.leases += d
-	if h.names == nil {
-		h.names = map[string]int{}
-	}
-	for _, k := range keys {
-		if h.names[k] += d; h.names[k] <= 0 {
-			delete(h.names, k)
-		}
-	}
-}
-
-// quotaState is the Service's count of leases and in-flight acquires by
-// identity. held is under Service.mu; pending under its own mu (taken
-// before Service.mu, never after).
-type quotaState struct {
-	held map[string]*identityHold
-
-	mu      sync.Mutex
-	pending map[string]*identityHold
-}
-
-// nameKey is the key of name of family f in an identityHold: a lock and a
-// shared lease on one name are one name.
-func nameKey(f api.Family, name string) string { return string(f) + "/" + name }
-
-// leaseKeys are the names lease l holds.
-func leaseKeys(l *lease) []string {
-	if l.set != nil {
-		keys := make([]string, len(l.set.names))
-		for i, n := range l.set.names {
-			keys[i] = nameKey(api.Locks, n)
-		}
-		return keys
-	}
-	return []string{nameKey(familyOf(l.kind), l.name)}
-}
-
-// heldLocked counts the new lease l for its caller; s.mu must be held.
-func (s *Service) heldLocked(l *lease, d int) {
-	if l.who == nil || l.who.id == "" {
-		return
-	}
-	if s.quota.held == nil {
-		s.quota.held = map[string]*identityHold{}
-	}
-	h := s.quota.held[l.who.id]
-	if h == nil {
-		h = &identityHold{}
-		s.quota.held[l.who.id] = h
-	}
-	h.add(leaseKeys(l), d)
-	if h.leases <= 0 {
-		delete(s.quota.held, l.who.id)
-	}
-	s.m.IdentityLease(l.who.label, d)
-}
 
 // reserve lets caller c start an acquire of names (keys) with
 // ttl, within its quota, and counts it until done is called; a request
@@ -89,49 +23,43 @@ func (s *Service) reserve(c *caller, keys []string, ttl *api.Duration, leaseID s
 	if err := q.CheckTTL(c.id, ttl); err != nil {
 		return nil, err
 	}
-	s.quota.mu.Lock()
-	defer s.quota.mu.Unlock()
-	p := s.quota.pending[c.id]
+	return s.leases.reserve(c.id, q, keys, leaseID)
+}
+
+// reserve counts an acquire of keys by identity id as in flight, within
+// q, until done is called; see Service.reserve.
+func (t *leaseTable) reserve(id string, q *policy.Quota, keys []string, leaseID string) (done func(), err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pending[id]
 	if p == nil {
 		p = &identityHold{}
 	}
 	if q.Waiters > 0 && p.leases >= q.Waiters {
-		return nil, q.Refuse("%s may have %d acquires in flight at once, and has %d", c.id, q.Waiters, p.leases)
+		return nil, q.Refuse("%s may have %d acquires in flight at once, and has %d", id, q.Waiters, p.leases)
 	}
-	s.mu.Lock()
-	retry := false
-	if leaseID != "" {
-		l := s.lookupLocked(leaseID)
-		retry = l != nil && l.who != nil && l.who.id == c.id
-	}
-	held := s.quota.held[c.id]
+	l := t.lookupLocked(leaseID)
+	retry := l != nil && l.who != nil && l.who.id == id
+	held := t.held[id]
 	if held == nil {
 		held = &identityHold{}
 	}
-	err = nil
 	switch {
 	case retry:
 	case q.Leases > 0 && held.leases+p.leases >= q.Leases:
-		err = q.Refuse("%s may hold %d leases at once; it holds %d and has %d being granted", c.id, q.Leases, held.leases, p.leases)
+		return nil, q.Refuse("%s may hold %d leases at once; it holds %d and has %d being granted", id, q.Leases, held.leases, p.leases)
 	case q.Names > 0:
 		if n := distinct(held, p, keys); n > q.Names {
-			err = q.Refuse("%s may hold %d distinct names at once; this request would make it %d", c.id, q.Names, n)
+			return nil, q.Refuse("%s may hold %d distinct names at once; this request would make it %d", id, q.Names, n)
 		}
 	}
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if s.quota.pending == nil {
-		s.quota.pending = map[string]*identityHold{}
-	}
-	s.quota.pending[c.id] = p
+	t.pending[id] = p
 	p.add(keys, 1)
 	return func() {
-		s.quota.mu.Lock()
-		defer s.quota.mu.Unlock()
+		t.mu.Lock()
+		defer t.mu.Unlock()
 		if p.add(keys, -1); p.leases <= 0 {
-			delete(s.quota.pending, c.id)
+			delete(t.pending, id)
 		}
 	}, nil
 }

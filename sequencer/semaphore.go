@@ -61,16 +61,6 @@ func (s *Service) acquireSemaphore(ctx context.Context, name string, req api.Sem
 	return s.admit(ctx, &lease{kind: fence.KindSemaphore, grant: gr}, g, req.Limit)
 }
 
-// semaphore names the semaphore name on sess for a read (its limit does not
-// matter to reads).
-func (s *Service) semaphore(sess *zklock.Session, name string) (*zklock.Semaphore, error) {
-	sem, err := zklock.NewSemaphore(sess, name, 1, zklock.WithRoot(s.cfg.SemaphoreRoot))
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	return sem, nil
-}
-
 // readSemaphore reads the semaphore's holders from ZooKeeper.
 func (s *Service) readSemaphore(ctx context.Context, name string) (api.SemaphoreStatus, error) {
 	if err := validateName(api.Semaphores, name); err != nil {
@@ -82,23 +72,6 @@ func (s *Service) readSemaphore(ctx context.Context, name string) (api.Semaphore
 	}
 	out := semaphoreStatus(name, st)
 	return out, s.queueSemaphore(ctx, &out)
-}
-
-// semaphoreState reads name's holders and limit from ZooKeeper.
-func (s *Service) semaphoreState(ctx context.Context, name string) (zklock.SemaphoreState, error) {
-	sess, err := s.liveSession()
-	if err != nil {
-		return zklock.SemaphoreState{}, err
-	}
-	sem, err := s.semaphore(sess, name)
-	if err != nil {
-		return zklock.SemaphoreState{}, err
-	}
-	st, err := sem.State(ctx)
-	if err != nil {
-		return zklock.SemaphoreState{}, s.readError(ctx, err)
-	}
-	return st, nil
 }
 
 func semaphoreStatus(name string, st zklock.SemaphoreState) api.SemaphoreStatus {

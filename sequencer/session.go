@@ -12,29 +12,12 @@ import (
 // Session keeping: the Service runs on one ZooKeeper session at a time and
 // dials a new one when ZooKeeper expires it.
 
-// Start checks the roots, establishes the first session (failing if
-// ZooKeeper cannot be reached within the dial timeout, or refuses a root)
-// and keeps one afterwards.
-func (s *Service) Start(ctx context.Context) error {
-	if err := zklock.CheckRoots(s.roots()...); err != nil {
-		return err
-	}
-	if err := s.dial(ctx); err != nil {
-		return err
-	}
-	s.wg.Add(2)
-	go s.keepSession()
-	go s.runExpiries()
-	s.startCampaigns()
-	return nil
-}
-
 // dial establishes a session within the dial timeout and makes it the
 // current one.
 func (s *Service) dial(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
-	sess, err := zklock.Dial(dctx, s.cfg.Servers, s.zkOptions())
+	sess, err := zklock.Dial(dctx, s.cfg.Servers, s.cfg.zkOptions(s.guard))
 	if err != nil {
 		return unavailable("cannot reach zookeeper", err)
 	}
@@ -55,31 +38,6 @@ func (s *Service) dial(ctx context.Context) error {
 	return nil
 }
 
-// zkOptions are the options of the leases' session.
-func (s *Service) zkOptions() zklock.Options {
-	return zklock.Options{
-		SessionTimeout: s.cfg.SessionTimeout,
-		Logger:         s.cfg.Logger,
-		Observer:       s.m,
-		Clock:          s.clock,
-		Guard:          s.guard,
-		TokenFloor:     s.cfg.TokenFloor,
-		Floors:         s.cfg.Floors,
-		Auth:           s.cfg.ZKAuth,
-		ACL:            s.cfg.ZKACL,
-		TLS:            s.cfg.ZKTLS,
-	}
-}
-
-// roots are the daemon's roots, named as its flags name them.
-func (s *Service) roots() []zklock.Root {
-	return []zklock.Root{
-		{What: "the lock root", Path: s.cfg.Root},
-		{What: "the semaphore root", Path: s.cfg.SemaphoreRoot},
-		{What: "the election root", Path: s.cfg.ElectionRoot},
-	}
-}
-
 // claimRoots records (or checks) the token mode of every root: a root
 // records one mode, and a daemon of the other mode must not run on it (its
 // tokens could go below those already issued). Semaphore tokens are always
@@ -88,7 +46,7 @@ func (s *Service) roots() []zklock.Root {
 // *zklock.FloorError (a root with no mark where the daemon issued tokens).
 func (s *Service) claimRoots(ctx context.Context, sess *zklock.Session) error {
 	modes := []zklock.TokenMode{s.cfg.TokenMode, zklock.TokenZxid, s.cfg.TokenMode}
-	for i, r := range s.roots() {
+	for i, r := range s.cfg.roots() {
 		err := sess.ClaimTokenMode(ctx, r.Path, modes[i])
 		switch {
 		case errors.Is(err, zklock.ErrTokenModeMismatch), errors.Is(err, zklock.ErrOpenRoot), errors.Is(err, zklock.ErrBelowFloor):

@@ -39,7 +39,7 @@ func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireReque
 	if req.Mode == api.ModeShared {
 		kind = policy.KindSharedWord
 	}
-	ctx, done, err := s.grant(ctx, grantAsk{api.Locks, kind, []string{name}, req.TTL, req.LeaseID})
+	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Locks, kind, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -51,7 +51,7 @@ func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireReque
 // req.TTL, waiting up to req.Wait. Every holder must name the limit the
 // first recorded: another is a *ConflictError with the recorded one.
 func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (api.Lease, error) {
-	ctx, done, err := s.grant(ctx, grantAsk{api.Semaphores, policy.KindSemaphoreWord, []string{name}, req.TTL, req.LeaseID})
+	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Semaphores, policy.KindSemaphoreWord, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -63,7 +63,7 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.Sem
 // (default the owner), waiting up to req.Wait to be elected, and returns
 // the leadership as a lease whose Term is its token.
 func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Lease, error) {
-	ctx, done, err := s.grant(ctx, grantAsk{api.Elections, policy.KindElectionWord, []string{name}, req.TTL, req.LeaseID})
+	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Elections, policy.KindElectionWord, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -74,7 +74,7 @@ func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignReq
 // AcquireMulti grants req.Owner every lock of req.Names at once for
 // req.TTL, waiting up to req.Wait: all or none.
 func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest) (api.MultiLease, error) {
-	ctx, done, err := s.grant(ctx, grantAsk{api.Locks, policy.KindMultiWord, req.Names, req.TTL, req.LeaseID})
+	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Locks, policy.KindMultiWord, req.Names, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.MultiLease{}, err
 	}
@@ -227,7 +227,7 @@ func (s *Service) SafeFor(ctx context.Context, f api.Family, name, id string) (s
 	if !readable(c, f, name) {
 		return 0, false
 	}
-	return s.safeFor(f, name, id)
+	return s.leases.safeFor(f, name, id)
 }
 
 // MultiLockStatus reads the live multi-lock lease id of this daemon, as
@@ -242,7 +242,7 @@ func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool,
 // the caller may read: no lease ids, no signed sequencers.
 func (s *Service) Leases(ctx context.Context, f api.Family) []api.Lease {
 	_, c := s.enter(ctx)
-	return visibleLeases(c, f, s.leaseList(f))
+	return visibleLeases(c, f, s.leases.listed(f))
 }
 
 // MultiLeases lists the live multi-lock leases held through this daemon

@@ -3,12 +3,11 @@ package sequencer
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
 )
@@ -60,10 +59,15 @@ type watched struct {
 	changed chan struct{} // closed and replaced at every change
 }
 
+// hub is the daemon's watches for blocking reads, on a session of its
+// own (see watchsession.go).
 type hub struct {
-	s      *Service
-	linger time.Duration
-	max    int // readers waiting at once, and names watched
+	cfg     *Config
+	guard   *zklock.Guard
+	log     *slog.Logger
+	recipes recipes
+	linger  time.Duration
+	max     int // readers waiting at once, and names watched
 
 	mu       sync.Mutex
 	names    map[watchKey]*watched
@@ -75,11 +79,12 @@ type hub struct {
 	wg       sync.WaitGroup
 }
 
-func newHub(s *Service, max int) *hub {
+func newHub(cfg *Config, guard *zklock.Guard, log *slog.Logger, r recipes) *hub {
+	max := cfg.MaxBlockingReads
 	if max <= 0 {
 		max = DefaultMaxBlockingReads
 	}
-	h := &hub{s: s, linger: watchLinger, max: max, names: map[watchKey]*watched{}}
+	h := &hub{cfg: cfg, guard: guard, log: log, recipes: r, linger: watchLinger, max: max, names: map[watchKey]*watched{}}
 	h.ws.init()
 	return h
 }
@@ -255,18 +260,17 @@ func (h *hub) run(ctx context.Context, w *watched) {
 }
 
 func (h *hub) observe(ctx context.Context, sess *zklock.Session, w *watched) {
-	s := h.s
 	switch w.key.kind {
 	case fence.KindElection:
-		e, err := s.election(sess, w.key.name)
+		e, err := h.recipes.election(sess, w.key.name)
 		if err != nil {
 			return
 		}
 		for l := range e.Observe(ctx) {
-			w.publishLeader(l, func() { s.m.LeaderChangeObserved(w.key.name) })
+			w.publishLeader(l, func() { h.cfg.Metrics.LeaderChangeObserved(w.key.name) })
 		}
 	case fence.KindSemaphore:
-		sem, err := s.semaphore(sess, w.key.name)
+		sem, err := h.recipes.semaphore(sess, w.key.name)
 		if err != nil {
 			return
 		}
@@ -274,7 +278,7 @@ func (h *hub) observe(ctx context.Context, sess *zklock.Session, w *watched) {
 			w.publishSemaphore(st)
 		}
 	default:
-		mu, err := s.mutex(sess, w.key.name)
+		mu, err := h.recipes.mutex(sess, w.key.name)
 		if err != nil {
 			return
 		}
@@ -330,169 +334,4 @@ func (w *watched) bumpLocked(zx uint64) {
 	w.have, w.index = true, zx
 	close(w.changed)
 	w.changed = make(chan struct{})
-}
-
-// state is one answer of a blocking read: the watched state of its kind.
-type state struct {
-	holder zklock.Holder
-	leader zklock.Leader
-	sem    zklock.SemaphoreState
-	index  uint64
-}
-
-// await waits until key's state has an index other than index, or wait
-// passes, or ctx ends, and returns the state then (with its index). While
-// the watch session cannot vouch for the state (ZooKeeper silent for a
-// fraction of the session timeout, see hub.vouch) it answers unavailable:
-// at once when ZooKeeper is known not to answer, else once it has waited
-// that fraction for the session to prove itself.
-func (s *Service) await(ctx context.Context, key watchKey, index uint64, wait time.Duration) (state, error) {
-	h := s.watches
-	if err := h.enter(); err != nil {
-		return state{}, err
-	}
-	defer h.leave()
-	w := h.subscribe(key)
-	if w == nil {
-		return state{}, unavailable("shutting down", nil)
-	}
-	defer h.unsubscribe(w)
-	tc, t := s.clock.NewTimer(wait)
-	defer t.Stop()
-	start := s.clock.Now()
-	var grace <-chan time.Time
-	look := func() (have bool, changed <-chan struct{}, st state) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.have, w.changed, state{holder: w.holder, leader: w.leader, sem: w.sem, index: w.index}
-	}
-	for {
-		hold, trustChanged, distrust := h.vouch(start)
-		if distrust != nil && !hold {
-			return state{}, distrust
-		}
-		if distrust != nil && grace == nil {
-			gc, gt := s.clock.TimerAt(start.Add(h.quantum()))
-			defer gt.Stop()
-			grace = gc
-		}
-		have, changed, st := look()
-		if distrust == nil && have && st.index != index {
-			return st, s.answerable()
-		}
-		select {
-		case <-changed:
-		case <-trustChanged:
-		case <-grace:
-		case <-tc:
-			// Judged afresh: the trust or the state may have changed
-			// as the wait ended.
-			_, _, distrust = h.vouch(start)
-			have, _, st = look()
-			switch {
-			case distrust == nil && have:
-				return st, s.answerable()
-			case distrust == nil, errors.Is(distrust, errNoWatchSession):
-				// The wait ended before the watch had the state (its
-				// session still being dialled, or its first read not
-				// back): the answer is a plain read, as without index.
-				return readSoon(ctx, s, func(ctx context.Context) (state, error) { return s.readState(ctx, key) })
-			}
-			return state{}, distrust
-		case <-ctx.Done():
-			return st, ctx.Err()
-		}
-	}
-}
-
-// readSoon makes read, a plain read for a reader whose wait is over, for
-// at most the watch session's quantum on the service clock: a ZooKeeper
-// that has not answered by then gets the reader a 503, as a watched state
-// it cannot vouch for does, rather than the read's own, longer, timeout.
-func readSoon[T any](ctx context.Context, s *Service, read func(context.Context) (T, error)) (T, error) {
-	q := s.watches.quantum()
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	tc, t := s.clock.NewTimer(q)
-	defer t.Stop()
-	go func() {
-		select {
-		case <-tc:
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-	v, err := read(rctx)
-	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
-		var zero T
-		return zero, unavailable(fmt.Sprintf("zookeeper did not answer within %v: the state cannot be vouched for", q.Round(time.Millisecond)), nil)
-	}
-	return v, err
-}
-
-// readState reads key's state from ZooKeeper on the leases' session, as a
-// status read without index does.
-func (s *Service) readState(ctx context.Context, key watchKey) (state, error) {
-	switch key.kind {
-	case fence.KindElection:
-		l, err := s.leader(ctx, key.name)
-		return state{leader: l, index: l.Index}, err
-	case fence.KindSemaphore:
-		st, err := s.semaphoreState(ctx, key.name)
-		return state{sem: st, index: st.Index}, err
-	default:
-		h, err := s.holder(ctx, key.name)
-		return state{holder: h, index: h.Index}, err
-	}
-}
-
-// answerable says whether a watched state may be given out now: only while
-// the leases' session can be trusted too, as every answer of the daemon.
-func (s *Service) answerable() error {
-	_, err := s.liveSession()
-	return err
-}
-
-// waitLock is a blocking read of a lock's state: it answers when the
-// state's index differs from index, or once wait has passed.
-func (s *Service) waitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
-	st, err := s.awaitState(ctx, api.Locks, name, index, wait)
-	if err != nil {
-		return api.LockStatus{}, err
-	}
-	out := s.lockStatus(name, st.holder)
-	out.Index = st.index
-	return out, s.queueLock(ctx, &out)
-}
-
-// waitSemaphore is a blocking read of a semaphore's state, as WaitLock.
-func (s *Service) waitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
-	st, err := s.awaitState(ctx, api.Semaphores, name, index, wait)
-	if err != nil {
-		return api.SemaphoreStatus{}, err
-	}
-	out := semaphoreStatus(name, st.sem)
-	out.Index = st.index
-	return out, s.queueSemaphore(ctx, &out)
-}
-
-// waitElection is a blocking read of an election's state, as WaitLock.
-func (s *Service) waitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
-	st, err := s.awaitState(ctx, api.Elections, name, index, wait)
-	if err != nil {
-		return api.ElectionStatus{}, err
-	}
-	out := s.electionStatus(name, st.leader)
-	out.Index = st.index
-	return out, s.queueElection(ctx, &out)
-}
-
-func (s *Service) awaitState(ctx context.Context, f api.Family, name string, index uint64, wait time.Duration) (state, error) {
-	if err := validateName(f, name); err != nil {
-		return state{}, err
-	}
-	if wait <= 0 || wait > api.MaxWait {
-		return state{}, badRequest("wait %v is out of range: a blocking read waits more than 0s and at most %v", wait, api.MaxWait)
-	}
-	return s.await(ctx, watchKey{kind: kindsOf(f)[0], name: name}, index, wait)
 }

@@ -121,7 +121,7 @@ func (h *hub) quantumLocked() time.Duration {
 	if s := h.ws.sess; s != nil {
 		return s.Timeout() / 8
 	}
-	return h.s.cfg.SessionTimeout / 8
+	return h.cfg.SessionTimeout / 8
 }
 
 // distrustLocked says why the watch session's state cannot be vouched for
@@ -146,7 +146,7 @@ func (h *hub) distrustLocked(now time.Time) error {
 func (h *hub) vouch(start time.Time) (hold bool, changed <-chan struct{}, distrust error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.s.clock.Now()
+	now := h.cfg.Clock.Now()
 	if distrust = h.distrustLocked(now); distrust == nil {
 		return false, h.ws.changed, nil
 	}
@@ -165,7 +165,7 @@ func (h *hub) vouch(start time.Time) (hold bool, changed <-chan struct{}, distru
 func (h *hub) keep(ctx context.Context) {
 	defer h.wg.Done()
 	for {
-		tc, t := h.s.clock.TimerAt(h.tend(ctx))
+		tc, t := h.cfg.Clock.TimerAt(h.tend(ctx))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -183,7 +183,7 @@ func (h *hub) tend(ctx context.Context) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ws := &h.ws
-	now := h.s.clock.Now()
+	now := h.cfg.Clock.Now()
 	next := now.Add(time.Hour) // until kicked
 	s := ws.sess
 	switch {
@@ -249,23 +249,22 @@ func (h *hub) ping(ctx context.Context, s *zklock.Session) {
 // one, which it then closes.
 func (h *hub) dial(ctx context.Context) {
 	defer h.wg.Done()
-	s := h.s
-	opts := s.zkOptions()
+	opts := h.cfg.zkOptions(h.guard)
 	// Not the leases' session: its connection is not the daemon's health,
 	// it creates nothing, and a replacement is routine.
 	opts.Observer = nil
-	opts.Logger = slog.New(atLeast{s.cfg.Logger.Handler(), slog.LevelWarn}).With("session", "blocking reads")
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-	sess, err := zklock.Dial(dctx, s.cfg.Servers, opts)
+	opts.Logger = slog.New(atLeast{h.cfg.Logger.Handler(), slog.LevelWarn}).With("session", "blocking reads")
+	dctx, cancel := context.WithTimeout(ctx, h.cfg.DialTimeout)
+	sess, err := zklock.Dial(dctx, h.cfg.Servers, opts)
 	cancel()
 	h.mu.Lock()
 	ws := &h.ws
 	ws.dialing = false
 	if err != nil {
-		ws.backoff = min(max(2*ws.backoff, 100*time.Millisecond), s.cfg.SessionTimeout)
-		ws.retryAt = s.clock.Now().Add(ws.backoff)
+		ws.backoff = min(max(2*ws.backoff, 100*time.Millisecond), h.cfg.SessionTimeout)
+		ws.retryAt = h.cfg.Clock.Now().Add(ws.backoff)
 		h.mu.Unlock()
-		s.log.Debug("dial zookeeper for blocking reads", "err", err, "retry_in", ws.backoff)
+		h.log.Debug("dial zookeeper for blocking reads", "err", err, "retry_in", ws.backoff)
 		poke(ws.kick)
 		return
 	}
@@ -281,7 +280,7 @@ func (h *hub) dial(ctx context.Context) {
 	ws.changedLocked()
 	if old != nil {
 		h.closeLater(old, "replaced")
-		s.log.Debug("replaced the watch session of blocking reads", "names_left_behind", left, "names_watched", len(h.names))
+		h.log.Debug("replaced the watch session of blocking reads", "names_left_behind", left, "names_watched", len(h.names))
 	}
 	h.mu.Unlock()
 	poke(ws.kick)
@@ -293,7 +292,7 @@ func (h *hub) closeLater(s *zklock.Session, why string) {
 	go func() {
 		defer h.wg.Done()
 		s.Close()
-		h.s.log.Debug("closed a watch session of blocking reads", "why", why)
+		h.log.Debug("closed a watch session of blocking reads", "why", why)
 	}()
 }
 

@@ -293,7 +293,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	cur, err := h.s.Check(r.Context(), seq)
 	var ce *api.ConflictError
 	if errors.As(err, &ce) {
-		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: ce.Code(), Error: ce.Error()})
 		return nil, errAnswered
 	}
 	if err != nil {

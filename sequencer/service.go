@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/metrics"
 	"github.com/seqd/seqd/sequencer/policy"
@@ -76,6 +78,9 @@ type Config struct {
 	// term and resignation of the daemon's leases (and every break it
 	// makes).
 	Audit *AuditLog
+	// Tracer, if set, makes a span of every verb, a child of the span
+	// context the verb's ctx carries; nil: no spans.
+	Tracer trace.TracerProvider
 }
 
 // Service holds leases over zklock on one ZooKeeper session at a time. When

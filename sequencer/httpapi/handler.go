@@ -46,7 +46,7 @@ func NewHandler(s Service, opts HandlerOptions) http.Handler {
 	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts)}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
-		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	}
 	v1 := h.guarded(h.auth(http.HandlerFunc(h.v1)))
 	// Routed by hand, not by http.ServeMux: the mux cleans paths and

@@ -12,6 +12,7 @@ package metrics
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,7 @@ type Metrics struct {
 	sessionExpiration prometheus.Counter
 	auditFailures     *prometheus.CounterVec
 	requestDuration   *prometheus.HistogramVec
+	requestObservers  sync.Map // verb → its series of requestDuration: a lookup saved per request
 
 	labels *labelSet
 	elections

@@ -25,9 +25,12 @@ func (m *Metrics) Request(verb string, d time.Duration, traceID string) {
 	if m == nil {
 		return
 	}
-	o := m.requestDuration.WithLabelValues(verb)
+	o, ok := m.requestObservers.Load(verb)
+	if !ok {
+		o, _ = m.requestObservers.LoadOrStore(verb, m.requestDuration.WithLabelValues(verb))
+	}
 	if traceID == "" {
-		o.Observe(d.Seconds())
+		o.(prometheus.Observer).Observe(d.Seconds())
 		return
 	}
 	o.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})

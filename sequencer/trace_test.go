@@ -3,6 +3,7 @@ package sequencer_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -22,9 +23,13 @@ import (
 
 // tracedService is a started Service whose spans go to an in-memory
 // exporter (tp nil: no tracing) and whose metrics to reg.
-func tracedService(t *testing.T, tp trace.TracerProvider, reg *prometheus.Registry) *sequencer.Service {
+func tracedService(t testing.TB, tp trace.TracerProvider, reg *prometheus.Registry) *sequencer.Service {
 	t.Helper()
 	root := "/seqd-test/" + t.Name()
+	logger := slog.New(slog.DiscardHandler) // a benchmark's log shows its figures alone
+	if _, ok := t.(*testing.T); ok {
+		logger = testLogger(t)
+	}
 	svc := sequencer.New(sequencer.Config{
 		Servers:        sharedZK.Get(t).Servers(),
 		Root:           root,
@@ -32,7 +37,7 @@ func tracedService(t *testing.T, tp trace.TracerProvider, reg *prometheus.Regist
 		ElectionRoot:   root + ".elections",
 		SessionTimeout: 10 * time.Second,
 		Metrics:        metrics.New(reg, metrics.Options{}),
-		Logger:         testLogger(t),
+		Logger:         logger,
 		Tracer:         tp,
 	})
 	if err := svc.Start(context.Background()); err != nil {
@@ -44,7 +49,7 @@ func tracedService(t *testing.T, tp trace.TracerProvider, reg *prometheus.Regist
 
 // callersSpan is the span context of a caller's trace, as a transport
 // puts it into a verb's ctx from the request's traceparent.
-func callersSpan(t *testing.T) trace.SpanContext {
+func callersSpan(t testing.TB) trace.SpanContext {
 	t.Helper()
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")

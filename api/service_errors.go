@@ -71,6 +71,23 @@ type ConflictError struct {
 
 func (e *ConflictError) Unwrap() error { return e.Err }
 
+// Code is the API's code for the conflict (one of the Code* constants).
+func (e *ConflictError) Code() string {
+	switch {
+	case errors.Is(e.Err, ErrBroken):
+		return CodeBroken
+	case errors.Is(e.Err, fence.ErrStaleToken):
+		return CodeStaleToken
+	case errors.Is(e.Err, ErrHeld):
+		return CodeHeld
+	case errors.Is(e.Err, ErrNotHeld):
+		return CodeNotHeld
+	case errors.Is(e.Err, ErrLimitMismatch):
+		return CodeLimitMismatch
+	}
+	return CodeLost
+}
+
 // Is makes a broken lease a lost one too: errors.Is(err, ErrLost).
 func (e *ConflictError) Is(target error) bool {
 	return target == ErrLost && errors.Is(e.Err, ErrBroken)

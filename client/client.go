@@ -288,6 +288,7 @@ func (c *Client) call(ctx context.Context, r call) error {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	traceHeaders(ctx, req.Header)
 	what := r.method + " " + r.path
 	resp, err := c.hc.Do(req)
 	if err != nil {

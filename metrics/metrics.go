@@ -12,6 +12,7 @@ package metrics
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +73,8 @@ type Metrics struct {
 	zkConnected       prometheus.Gauge
 	sessionExpiration prometheus.Counter
 	auditFailures     *prometheus.CounterVec
+	requestDuration   *prometheus.HistogramVec
+	requestObservers  sync.Map // verb → its series of requestDuration: a lookup saved per request
 
 	labels *labelSet
 	elections
@@ -146,10 +149,11 @@ func New(reg prometheus.Registerer, opts Options) *Metrics {
 			Name: "seqd_audit_failures_total",
 			Help: "Audit log lines that could not be written (or, for a break, synced), per event; a break whose line fails is refused.",
 		}, []string{"event"}),
+		requestDuration: newRequestDuration(),
 	}
 	m.labels = newLabelSet("lock", opts.MaxLockLabels, m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked, m.lockWait, m.lockHold)
 	reg.MustRegister(m.grants, m.renewals, m.releases, m.staleRejected, m.regressions, m.overtaken, m.blocked,
-		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, m.auditFailures, newBuildInfo(opts.Version))
+		m.lockWait, m.lockHold, m.locksHeld, m.lockWaiters, m.acquireDuration, m.zkConnected, m.sessionExpiration, m.auditFailures, m.requestDuration, newBuildInfo(opts.Version))
 	m.elections = newElections(reg, opts.MaxLockLabels)
 	m.ids = newIdentities(reg)
 	return m

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"os"
 	"time"
@@ -72,6 +73,9 @@ type Config struct {
 	// term and resignation of the daemon's leases (and every break it
 	// makes).
 	Audit *AuditLog
+	// Tracer, if set, makes a span of every verb, a child of the span
+	// context the verb's ctx carries; nil: no spans.
+	Tracer trace.TracerProvider
 }
 
 // setDefaults fills in what c leaves out.

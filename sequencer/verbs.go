@@ -34,11 +34,12 @@ import (
 // req.Wait (0 tries once); with req.Mode shared, a shared hold. If ctx ends
 // while waiting, the contender is withdrawn. A request with the lease_id of
 // a live lease is a retry, and gets that lease back.
-func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.Lease, error) {
+func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireRequest) (l api.Lease, err error) {
 	kind := policy.KindLockWord
 	if req.Mode == api.ModeShared {
 		kind = policy.KindSharedWord
 	}
+	defer s.traced(&ctx, spanAcquire, kind, name).lease(&l, &err)
 	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Locks, kind, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
@@ -50,7 +51,8 @@ func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireReque
 // AcquireSemaphore grants req.Owner one of req.Limit slots of name for
 // req.TTL, waiting up to req.Wait. Every holder must name the limit the
 // first recorded: another is a *ConflictError with the recorded one.
-func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (api.Lease, error) {
+func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.SemaphoreAcquireRequest) (l api.Lease, err error) {
+	defer s.traced(&ctx, spanAcquire, policy.KindSemaphoreWord, name).lease(&l, &err)
 	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Semaphores, policy.KindSemaphoreWord, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
@@ -62,7 +64,8 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.Sem
 // Campaign stands for election name on req.Owner's behalf with req.Value
 // (default the owner), waiting up to req.Wait to be elected, and returns
 // the leadership as a lease whose Term is its token.
-func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Lease, error) {
+func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignRequest) (l api.Lease, err error) {
+	defer s.traced(&ctx, spanCampaign, policy.KindElectionWord, name).lease(&l, &err)
 	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Elections, policy.KindElectionWord, []string{name}, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.Lease{}, err
@@ -73,7 +76,8 @@ func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignReq
 
 // AcquireMulti grants req.Owner every lock of req.Names at once for
 // req.TTL, waiting up to req.Wait: all or none.
-func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest) (api.MultiLease, error) {
+func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest) (l api.MultiLease, err error) {
+	defer s.traced(&ctx, spanAcquire, policy.KindMultiWord, "").multi(&l, &err)
 	ctx, done, err := s.mayGrant(ctx, grantAsk{api.Locks, policy.KindMultiWord, req.Names, req.TTL, req.LeaseID})
 	if err != nil {
 		return api.MultiLease{}, err
@@ -85,7 +89,8 @@ func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest)
 // Renew extends a live lease of family f by its TTL (or req.TTL, which then
 // becomes its TTL, within the quota of the lease's owner) and keeps its
 // token. While ZooKeeper is unreachable it answers an *UnavailableError.
-func (s *Service) Renew(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (api.Lease, error) {
+func (s *Service) Renew(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (l api.Lease, err error) {
+	defer s.traced(&ctx, spanRenew, familyKind(f), name).lease(&l, &err)
 	ctx, _ = s.enter(ctx)
 	if err := s.ownersTTL(req.LeaseID, req.TTL); err != nil {
 		return api.Lease{}, err
@@ -96,7 +101,8 @@ func (s *Service) Renew(ctx context.Context, f api.Family, name string, req api.
 // RenewMany renews each lock lease of req, at most a few at a time, and
 // returns each one's lease or error, in order. A malformed item, or a TTL
 // beyond the quota of any lease's owner, refuses the whole batch.
-func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]api.Lease, []error, error) {
+func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) (_ []api.Lease, _ []error, err error) {
+	defer s.traced(&ctx, spanRenew, policy.KindLockWord, "").end(&err)
 	ctx, _ = s.enter(ctx)
 	for _, it := range req.Leases {
 		if err := s.ownersTTL(it.LeaseID, req.TTL); err != nil {
@@ -108,7 +114,8 @@ func (s *Service) RenewMany(ctx context.Context, req api.RenewManyRequest) ([]ap
 
 // RenewMulti extends a live multi-lock lease by its TTL (or req.TTL),
 // after checking in ZooKeeper that every lock still holds.
-func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (api.MultiLease, error) {
+func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (l api.MultiLease, err error) {
+	defer s.traced(&ctx, spanRenew, policy.KindMultiWord, "").multi(&l, &err)
 	ctx, _ = s.enter(ctx)
 	if err := s.ownersTTL(req.LeaseID, req.TTL); err != nil {
 		return api.MultiLease{}, err
@@ -118,20 +125,23 @@ func (s *Service) RenewMulti(ctx context.Context, req api.MultiLeaseRequest) (ap
 
 // Release ends a live lease of family f and deletes its contender (for an
 // election, resigns: the next candidate is elected at once).
-func (s *Service) Release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) error {
+func (s *Service) Release(ctx context.Context, f api.Family, name string, req api.LeaseRequest) (err error) {
+	defer s.traced(&ctx, spanRelease, familyKind(f), name).end(&err)
 	ctx, _ = s.enter(ctx)
 	return s.release(ctx, f, name, req)
 }
 
 // ReleaseMulti ends a live multi-lock lease and deletes its contenders, in
 // one transaction.
-func (s *Service) ReleaseMulti(ctx context.Context, req api.MultiLeaseRequest) (api.ReleaseResponse, error) {
+func (s *Service) ReleaseMulti(ctx context.Context, req api.MultiLeaseRequest) (_ api.ReleaseResponse, err error) {
+	defer s.traced(&ctx, spanRelease, policy.KindMultiWord, "").end(&err)
 	ctx, _ = s.enter(ctx)
 	return s.releaseMulti(ctx, req)
 }
 
 // Proclaim sets the value of a live leadership lease, keeping its term.
-func (s *Service) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) (api.Lease, error) {
+func (s *Service) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) (l api.Lease, err error) {
+	defer s.traced(&ctx, spanProclaim, policy.KindElectionWord, name).lease(&l, &err)
 	ctx, _ = s.enter(ctx)
 	return s.proclaim(ctx, name, req)
 }
@@ -139,7 +149,8 @@ func (s *Service) Proclaim(ctx context.Context, name string, req api.ProclaimReq
 // Break deletes the contender of the holder of family f's name that
 // req.Token names: the admin may, or under a policy a caller with the
 // break action. by is where the request came from, for the audit log.
-func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (api.BreakResponse, error) {
+func (s *Service) Break(ctx context.Context, f api.Family, name string, req api.BreakRequest, by string) (b api.BreakResponse, err error) {
+	defer s.traced(&ctx, spanBreak, familyKind(f), name).token(&b.Token, &err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayBreak(c, f, name); err != nil {
 		return api.BreakResponse{}, err
@@ -156,7 +167,8 @@ func (s *Service) ParseSequencer(seq string) (fence.Sequencer, error) {
 // Check answers whether seq's token is its grantor's current holder's,
 // reading ZooKeeper, and returns the current token; a *ConflictError when
 // it does not hold.
-func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error) {
+func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (cur uint64, err error) {
+	defer s.traced(&ctx, spanCheck, policyKind(seq.Kind), seq.Name).token(&cur, &err)
 	ctx, c := s.enter(ctx)
 	if err := s.judge(c, c.decide(policyKind(seq.Kind), policy.ActCheck, seq.Name)); err != nil {
 		return 0, err
@@ -165,7 +177,8 @@ func (s *Service) Check(ctx context.Context, seq fence.Sequencer) (uint64, error
 }
 
 // Status reads a lock's state from ZooKeeper.
-func (s *Service) Status(ctx context.Context, name string) (api.LockStatus, error) {
+func (s *Service) Status(ctx context.Context, name string) (_ api.LockStatus, err error) {
+	defer s.traced(&ctx, spanStatus, policy.KindLockWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Locks, name); err != nil {
 		return api.LockStatus{}, err
@@ -174,7 +187,8 @@ func (s *Service) Status(ctx context.Context, name string) (api.LockStatus, erro
 }
 
 // SemaphoreStatus reads a semaphore's holders from ZooKeeper.
-func (s *Service) SemaphoreStatus(ctx context.Context, name string) (api.SemaphoreStatus, error) {
+func (s *Service) SemaphoreStatus(ctx context.Context, name string) (_ api.SemaphoreStatus, err error) {
+	defer s.traced(&ctx, spanStatus, policy.KindSemaphoreWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Semaphores, name); err != nil {
 		return api.SemaphoreStatus{}, err
@@ -183,7 +197,8 @@ func (s *Service) SemaphoreStatus(ctx context.Context, name string) (api.Semapho
 }
 
 // ElectionStatus reads an election's leader from ZooKeeper.
-func (s *Service) ElectionStatus(ctx context.Context, name string) (api.ElectionStatus, error) {
+func (s *Service) ElectionStatus(ctx context.Context, name string) (_ api.ElectionStatus, err error) {
+	defer s.traced(&ctx, spanStatus, policy.KindElectionWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Elections, name); err != nil {
 		return api.ElectionStatus{}, err
@@ -193,7 +208,8 @@ func (s *Service) ElectionStatus(ctx context.Context, name string) (api.Election
 
 // WaitLock is a blocking read of a lock's state: it answers when the
 // state's index differs from index, or once wait has passed.
-func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.LockStatus, error) {
+func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (_ api.LockStatus, err error) {
+	defer s.traced(&ctx, spanStatusWait, policy.KindLockWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Locks, name); err != nil {
 		return api.LockStatus{}, err
@@ -202,7 +218,8 @@ func (s *Service) WaitLock(ctx context.Context, name string, index uint64, wait 
 }
 
 // WaitSemaphore is WaitLock for a semaphore.
-func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (api.SemaphoreStatus, error) {
+func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, wait time.Duration) (_ api.SemaphoreStatus, err error) {
+	defer s.traced(&ctx, spanStatusWait, policy.KindSemaphoreWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Semaphores, name); err != nil {
 		return api.SemaphoreStatus{}, err
@@ -211,7 +228,8 @@ func (s *Service) WaitSemaphore(ctx context.Context, name string, index uint64, 
 }
 
 // WaitElection is WaitLock for an election.
-func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.ElectionStatus, error) {
+func (s *Service) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (_ api.ElectionStatus, err error) {
+	defer s.traced(&ctx, spanStatusWait, policy.KindElectionWord, name).end(&err)
 	ctx, c := s.enter(ctx)
 	if err := s.mayRead(c, api.Elections, name); err != nil {
 		return api.ElectionStatus{}, err
@@ -233,7 +251,8 @@ func (s *Service) SafeFor(ctx context.Context, f api.Family, name, id string) (s
 // MultiLockStatus reads the live multi-lock lease id of this daemon, as
 // its holder sees it (the lease id is the proof); blocking makes it answer
 // once the lease's index differs from index, or when wait has passed.
-func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (api.MultiLockStatus, error) {
+func (s *Service) MultiLockStatus(ctx context.Context, id string, blocking bool, index uint64, wait time.Duration) (_ api.MultiLockStatus, err error) {
+	defer s.traced(&ctx, spanStatus, policy.KindMultiWord, "").end(&err)
 	ctx, _ = s.enter(ctx)
 	return s.multiLockStatus(ctx, id, blocking, index, wait)
 }
@@ -255,7 +274,8 @@ func (s *Service) MultiLeases(ctx context.Context) []api.MultiLease {
 // Overview reads the status of every name of family f under its root that
 // the caller may read. blocking makes it wait, up to wait, for a state
 // whose index differs from index.
-func (s *Service) Overview(ctx context.Context, f api.Family, blocking bool, index uint64, wait time.Duration) (api.Overview, error) {
+func (s *Service) Overview(ctx context.Context, f api.Family, blocking bool, index uint64, wait time.Duration) (_ api.Overview, err error) {
+	defer s.traced(&ctx, spanOverview, familyKind(f), "").end(&err)
 	ctx, c := s.enter(ctx)
 	o, err := s.overview(ctx, f, blocking, index, wait)
 	return visibleOverview(c, f, o), err

@@ -3,6 +3,7 @@ package main
 // seqd lock and seqd campaign: their flags and command lines.
 
 import (
+	"context"
 	"errors"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/seqd/seqd/cmd/seqd/internal/serving"
 	"github.com/seqd/seqd/cmd/seqd/internal/underlock"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/runlock"
@@ -113,9 +115,25 @@ func runnerFlags(extra ...cli.Flag) []cli.Flag {
 	}, append(zkSecurityFlags(), extra...)...)
 }
 
+// tracesFlushTimeout bounds how long seqd lock, its command done, waits
+// for its span to be exported.
+const tracesFlushTimeout = 5 * time.Second
+
 // runUnder runs cfg's command under its lock or leadership.
 func runUnder(c *cli.Context, cfg underlock.Config) error {
-	err := underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
+	// The run's span goes where OpenTelemetry's environment variables say
+	// (the console exporter writes to stderr: stdout is the command's).
+	tracer, stopTracing, err := serving.Tracing(c.Context, os.Getenv, c.App.ErrWriter)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), tracesFlushTimeout)
+		defer cancel()
+		_ = stopTracing(ctx) // the command's status is what seqd lock reports
+	}()
+	cfg.Tracer = tracer
+	err = underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
 	if na := (*underlock.NoAuthError)(nil); errors.As(err, &na) {
 		return withCode(ExitAuth, zkNoAuth(na.What, cfg.Root, cfg.Auth))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -230,9 +231,21 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	tracer, stopTracing, err := serving.Tracing(ctx, os.Getenv, c.App.Writer)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			logger.Warn("traces not flushed", "err", err)
+		}
+	}()
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().Version})
 	svc := sequencer.New(sequencer.Config{
+		Tracer:           tracer,
 		MaxBlockingReads: blockingReads,
 
 		Servers:        servers,

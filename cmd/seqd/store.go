@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -61,7 +63,19 @@ func storeAction(c *cli.Context) error {
 		return err
 	}
 
+	tracer, stopTracing, err := serving.Tracing(c.Context, os.Getenv, c.App.Writer)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), tracesFlushTimeout)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			logger.Warn("traces not flushed", "err", err)
+		}
+	}()
 	err = serving.RunStore(c.Context, serving.Store{
+		Tracer:           tracer,
 		Log:              store.Options{Dir: dir, Fence: mode, CompactBytes: c.Int64("compact-bytes"), Repair: c.Bool("repair")},
 		Listen:           c.String("listen"),
 		AddrFile:         c.String("addr-file"),

@@ -16,13 +16,26 @@ const mod = "github.com/seqd/seqd/"
 // TestImportRules: a resource (fence, store) links no ZooKeeper client and
 // no lock library; fence links nothing outside the standard library;
 // api, the wire contract, adds only fence to it; client, what a program
-// that talks to a daemon links, adds only api and fence (no ZooKeeper
-// client, no Prometheus, no protobuf); the daemon core (sequencer) does
+// that talks to a daemon links, adds only api, fence and the
+// OpenTelemetry API (no ZooKeeper client, no Prometheus, no protobuf, no
+// OpenTelemetry SDK); the daemon core (sequencer) does
 // not link the client and does not import net/http itself (how a request
 // becomes a call is sequencer/httpapi's); zklock is a library
 // of its own, linking neither seqd's metrics nor internal packages; and the
 // seqd binary does not link package testing.
 func TestImportRules(t *testing.T) {
+	// The OpenTelemetry API, with which the client sends its caller's
+	// trace context: these three packages and what they import, nothing
+	// of the SDK or an exporter.
+	var otelAPI []string
+	for _, p := range []string{"go.opentelemetry.io/otel", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/propagation"} {
+		otelAPI = append(otelAPI, listDeps(t, p)...)
+	}
+	for _, p := range otelAPI {
+		if strings.HasPrefix(p, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(p, "go.opentelemetry.io/otel/exporters/") {
+			t.Fatalf("control: the OpenTelemetry API's packages hold %s", p)
+		}
+	}
 	for _, r := range []struct {
 		pkg    string
 		forbid []string
@@ -37,8 +50,8 @@ func TestImportRules(t *testing.T) {
 	}{
 		{pkg: "fence", onlyStd: true, why: "a resource that imports fence must pull in nothing but the standard library"},
 		{pkg: "api", onlyStd: true, beyond: []string{mod + "fence"}, why: "the wire contract must pull in nothing but the standard library and fence"},
-		{pkg: "client", onlyStd: true, beyond: []string{mod + "fence", mod + "api"}, why: "a program that talks to a daemon must pull in nothing but the standard library, api and fence (no ZooKeeper client, client_golang or protobuf)"},
-		{pkg: "fencecheck", onlyStd: true, beyond: []string{mod + "fence", mod + "api", mod + "client", mod + "internal/humantime"}, why: "the conformance cases run from a resource's own Go test: they must pull in nothing but the standard library, the daemon's client and the duration text the command line shares (no ZooKeeper client, no daemon, no CLI)"},
+		{pkg: "client", onlyStd: true, beyond: append([]string{mod + "fence", mod + "api"}, otelAPI...), why: "a program that talks to a daemon must pull in nothing but the standard library, api, fence and the OpenTelemetry API (no ZooKeeper client, client_golang, protobuf or OpenTelemetry SDK)"},
+		{pkg: "fencecheck", onlyStd: true, beyond: append([]string{mod + "fence", mod + "api", mod + "client", mod + "internal/humantime"}, otelAPI...), why: "the conformance cases run from a resource's own Go test: they must pull in nothing but the standard library, the daemon's client and the duration text the command line shares (no ZooKeeper client, no daemon, no CLI)"},
 		{pkg: "internal/humantime", onlyStd: true, why: "fencecheck and the command line share it: it must pull in nothing but the standard library"},
 		{pkg: "sequencer", forbid: []string{mod + "client"}, why: "the daemon speaks the wire contract (api), not the client"},
 		{pkg: "sequencer", noImport: []string{"net/http"}, why: "sequencer is the lease service: routes, decoding and statuses belong to sequencer/httpapi, which calls it"},

@@ -60,6 +60,6 @@ func (h *handler) auth(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, api.ErrorBody{Error: "missing or wrong bearer token: send Authorization: Bearer <token>", Code: api.CodeUnauthorized})
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), c)))
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(traceContext(r), c)))
 	})
 }

@@ -29,22 +29,6 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, v any, err erro
 	}
 }
 
-func conflictCode(ce *api.ConflictError) string {
-	switch {
-	case errors.Is(ce.Err, api.ErrBroken):
-		return api.CodeBroken
-	case errors.Is(ce.Err, fence.ErrStaleToken):
-		return api.CodeStaleToken
-	case errors.Is(ce.Err, api.ErrHeld):
-		return api.CodeHeld
-	case errors.Is(ce.Err, api.ErrNotHeld):
-		return api.CodeNotHeld
-	case errors.Is(ce.Err, api.ErrLimitMismatch):
-		return api.CodeLimitMismatch
-	}
-	return api.CodeLost
-}
-
 // fail writes the answer to err.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := h.failure(r, err)
@@ -69,7 +53,7 @@ func (h *handler) failure(r *http.Request, err error) (int, api.ErrorBody) {
 	case errors.As(err, &fe):
 		return http.StatusForbidden, api.ErrorBody{Error: fe.Msg, Code: api.CodeForbidden}
 	case errors.As(err, &ce):
-		body := api.ErrorBody{Error: ce.Error(), Code: conflictCode(ce)}
+		body := api.ErrorBody{Error: ce.Error(), Code: ce.Code()}
 		if ce.CurrentToken != 0 {
 			body.CurrentToken = &ce.CurrentToken
 		}

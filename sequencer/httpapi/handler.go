@@ -46,7 +46,7 @@ func NewHandler(s Service, opts HandlerOptions) http.Handler {
 	h := &handler{s: s, token: opts.APIToken, log: opts.Logger.With("component", "http"), families: routes(), guard: newGuard(opts.AllowedHosts)}
 	var metricsHandler http.Handler
 	if opts.Gatherer != nil {
-		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+		metricsHandler = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	}
 	v1 := h.guarded(h.auth(http.HandlerFunc(h.v1)))
 	// Routed by hand, not by http.ServeMux: the mux cleans paths and
@@ -293,7 +293,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) (any, error) {
 	cur, err := h.s.Check(r.Context(), seq)
 	var ce *api.ConflictError
 	if errors.As(err, &ce) {
-		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: conflictCode(ce), Error: ce.Error()})
+		writeJSON(w, http.StatusConflict, api.CheckResponse{Valid: false, CurrentToken: cur, Code: ce.Code(), Error: ce.Error()})
 		return nil, errAnswered
 	}
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/internal/httpserve"
 	"github.com/seqd/seqd/metrics"
@@ -33,6 +35,8 @@ type Store struct {
 	// BareTokenWarning is logged at start by a store that fences without
 	// Verify, with the attribute flag=BareTokenFlag.
 	BareTokenWarning, BareTokenFlag string
+	// Tracer, if set, makes each key operation a span (see traceStore).
+	Tracer trace.TracerProvider
 }
 
 // RunStore opens the store's log and serves it until ctx ends; then it
@@ -58,7 +62,7 @@ func RunStore(ctx context.Context, cfg Store) error {
 	if cfg.APIToken != "" {
 		h.RequireBearer(cfg.APIToken)
 	}
-	srv, ln, served, err := Start(cfg.Listen, h, cfg.TLS, httpserve.Options{WriteTimeout: 30 * time.Second, MaxConnections: cfg.MaxConnections}, logger)
+	srv, ln, served, err := Start(cfg.Listen, traceStore(cfg.Tracer, h), cfg.TLS, httpserve.Options{WriteTimeout: 30 * time.Second, MaxConnections: cfg.MaxConnections}, logger)
 	if err != nil {
 		return err
 	}

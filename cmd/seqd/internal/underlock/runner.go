@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/fence"
@@ -53,8 +54,10 @@ func RunProcess(ctx context.Context, cfg Config, stdio IO) error {
 
 // Run waits for the lock, runs the command under it and releases it. sigs
 // carries the forwarded signals; clk measures the kill grace.
-func Run(ctx context.Context, cfg Config, stdio IO, sigs <-chan os.Signal, clk zklock.Clock) error {
+func Run(ctx context.Context, cfg Config, stdio IO, sigs <-chan os.Signal, clk zklock.Clock) (err error) {
 	r := newLockRun(ctx, cfg, stdio, sigs, clk)
+	r.span = startSpan(cfg, os.Getenv)
+	defer func() { endSpan(r.span, err) }()
 	// Waiting — dialling included — ends at the first signal: the contender
 	// is withdrawn and the command never starts.
 	w := watchWait(ctx, sigs)
@@ -115,6 +118,7 @@ type lockRun struct {
 	sigs   <-chan os.Signal
 	clk    zklock.Clock
 	logger *slog.Logger
+	span   trace.Span // the run's; a no-op without a tracer
 }
 
 func newLockRun(ctx context.Context, cfg Config, stdio IO, sigs <-chan os.Signal, clk zklock.Clock) *lockRun {
@@ -331,6 +335,7 @@ func wasWere(n int) string {
 func (r *lockRun) supervise(sess *zklock.Session, h *hold) error {
 	cfg := r.cfg
 	seqs := r.sequencers(h)
+	granted(r.span, h.token())
 	sock, err := startLockSocket(h.grant, h.token(), seqs)
 	if err != nil {
 		r.release(h)
@@ -387,6 +392,7 @@ func (r *lockRun) command(h *hold, seqs []string, socket string) *exec.Cmd {
 		"SEQD_SEQUENCERS="+strings.Join(seqs, " "),
 		"SEQD_LOCK_SOCKET="+socket,
 	)
+	cmd.Env = append(cmd.Env, traceEnv(r.span)...)
 	if r.cfg.Kind == fence.KindElection {
 		term := strconv.FormatUint(h.token(), 10)
 		cmd.Env = append(cmd.Env, "SEQD_ELECTION="+r.cfg.Name, "SEQD_TERM="+term)

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/fence"
 	"github.com/seqd/seqd/zklock"
@@ -69,6 +71,9 @@ type Config struct {
 	TLS  *tls.Config
 	// OpenWarning is logged (shown with Verbose) when Auth is nil.
 	OpenWarning string
+	// Tracer, if set, makes the run a span, a child of seqd's TRACEPARENT,
+	// whose context the command gets in TRACEPARENT.
+	Tracer trace.TracerProvider
 }
 
 // IO is where the command reads and writes, and where the run reports.

@@ -256,7 +256,20 @@ func (d *DB) setupMariaDB(ctx context.Context, opts DBOptions) error {
 		}
 		u = cur.Username
 	}
-	cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+data, "--user="+u,
+	// A temporary directory of the server's own: a starting server
+	// deletes every "#sql*" file of its tmpdir, so servers started at
+	// once (packages' tests run in parallel) that shared /tmp deleted one
+	// another's bootstrap tables ("Unknown table mysql.tmp_user_nopasswd").
+	tmp := filepath.Join(d.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	if d.cred != nil {
+		if err := os.Chown(tmp, int(d.cred.Uid), int(d.cred.Gid)); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+data, "--user="+u, "--tmpdir="+tmp,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
 	cmd.Dir = d.dir
 	cmd.Env = append(os.Environ(), "HOME="+d.dir, "LC_ALL=C")
@@ -277,6 +290,7 @@ func (d *DB) setupMariaDB(ctx context.Context, opts DBOptions) error {
 	}
 	d.args = []string{filepath.Join(d.bin, "mariadbd"), "--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--port=" + strconv.Itoa(d.Port),
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(d.dir, "mysqld.sock"),

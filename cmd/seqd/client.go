@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/fence"
@@ -170,7 +170,7 @@ func tlsRefusal(c *cli.Context, r *security.Refusal) error {
 	case security.ClientCertMissing:
 		return withCode(ExitAuth, fmt.Errorf("the daemon at %s requires a client certificate (mutual TLS) and none was given: give --cert and --key (or SEQD_CERT and SEQD_KEY), a certificate signed by the CA of the daemon's --tls-client-ca-file (seqd init writes %s and %s)", addr, lockdown.ClientCertFile, lockdown.ClientKeyFile))
 	case security.ClientCertRefused:
-		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), peerCause(r.Err)))
+		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), exit.PeerCause(r.Err)))
 	case security.PlainServer:
 		return usageErrorf("the daemon at %s answers plain HTTP, not HTTPS: give --addr %s (or SEQD_ADDR)", addr, strings.Replace(addr, "https://", "http://", 1))
 	case security.TLSServer:
@@ -192,31 +192,15 @@ func untrustedDaemon(c *cli.Context, cve *tls.CertificateVerificationError) erro
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.As(cve.Err, &unknown) && ca == "":
-		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, issuer(leaf), lockdown.CAFile)
+		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, exit.Issuer(leaf), lockdown.CAFile)
 	case errors.As(cve.Err, &unknown):
-		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, issuer(leaf))
+		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, exit.Issuer(leaf))
 	case errors.As(cve.Err, &host):
 		return fmt.Errorf("the daemon's certificate at %s is not valid for %q (%v): give --addr (or SEQD_ADDR) a name the certificate has, or make one that names %[2]q (seqd init --host %[2]s)", addr, host.Host, host)
 	case errors.As(cve.Err, &invalid) && invalid.Reason == x509.Expired && leaf != nil:
 		return fmt.Errorf("the daemon's certificate at %s is valid from %s to %s, not now: give the daemon a current certificate (it reads a new one without a restart)", addr, leaf.NotBefore.Format(time.RFC3339), leaf.NotAfter.Format(time.RFC3339))
 	}
 	return fmt.Errorf("the daemon's certificate at %s did not verify (%v): check --cacert (or SEQD_CACERT)", addr, cve.Err)
-}
-
-func issuer(leaf *x509.Certificate) string {
-	if leaf == nil {
-		return "issuer unknown"
-	}
-	return fmt.Sprintf("issued by %q", leaf.Issuer.CommonName)
-}
-
-// peerCause is how the daemon ended a connection after the handshake.
-func peerCause(err error) string {
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "remote error" {
-		return oe.Error()
-	}
-	return "it closed the connection after the handshake"
 }
 
 func printOut(c *cli.Context, v any, token uint64) error {

@@ -8,7 +8,10 @@
 package exit
 
 import (
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 )
 
@@ -75,4 +78,22 @@ func Message(err error) string {
 		}
 		s = t
 	}
+}
+
+// Issuer names who issued leaf, a certificate that did not verify.
+func Issuer(leaf *x509.Certificate) string {
+	if leaf == nil {
+		return "issuer unknown"
+	}
+	return fmt.Sprintf("issued by %q", leaf.Issuer.CommonName)
+}
+
+// PeerCause is how a TLS server ended a connection after the handshake:
+// its alert ("remote error: tls: bad certificate"), if it sent one.
+func PeerCause(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "remote error" {
+		return oe.Error()
+	}
+	return "it closed the connection after the handshake"
 }

@@ -116,6 +116,8 @@ func clientError(c *cli.Context, err error) error {
 			return withCode(ExitConflict, err)
 		case ae.Status == 503:
 			return withCode(ExitUnavailable, err)
+		case ae.Status == http.StatusTooManyRequests:
+			return withCode(ExitQuota, err)
 		}
 	case errors.As(err, &refusal):
 		return tlsRefusal(c, refusal)

@@ -18,6 +18,7 @@ const (
 	ExitTimeout     = exit.Timeout
 	ExitLockLost    = exit.LockLost
 	ExitAuth        = exit.Auth
+	ExitQuota       = exit.Quota
 	ExitInterrupted = exit.Interrupted
 )
 

@@ -24,6 +24,7 @@ const (
 	Timeout     = 75  // EX_TEMPFAIL: lock not acquired within --wait
 	LockLost    = 76  // lock lost while CMD ran
 	Auth        = 77  // EX_NOPERM: refused by authentication or authorization
+	Quota       = 79  // refused by a quota of the daemon's policy (no sysexits.h code fits)
 	Interrupted = 130 // 128+SIGINT: interrupted; 143 (128+SIGTERM) when SIGTERM did it
 )
 

@@ -139,16 +139,31 @@ func unauthorized(c *cli.Context) error {
 }
 
 // forbidden explains a 403: a signature the daemon's keys do not verify
-// speaks for itself; otherwise the token sent does not allow the call.
+// speaks for itself; otherwise the caller, as the daemon named it, may not
+// make the call, and namedBy says what named it.
 func forbidden(c *cli.Context, ae *api.APIError) error {
 	if ae.Code == api.CodeBadSignature {
 		return ae
 	}
-	flag, env, f := tokenFlag(c)
-	if f == "" {
-		f = "(none given)"
+	return fmt.Errorf("the daemon at %s refused this call (403): %s; %s", c.String("addr"), ae.Message, namedBy(c))
+}
+
+// namedBy says what named a refused caller, in the daemon's order (admin
+// token, named token, certificate, anonymous), and what to give instead.
+func namedBy(c *cli.Context) string {
+	if f := c.String("admin-token-file"); f != "" {
+		return fmt.Sprintf("the admin token of --admin-token-file %s (or SEQD_ADMIN_TOKEN_FILE) does not allow it", f)
 	}
-	return fmt.Errorf("the daemon at %s refused this call (403): %s; the token of %s %s (or %s) does not allow it", c.String("addr"), ae.Message, flag, f, env)
+	tok, cert := c.String("api-token-file"), c.String("cert")
+	switch {
+	case tok != "" && cert != "":
+		return fmt.Sprintf("the token of --api-token-file %s names the caller if it is a named token of the daemon's --tokens-file, else the client certificate of --cert %s does; that identity may not make this call: send the named token or certificate of an identity the daemon's policy lets make it", tok, cert)
+	case tok != "":
+		return fmt.Sprintf("the token of --api-token-file %s (or SEQD_API_TOKEN_FILE) does not allow it: send the named token of an identity the daemon's policy lets make this call", tok)
+	case cert != "":
+		return fmt.Sprintf("the identity of the client certificate of --cert %s (or SEQD_CERT) may not make this call: give --cert and --key a certificate of an identity the daemon's policy lets make it, or send that identity's named token with --api-token-file", cert)
+	}
+	return "this call sent no token and no client certificate, so the daemon took it for anonymous: give --api-token-file (or SEQD_API_TOKEN_FILE) a named token, or --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate, of an identity the daemon's policy lets make this call"
 }
 
 // tokenFlag is the flag, variable and file of the bearer token a command

@@ -145,8 +145,22 @@ func TestServeWithTheDocsPolicy(t *testing.T) {
 	}
 	st, x := call(b, apiToken, "GET", "/v1/locks/team-b/x", "")
 	expect("team B reads its lock", st, x, 200, "")
-	st, m = call(init, oncall, "POST", "/v1/locks/team-b/x/break", fmt.Sprintf(`{"reason":"stuck","token":%v}`, x["token"]))
-	expect("oncall breaks team-b/x", st, m, 200, "")
+	// On the command line: a 403 for team A's certificate names the
+	// certificate, and oncall's named token breaks without the admin token.
+	cf, kf := lockdown.IdentityCertFiles(0)
+	tls := []string{"--addr", addr, "--cacert", filepath.Join(dir, lockdown.CAFile)}
+	teamAFlags := append([]string{"--cert", filepath.Join(dir, cf), "--key", filepath.Join(dir, kf), "--api-token-file", filepath.Join(dir, lockdown.APITokenFile)}, tls...)
+	code, _, errs = runCLI(ctx, append(append([]string{"acquire"}, teamAFlags...), "team-b/x")...)
+	if code != ExitAuth || !strings.Contains(errs, "else the client certificate of --cert "+filepath.Join(dir, cf)+" does") {
+		t.Fatalf("team A's seqd acquire team-b/x: exit %d %q, want 77 naming the certificate of --cert", code, errs)
+	}
+	oncallFile := filepath.Join(work, "oncall.token")
+	writeSecret(t, oncallFile, oncall+"\n")
+	initFlags := append([]string{"--cert", filepath.Join(dir, lockdown.ClientCertFile), "--key", filepath.Join(dir, lockdown.ClientKeyFile)}, tls...)
+	code, out, errs = runCLI(ctx, append(append([]string{"break", "--api-token-file", oncallFile, "--reason", "stuck", "--token", fmt.Sprint(x["token"])}, initFlags...), "team-b/x")...)
+	if code != 0 || !strings.Contains(out, `"broken": true`) {
+		t.Fatalf("oncall's seqd break of team-b/x: exit %d %q %q, want 0", code, out, errs)
+	}
 	st, m = call(init, oncall, "POST", "/v1/locks/team-c/y/acquire", `{"owner":"me"}`)
 	expect("oncall acquires", st, m, 403, "no rule of")
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -122,9 +123,19 @@ func clientError(c *cli.Context, err error) error {
 	case errors.As(err, &refusal):
 		return tlsRefusal(c, refusal)
 	case errors.Is(err, api.ErrDaemonUnreachable):
-		return withCode(ExitUnavailable, err)
+		return withCode(ExitUnavailable, unreachableDaemon(c, err))
 	}
 	return err
+}
+
+// unreachableDaemon says, in words, why no answer came from --addr, and
+// what to do: start a daemon or point --addr at one.
+func unreachableDaemon(c *cli.Context, err error) error {
+	addr := c.String("addr")
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no daemon answers at %s (connection refused): start one (seqd dev, or seqd serve --zk HOSTS), or give --addr (or SEQD_ADDR) the address of one that runs", addr)
+	}
+	return fmt.Errorf("the daemon at %s cannot be reached (%s): check that it runs there and is seqd, or give --addr (or SEQD_ADDR) the address of one that does", addr, exit.Unreached(err))
 }
 
 // unauthorized explains a 401: the daemon runs with --api-token-file and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,5 +43,36 @@ func TestQuotaRefusalHasItsOwnExitCode(t *testing.T) {
 	// The control: a 409 held stays "not granted within --wait".
 	if code, _, errs := runCLI(ctx, "acquire", "--addr", held, "jobs/a"); code != ExitTimeout {
 		t.Errorf("acquire against a 409 held: exit %d %q, want %d", code, errs, ExitTimeout)
+	}
+}
+
+// With no daemon at --addr a client command exits 69 with one sentence:
+// one "seqd:" prefix, what is wrong in words, and which command or flag
+// helps; no Go error text (dial tcp, the request's method and URL).
+func TestNoDaemonSaysWhatToDo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, args := range [][]string{{"status", "jobs/a"}, {"acquire", "jobs/a"}} {
+		code, _, errs := runCLI(context.Background(), append([]string{args[0], "--addr", addr}, args[1:]...)...)
+		if code != ExitUnavailable {
+			t.Errorf("%s: exit %d %q, want %d", args[0], code, errs, ExitUnavailable)
+		}
+		for _, want := range []string{"no daemon answers at " + addr, "connection refused", "seqd dev", "--addr"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("%s: %q does not say %q", args[0], errs, want)
+			}
+		}
+		for _, not := range []string{"seqd: seqd:", "dial tcp", "Get \"", "Post \""} {
+			if strings.Contains(errs, not) {
+				t.Errorf("%s: %q has %q", args[0], errs, not)
+			}
+		}
+		if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%s: %q is more than one line", args[0], errs)
+		}
 	}
 }

@@ -64,9 +64,10 @@ func Child(code int) error {
 }
 
 // packagePrefix matches the Go package names that seqd's libraries put in
-// front of their errors ("zklock: lock lost"): at the start of the message
-// or of a wrapped part of it.
-var packagePrefix = regexp.MustCompile(`(^|: )(?:sequencer|zklock|runlock|fence|store|testenv|metrics): `)
+// front of their errors ("zklock: lock lost", and "seqd: " of the api and
+// client packages' errors): at the start of the message or of a wrapped
+// part of it. main puts the one "seqd: " in front of what is left.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:seqd|sequencer|zklock|runlock|fence|store|testenv|metrics): `)
 
 // Message is err as shown to people: without Go package prefixes, which
 // name code rather than what went wrong.
@@ -97,4 +98,15 @@ func PeerCause(err error) string {
 		return oe.Error()
 	}
 	return "it closed the connection after the handshake"
+}
+
+// Unreached says in words why a request to a server got no answer: the
+// network's reason ("connect: connection refused", "lookup x: no such
+// host", "i/o timeout") where there is one, else the message of err.
+func Unreached(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err.Error()
+	}
+	return Message(err)
 }

@@ -272,7 +272,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}, logger)
 	if err != nil {
 		svc.Close(context.Background())
-		return err
+		return listenError(err, listen)
 	}
 	addr := ln.Addr().String()
 	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "breaks", admin != "", "audit_log", c.String("audit-log"), "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))

@@ -312,8 +312,8 @@ func TestLockZooKeeperUnreachable(t *testing.T) {
 	if code != ExitUnavailable {
 		t.Errorf("exit status: got %d, want %d; stderr: %s", code, ExitUnavailable, stderr)
 	}
-	if !strings.Contains(stderr, "unavailable") {
-		t.Errorf("stderr: got %q, want it to say ZooKeeper is unavailable", stderr)
+	if !strings.Contains(stderr, "cannot reach ZooKeeper") {
+		t.Errorf("stderr: got %q, want it to say it cannot reach ZooKeeper", stderr)
 	}
 	if fileExists(filepath.Join(dir, "ran")) {
 		t.Error("the command ran without the lock")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -257,7 +258,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 			CertIdentities: c.String("tls-client-ca-file") != ""}),
 	})
 	if err := svc.Start(ctx); err != nil {
-		return startError(err, c.String("root"), zkSec)
+		return startError(err, strings.Join(servers, ","), c.String("root"), zkSec)
 	}
 	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger})
 	stopReloads := ids.Poll(ctx, logger, m)

@@ -199,3 +199,42 @@ func TestPlainExports(t *testing.T) {
 		}
 	}
 }
+
+// The commands a dev run suggests run one after another without waiting:
+// no seqd lock names a lock that a seqd acquire before it holds (for its
+// TTL). The control: the check finds such a pair.
+func TestReadyTriesDoNotWaitOnEachOther(t *testing.T) {
+	waits := func(text string) []string {
+		held := map[string]bool{}
+		var bad []string
+		_, tries, _ := strings.Cut(text, "then try:\n")
+		for _, line := range strings.Split(tries, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || f[0] != "seqd" {
+				continue
+			}
+			switch f[1] {
+			case "acquire":
+				held[f[len(f)-1]] = true
+			case "lock":
+				for i, w := range f {
+					if w == "--" && held[f[i-1]] {
+						bad = append(bad, line)
+					}
+				}
+			}
+		}
+		return bad
+	}
+	if bad := waits("then try:\n  seqd acquire --ttl 30s demo\n  seqd lock demo -- true\n"); len(bad) != 1 {
+		t.Fatalf("the check missed a lock that waits for an acquire's TTL: %q", bad)
+	}
+	var plain, secure strings.Builder
+	Plain{ZK: "zk:1"}.WriteReady(&plain, "a:1")
+	(&Dev{Dir: Dir{Path: "/tmp/d", ZK: "zk:1"}}).WriteReady(&secure, "a:1")
+	for _, text := range []string{plain.String(), secure.String()} {
+		if bad := waits(text); len(bad) != 0 {
+			t.Errorf("the ready text suggests %q, which waits for the acquire before it:\n%s", bad, text)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package lockdown
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // Write writes every file Files lists, the secret ones readable by the
@@ -236,5 +239,30 @@ func TestReadyTriesDoNotWaitOnEachOther(t *testing.T) {
 		if bad := waits(text); len(bad) != 0 {
 			t.Errorf("the ready text suggests %q, which waits for the acquire before it:\n%s", bad, text)
 		}
+	}
+}
+
+// The client certificate seqd init writes names an identity a policy can
+// name (no space): under a policy, a rule for it lets client.env work.
+func TestClientCertificateNamesAnIdentity(t *testing.T) {
+	l := Dir{Path: filepath.Join(t.TempDir(), "d"), Addr: "https://127.0.0.1:7070", ZK: "127.0.0.1:2181"}
+	if err := Write(l, []string{"localhost"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(l.File(ClientCertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", ClientCertFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := policy.CertIdentity(cert)
+	if why := policy.ValidIdentity(id); why != "" || id != ClientIdentity {
+		t.Errorf("the client certificate names %q (%s), want seqd-client, an identity a policy can name", id, why)
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seqd/seqd/fence"
 )
@@ -62,6 +63,9 @@ type ConflictError struct {
 	// Delayed says, for ErrHeld, that the lock is free but within
 	// the lock-delay of an unclean end.
 	Delayed bool
+	// Waited is, for ErrHeld, how long the request waited for its grant:
+	// 0 for one that tried once.
+	Waited time.Duration
 	// Limit is, for ErrLimitMismatch, the recorded limit; for a full
 	// semaphore, the limit asked for.
 	Limit int
@@ -129,8 +133,14 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) heldMessage(what string) string {
+	// The lease_id retry is for an owner whose own grant's answer went
+	// astray: it asks again at once. A request whose wait ran out is told
+	// how long it waited instead.
 	retry := " (an owner retrying its own acquire sends the lease_id it was given)"
-	if e.Kind == fence.KindElection {
+	switch {
+	case e.Waited > 0:
+		retry = fmt.Sprintf("; this request waited %v for it", e.Waited)
+	case e.Kind == fence.KindElection:
 		retry = " (an owner retrying its own campaign sends the lease_id it was given)"
 	}
 	switch {

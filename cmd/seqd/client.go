@@ -6,18 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/seqd/seqd/api"
 	"github.com/seqd/seqd/client"
+	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/cmd/seqd/internal/lockdown"
 	"github.com/seqd/seqd/cmd/seqd/internal/termtext"
 	"github.com/seqd/seqd/fence"
@@ -116,13 +117,25 @@ func clientError(c *cli.Context, err error) error {
 			return withCode(ExitConflict, err)
 		case ae.Status == 503:
 			return withCode(ExitUnavailable, err)
+		case ae.Status == http.StatusTooManyRequests:
+			return withCode(ExitQuota, err)
 		}
 	case errors.As(err, &refusal):
 		return tlsRefusal(c, refusal)
 	case errors.Is(err, api.ErrDaemonUnreachable):
-		return withCode(ExitUnavailable, err)
+		return withCode(ExitUnavailable, unreachableDaemon(c, err))
 	}
 	return err
+}
+
+// unreachableDaemon says, in words, why no answer came from --addr, and
+// what to do: start a daemon or point --addr at one.
+func unreachableDaemon(c *cli.Context, err error) error {
+	addr := c.String("addr")
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no daemon answers at %s (connection refused): start one (seqd dev, or seqd serve --zk HOSTS), or give --addr (or SEQD_ADDR) the address of one that runs", addr)
+	}
+	return fmt.Errorf("the daemon at %s cannot be reached (%s): check that it runs there and is seqd, or give --addr (or SEQD_ADDR) the address of one that does", addr, exit.Unreached(err))
 }
 
 // unauthorized explains a 401: the daemon runs with --api-token-file and
@@ -137,16 +150,31 @@ func unauthorized(c *cli.Context) error {
 }
 
 // forbidden explains a 403: a signature the daemon's keys do not verify
-// speaks for itself; otherwise the token sent does not allow the call.
+// speaks for itself; otherwise the caller, as the daemon named it, may not
+// make the call, and namedBy says what named it.
 func forbidden(c *cli.Context, ae *api.APIError) error {
 	if ae.Code == api.CodeBadSignature {
 		return ae
 	}
-	flag, env, f := tokenFlag(c)
-	if f == "" {
-		f = "(none given)"
+	return fmt.Errorf("the daemon at %s refused this call (403): %s; %s", c.String("addr"), ae.Message, namedBy(c))
+}
+
+// namedBy says what named a refused caller, in the daemon's order (admin
+// token, named token, certificate, anonymous), and what to give instead.
+func namedBy(c *cli.Context) string {
+	if f := c.String("admin-token-file"); f != "" {
+		return fmt.Sprintf("the admin token of --admin-token-file %s (or SEQD_ADMIN_TOKEN_FILE) does not allow it", f)
 	}
-	return fmt.Errorf("the daemon at %s refused this call (403): %s; the token of %s %s (or %s) does not allow it", c.String("addr"), ae.Message, flag, f, env)
+	tok, cert := c.String("api-token-file"), c.String("cert")
+	switch {
+	case tok != "" && cert != "":
+		return fmt.Sprintf("the token of --api-token-file %s names the caller if it is a named token of the daemon's --tokens-file, else the client certificate of --cert %s does; that identity may not make this call: send the named token or certificate of an identity the daemon's policy lets make it", tok, cert)
+	case tok != "":
+		return fmt.Sprintf("the token of --api-token-file %s (or SEQD_API_TOKEN_FILE) does not allow it: send the named token of an identity the daemon's policy lets make this call", tok)
+	case cert != "":
+		return fmt.Sprintf("the identity of the client certificate of --cert %s (or SEQD_CERT) may not make this call: give --cert and --key a certificate of an identity the daemon's policy lets make it, or send that identity's named token with --api-token-file", cert)
+	}
+	return "this call sent no token and no client certificate, so the daemon took it for anonymous: give --api-token-file (or SEQD_API_TOKEN_FILE) a named token, or --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate, of an identity the daemon's policy lets make this call"
 }
 
 // tokenFlag is the flag, variable and file of the bearer token a command
@@ -170,7 +198,7 @@ func tlsRefusal(c *cli.Context, r *security.Refusal) error {
 	case security.ClientCertMissing:
 		return withCode(ExitAuth, fmt.Errorf("the daemon at %s requires a client certificate (mutual TLS) and none was given: give --cert and --key (or SEQD_CERT and SEQD_KEY), a certificate signed by the CA of the daemon's --tls-client-ca-file (seqd init writes %s and %s)", addr, lockdown.ClientCertFile, lockdown.ClientKeyFile))
 	case security.ClientCertRefused:
-		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), peerCause(r.Err)))
+		return withCode(ExitAuth, fmt.Errorf("the daemon at %s refused the client certificate of --cert %s (%s): give --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate signed by the CA of the daemon's --tls-client-ca-file", addr, c.String("cert"), exit.PeerCause(r.Err)))
 	case security.PlainServer:
 		return usageErrorf("the daemon at %s answers plain HTTP, not HTTPS: give --addr %s (or SEQD_ADDR)", addr, strings.Replace(addr, "https://", "http://", 1))
 	case security.TLSServer:
@@ -192,31 +220,15 @@ func untrustedDaemon(c *cli.Context, cve *tls.CertificateVerificationError) erro
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.As(cve.Err, &unknown) && ca == "":
-		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, issuer(leaf), lockdown.CAFile)
+		return fmt.Errorf("the daemon's certificate at %s is signed by a CA this client does not trust (%s): give that CA's certificate with --cacert (or SEQD_CACERT; seqd init writes it as %s)", addr, exit.Issuer(leaf), lockdown.CAFile)
 	case errors.As(cve.Err, &unknown):
-		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, issuer(leaf))
+		return fmt.Errorf("the daemon's certificate at %s is not signed by the CA of --cacert %s (%s): give --cacert (or SEQD_CACERT) the CA that signed it", addr, ca, exit.Issuer(leaf))
 	case errors.As(cve.Err, &host):
 		return fmt.Errorf("the daemon's certificate at %s is not valid for %q (%v): give --addr (or SEQD_ADDR) a name the certificate has, or make one that names %[2]q (seqd init --host %[2]s)", addr, host.Host, host)
 	case errors.As(cve.Err, &invalid) && invalid.Reason == x509.Expired && leaf != nil:
 		return fmt.Errorf("the daemon's certificate at %s is valid from %s to %s, not now: give the daemon a current certificate (it reads a new one without a restart)", addr, leaf.NotBefore.Format(time.RFC3339), leaf.NotAfter.Format(time.RFC3339))
 	}
 	return fmt.Errorf("the daemon's certificate at %s did not verify (%v): check --cacert (or SEQD_CACERT)", addr, cve.Err)
-}
-
-func issuer(leaf *x509.Certificate) string {
-	if leaf == nil {
-		return "issuer unknown"
-	}
-	return fmt.Sprintf("issued by %q", leaf.Issuer.CommonName)
-}
-
-// peerCause is how the daemon ended a connection after the handshake.
-func peerCause(err error) string {
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "remote error" {
-		return oe.Error()
-	}
-	return "it closed the connection after the handshake"
 }
 
 func printOut(c *cli.Context, v any, token uint64) error {

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"syscall"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
 	"github.com/seqd/seqd/store"
@@ -18,6 +21,7 @@ const (
 	ExitTimeout     = exit.Timeout
 	ExitLockLost    = exit.LockLost
 	ExitAuth        = exit.Auth
+	ExitQuota       = exit.Quota
 	ExitInterrupted = exit.Interrupted
 )
 
@@ -61,3 +65,13 @@ func silent(err error) bool {
 
 // userMessage is err as shown to people: without Go package prefixes.
 func userMessage(err error) string { return exit.Message(err) }
+
+// listenError names the flag to give when the address of --listen is
+// taken (exit 69); any other error passes as it is.
+func listenError(err error, listen string) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(listen)
+	return withCode(ExitUnavailable, fmt.Errorf("%s is already in use (another seqd, or another program, listens there): stop that one, or give --listen (or SEQD_LISTEN, as in SEQD_LISTEN=%s make run) another port; port 0 picks a free one", listen, net.JoinHostPort(host, "7080")))
+}

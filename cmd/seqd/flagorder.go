@@ -15,13 +15,16 @@ var runsACommand = map[string]bool{"lock": true, "campaign": true}
 // demo --token-only` reads as `seqd acquire --token-only demo`. A flag's
 // value goes with it; "--" ends the flags, and what follows stays an
 // argument. seqd lock and seqd campaign are left as they are (their words
-// after NAME may be CMD's flags).
+// after NAME may be CMD's flags), but for a "--" before any NAME: the flag
+// parser would drop it, and CMD's first word would become the lock's name
+// (seqd lock -- make deploy would lock "make"). Doubled, one "--" is left
+// for lockArgs, which refuses it as a missing NAME.
 func flagsFirst(app *cli.App, args []string) []string {
 	if len(args) < 3 {
 		return args
 	}
 	cmd := app.Command(args[1])
-	if cmd == nil || runsACommand[cmd.Name] {
+	if cmd == nil {
 		return args
 	}
 	takesValue := map[string]bool{}
@@ -31,15 +34,22 @@ func flagsFirst(app *cli.App, args []string) []string {
 			takesValue[n] = !isBool
 		}
 	}
+	runs := runsACommand[cmd.Name]
 	var flags, positional []string
 	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
+		if a == "--" && runs {
+			return append(append(append([]string{}, args[:2+i]...), "--"), rest[i:]...)
+		}
 		if a == "--" {
 			positional = append(positional, rest[i:]...)
 			break
 		}
 		if len(a) < 2 || a[0] != '-' {
+			if runs {
+				return args
+			}
 			positional = append(positional, a)
 			continue
 		}
@@ -50,7 +60,7 @@ func flagsFirst(app *cli.App, args []string) []string {
 			flags = append(flags, rest[i])
 		}
 	}
-	if len(positional) == 0 || len(flags) == 0 {
+	if runs || len(positional) == 0 || len(flags) == 0 {
 		return args
 	}
 	out := append([]string{args[0], args[1]}, flags...)

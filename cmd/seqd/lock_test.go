@@ -261,6 +261,9 @@ func TestLockUsageErrors(t *testing.T) {
 		{"no name", nil, nil, ExitUsage, "no lock NAME"},
 		{"no command", nil, []string{"a"}, ExitUsage, "no command"},
 		{"no command after --", nil, []string{"a", "--"}, ExitUsage, "no command"},
+		{"-- before any name", nil, []string{"--", "true"}, ExitUsage, "no lock NAME before \"--\""},
+		{"-- after the flags, before any name", nil, []string{"--wait", "1s", "--", "true", "x"}, ExitUsage, "no lock NAME before \"--\""},
+		{"-- after a bool flag, before any name", nil, []string{"--shell", "--", "make", "deploy"}, ExitUsage, "no lock NAME before \"--\""},
 		{"bad name", nil, []string{"../a", "--", "true"}, ExitUsage, "invalid lock name"},
 		{"absolute name", nil, []string{"/a", "--", "true"}, ExitUsage, "invalid lock name"},
 		{"bad root", nil, []string{"--root", "seqd", "a", "--", "true"}, ExitUsage, "root"},
@@ -309,8 +312,8 @@ func TestLockZooKeeperUnreachable(t *testing.T) {
 	if code != ExitUnavailable {
 		t.Errorf("exit status: got %d, want %d; stderr: %s", code, ExitUnavailable, stderr)
 	}
-	if !strings.Contains(stderr, "unavailable") {
-		t.Errorf("stderr: got %q, want it to say ZooKeeper is unavailable", stderr)
+	if !strings.Contains(stderr, "cannot reach ZooKeeper") {
+		t.Errorf("stderr: got %q, want it to say it cannot reach ZooKeeper", stderr)
 	}
 	if fileExists(filepath.Join(dir, "ran")) {
 		t.Error("the command ran without the lock")

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -136,6 +137,9 @@ func runUnder(c *cli.Context, cfg underlock.Config) error {
 	err = underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
 	if na := (*underlock.NoAuthError)(nil); errors.As(err, &na) {
 		return withCode(ExitAuth, zkNoAuth(na.What, cfg.Root, cfg.Auth))
+	}
+	if nz := (*underlock.NoZooKeeperError)(nil); errors.As(err, &nz) {
+		return withCode(ExitUnavailable, fmt.Errorf("%w: %s", nz, zkHint))
 	}
 	return err
 }

@@ -101,12 +101,12 @@ func showStatus(c *cli.Context, cl *client.Client, f api.Family, name string, ta
 func breakCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "break",
-		Usage:     "break NAME's holder: delete its contender so that the next waiter is granted (with a higher token); needs the daemon's admin token",
+		Usage:     "break NAME's holder: delete its contender so that the next waiter is granted (with a higher token); needs the daemon's admin token, or an identity its policy lets break",
 		ArgsUsage: "NAME",
 		Flags: clientFlags(kindFlag(),
 			&cli.StringFlag{Name: "reason", Usage: "why (required): it goes into the daemon's audit log and the broken lease's answers", EnvVars: []string{"SEQD_REASON"}},
 			&cli.Uint64Flag{Name: "token", Usage: "break only the holder with this token (term), if it still holds", EnvVars: []string{"SEQD_TOKEN"}},
-			&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the daemon's admin token (its --admin-token-file)", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "admin-token-file", Usage: "file holding the daemon's admin token (its --admin-token-file); without it, the token of --api-token-file and the certificate of --cert name the caller, for a daemon whose policy lets them break", EnvVars: []string{"SEQD_ADMIN_TOKEN_FILE"}},
 		),
 		Action: func(c *cli.Context) error {
 			name, err := oneName(c)
@@ -121,15 +121,7 @@ func breakCommand() *cli.Command {
 			if reason == "" {
 				return usageErrorf("break needs --reason: say why the holder is broken (it goes into the audit log)")
 			}
-			path := c.String("admin-token-file")
-			if path == "" {
-				return usageErrorf("break needs --admin-token-file (or SEQD_ADMIN_TOKEN_FILE) naming the file that holds the daemon's admin token")
-			}
-			admin, err := security.LoadToken(path)
-			if err != nil {
-				return usageErrorf("--admin-token-file: %v", err)
-			}
-			cl, err := newClientToken(c, admin)
+			cl, err := breakClient(c)
 			if err != nil {
 				return err
 			}
@@ -146,6 +138,20 @@ func breakCommand() *cli.Command {
 			return printOut(c, res, res.Token)
 		},
 	}
+}
+
+// breakClient sends the admin token of --admin-token-file, else the
+// caller's own token and certificate: the daemon decides who may break.
+func breakClient(c *cli.Context) (*client.Client, error) {
+	path := c.String("admin-token-file")
+	if path == "" {
+		return newClient(c)
+	}
+	admin, err := security.LoadToken(path)
+	if err != nil {
+		return nil, usageErrorf("--admin-token-file: %v", err)
+	}
+	return newClientToken(c, admin)
 }
 
 // onlyHolder is the token of name's only holder, for a break without

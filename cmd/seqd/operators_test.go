@@ -135,14 +135,13 @@ func TestBreakStopsSeqdLockAndAuditSurvivesCrash(t *testing.T) {
 	}
 }
 
-// seqd break refuses what it cannot send: no reason, no admin token file.
+// seqd break refuses what it cannot send: no reason, no kind it knows.
 func TestBreakUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"break", "demo"}, "--reason"},
-		{[]string{"break", "--reason", "x", "demo"}, "--admin-token-file"},
 		{[]string{"break", "--reason", "x", "--kind", "queue", "demo"}, "--kind"},
 		{[]string{"status", "--json", "--table", "demo"}, "not both"},
 	} {

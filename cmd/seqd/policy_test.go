@@ -133,20 +133,35 @@ func TestServeWithTheDocsPolicy(t *testing.T) {
 	if st != 200 || fmt.Sprint(m["locks"]) == "" || strings.Contains(fmt.Sprint(m["locks"]), "team-b") {
 		t.Fatalf("team A's overview: %d %v, want team-a's names only", st, m)
 	}
-	// The init client certificate's CN names no identity: refused under a
-	// policy. With the operator's named token it opens the connection, and
-	// the token names the caller: it reads everything and breaks.
+	// The init client certificate names seqd-client, an identity like any
+	// other: without a rule for it, refused under this policy. With the
+	// operator's named token it opens the connection, and the token names
+	// the caller: it reads everything and breaks.
 	init := client("")
-	st, m = call(init, apiToken, "GET", "/v1/locks?all=1", "")
-	expect("the init certificate under a policy", st, m, 403, "names no identity a policy can name")
+	st, m = call(init, apiToken, "GET", "/v1/locks/team-a/nightly", "")
+	expect("the init certificate under a policy", st, m, 403, "lets seqd-client read")
 	st, m = call(init, oncall, "GET", "/v1/locks?all=1", "")
 	if all := fmt.Sprint(m["locks"]); st != 200 || !strings.Contains(all, "team-a/nightly") || !strings.Contains(all, "team-b/x") {
 		t.Fatalf("oncall's overview: %d %v, want both teams' names", st, m)
 	}
 	st, x := call(b, apiToken, "GET", "/v1/locks/team-b/x", "")
 	expect("team B reads its lock", st, x, 200, "")
-	st, m = call(init, oncall, "POST", "/v1/locks/team-b/x/break", fmt.Sprintf(`{"reason":"stuck","token":%v}`, x["token"]))
-	expect("oncall breaks team-b/x", st, m, 200, "")
+	// On the command line: a 403 for team A's certificate names the
+	// certificate, and oncall's named token breaks without the admin token.
+	cf, kf := lockdown.IdentityCertFiles(0)
+	tls := []string{"--addr", addr, "--cacert", filepath.Join(dir, lockdown.CAFile)}
+	teamAFlags := append([]string{"--cert", filepath.Join(dir, cf), "--key", filepath.Join(dir, kf), "--api-token-file", filepath.Join(dir, lockdown.APITokenFile)}, tls...)
+	code, _, errs = runCLI(ctx, append(append([]string{"acquire"}, teamAFlags...), "team-b/x")...)
+	if code != ExitAuth || !strings.Contains(errs, "else the client certificate of --cert "+filepath.Join(dir, cf)+" does") {
+		t.Fatalf("team A's seqd acquire team-b/x: exit %d %q, want 77 naming the certificate of --cert", code, errs)
+	}
+	oncallFile := filepath.Join(work, "oncall.token")
+	writeSecret(t, oncallFile, oncall+"\n")
+	initFlags := append([]string{"--cert", filepath.Join(dir, lockdown.ClientCertFile), "--key", filepath.Join(dir, lockdown.ClientKeyFile)}, tls...)
+	code, out, errs = runCLI(ctx, append(append([]string{"break", "--api-token-file", oncallFile, "--reason", "stuck", "--token", fmt.Sprint(x["token"])}, initFlags...), "team-b/x")...)
+	if code != 0 || !strings.Contains(out, `"broken": true`) {
+		t.Fatalf("oncall's seqd break of team-b/x: exit %d %q %q, want 0", code, out, errs)
+	}
 	st, m = call(init, oncall, "POST", "/v1/locks/team-c/y/acquire", `{"owner":"me"}`)
 	expect("oncall acquires", st, m, 403, "no rule of")
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -270,7 +271,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 			CertIdentities: c.String("tls-client-ca-file") != ""}),
 	})
 	if err := svc.Start(ctx); err != nil {
-		return startError(err, c.String("root"), zkSec)
+		return startError(err, strings.Join(servers, ","), c.String("root"), zkSec)
 	}
 	h := httpapi.NewHandler(svc, httpapi.HandlerOptions{APIToken: sec.token, AllowedHosts: c.StringSlice("host"), Gatherer: reg, Logger: logger})
 	stopReloads := ids.Poll(ctx, logger, m)
@@ -285,7 +286,7 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	}, logger)
 	if err != nil {
 		svc.Close(context.Background())
-		return err
+		return listenError(err, listen)
 	}
 	addr := ln.Addr().String()
 	logger.Info("listening", "addr", addr, "tls", sec.tls != nil, "signed", sign != nil, "breaks", admin != "", "audit_log", c.String("audit-log"), "zk", servers, "token_mode", mode.String(), "root", c.String("root"), "campaigns", describeCampaigns(campaigns))

@@ -161,7 +161,7 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"serve"}, ExitUsage, "zk"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--session-timeout", "1ms"}, ExitUsage, "out of range"},
 		{[]string{"serve", "--zk", "127.0.0.1:2181", "--api-token-file", "/nonexistent"}, ExitUsage, "api-token-file"},
-		{[]string{"serve", "--zk", closed, "--session-timeout", "1s", "--listen", "127.0.0.1:0"}, ExitUnavailable, "unavailable"},
+		{[]string{"serve", "--zk", closed, "--session-timeout", "1s", "--listen", "127.0.0.1:0"}, ExitUnavailable, "cannot reach ZooKeeper"},
 	} {
 		code, _, errs := runCLI(ctx, tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

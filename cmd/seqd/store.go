@@ -94,7 +94,7 @@ func storeAction(c *cli.Context) error {
 	if errors.Is(err, store.ErrDamaged) {
 		return fmt.Errorf("%w (seqd store --repair does it)", err)
 	}
-	return err
+	return listenError(err, c.String("listen"))
 }
 
 // poisonWarning is what a store that admits bare tokens says at start.

@@ -83,7 +83,7 @@ func zkNoAuth(what, root string, auth *zklock.DigestAuth) error {
 
 // startError is the status of a daemon whose service did not start: 77
 // when ZooKeeper refused its identity (or its lack of one), 69 otherwise.
-func startError(err error, root string, z zkSecurity) error {
+func startError(err error, servers, root string, z zkSecurity) error {
 	var fe *zklock.FloorError
 	if errors.As(err, &fe) {
 		return withCode(ExitUsage, fmt.Errorf("%s: seqd floor --zk … --raise %d (or seqd floor --zk … --from-floor-file FILE…)", sequencer.FloorAdvice(fe), fe.Issued.Token))
@@ -95,8 +95,14 @@ func startError(err error, root string, z zkSecurity) error {
 		}
 		return withCode(ExitAuth, zkNoAuth("the daemon", root, z.auth))
 	}
+	if errors.Is(err, zklock.ErrUnavailable) {
+		return withCode(ExitUnavailable, fmt.Errorf("the daemon cannot reach ZooKeeper at %s: no session: %s", servers, zkHint))
+	}
 	return withCode(ExitUnavailable, err)
 }
+
+// zkHint is what to do when no ZooKeeper answers at --zk.
+const zkHint = "start ZooKeeper there (seqd dev runs a throwaway one), or give --zk (or SEQD_ZK) the address of a running ensemble"
 
 // warnIfOpen logs, once, that without an identity anyone can break locks.
 func (z zkSecurity) warnIfOpen(logger *slog.Logger) {

@@ -220,7 +220,7 @@ func (l *Lock) campaign(ctx context.Context) error {
 // be trusted.
 func (l *Lock) renew(ctx context.Context, t *term) error {
 	sent := l.clock.Now()
-	renewed, err := l.c.Renew(ctx, t.lease, 0)
+	renewed, err := l.c.Renew(ctx, t.lease, l.cfg.TTL)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.term != t {
@@ -234,7 +234,7 @@ func (l *Lock) renew(ctx context.Context, t *term) error {
 		return fmt.Errorf("kube: renew the leadership of %s: %w", l.cfg.Election, err)
 	}
 	t.lease = renewed
-	l.armLocked(t, sent.Add(time.Duration(renewed.TTL)))
+	l.armLocked(t, l.deadline(sent, renewed))
 	return nil
 }
 

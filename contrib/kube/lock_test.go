@@ -1,13 +1,20 @@
 package kube_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,5 +251,107 @@ func TestTransportStampsTheTerm(t *testing.T) {
 	kube.StampToken(h, term)
 	if h.Get(kube.HeaderToken) != "12" {
 		t.Errorf("StampToken: %v", h)
+	}
+}
+
+// lyingProxy stands between a Lock and its daemon and makes every lease
+// last an hour: it rewrites the ttl of each request and answer to 1h (the
+// request too, so that the daemon's own lease outlives the test). It counts
+// the answers it rewrote.
+func lyingProxy(t *testing.T, daemon string) (addr string, lies *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lies = new(atomic.Int64)
+	rewrite := func(body io.ReadCloser) ([]byte, bool) {
+		raw, _ := io.ReadAll(body)
+		body.Close()
+		var m map[string]any
+		if json.Unmarshal(raw, &m) != nil || m["ttl"] == nil {
+			return raw, false
+		}
+		m["ttl"] = "1h0m0s"
+		if _, ok := m["expires_at"]; ok {
+			m["expires_at"] = time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+		}
+		out, _ := json.Marshal(m)
+		return out, true
+	}
+	p := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		if r := pr.Out; r.Body != nil {
+			b, _ := rewrite(r.Body)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+			r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		}
+	}}
+	p.ModifyResponse = func(resp *http.Response) error {
+		b, lied := rewrite(resp.Body)
+		if lied {
+			lies.Add(1)
+		}
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL, lies
+}
+
+// TestTermEndsAtItsOwnTTLWhateverTheDaemonSays: a daemon (here a proxy)
+// answers a 2s campaign and its renewal with ttl 1h; the term still ends 2s
+// after each was sent, on the Lock's clock, as it would with an honest
+// daemon: a lie cannot keep an old leader's context live beside the next.
+func TestTermEndsAtItsOwnTTLWhateverTheDaemonSays(t *testing.T) {
+	proxy, lies := lyingProxy(t, startDaemon(t))
+	c, err := client.New(proxy, client.WithoutEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 2 * time.Second
+	mine := resourcelock.LeaderElectionRecord{HolderIdentity: "pod-0"}
+	lease := func(t *testing.T, election string) (*clocktesting.FakeClock, *kube.Lock, context.Context) {
+		clk := clocktesting.NewFakeClock(time.Now())
+		lock := newLock(t, c, kube.Config{Election: election, Identity: "pod-0", TTL: ttl, Clock: clk})
+		if err := lock.Update(context.Background(), mine); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := lock.Leading(context.Background())
+		t.Cleanup(cancel)
+		return clk, lock, ctx
+	}
+	ends := func(t *testing.T, clk *clocktesting.FakeClock, ctx context.Context, after time.Duration) {
+		t.Helper()
+		clk.Step(after - time.Millisecond)
+		if ctx.Err() != nil {
+			t.Fatalf("the term ended %v early: %v", time.Millisecond, context.Cause(ctx))
+		}
+		clk.Step(time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the term outlived its own TTL of %v on the Lock's clock: it took the daemon's 1h", ttl)
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, kube.ErrExpired) {
+			t.Errorf("the term ended with %v, want kube.ErrExpired", cause)
+		}
+	}
+	t.Run("campaign", func(t *testing.T) {
+		clk, _, ctx := lease(t, "kube-lie-campaign")
+		ends(t, clk, ctx, ttl)
+	})
+	t.Run("renewal", func(t *testing.T) {
+		clk, lock, ctx := lease(t, "kube-lie-renewal")
+		clk.Step(ttl / 2)
+		if err := lock.Update(context.Background(), mine); err != nil {
+			t.Fatal(err)
+		}
+		ends(t, clk, ctx, ttl)
+	})
+	if lies.Load() < 3 {
+		t.Fatalf("the proxy rewrote %d answers, want the 2 campaigns and the renewal", lies.Load())
 	}
 }

@@ -29,7 +29,7 @@ type Term struct {
 type term struct {
 	t        Term
 	lease    api.Lease
-	deadline time.Time   // on the Lock's clock: sent + TTL of the last confirmed grant or renewal
+	deadline time.Time   // on the Lock's clock: sent + TTL (at most Config.TTL) of the last confirmed grant or renewal
 	timer    clock.Timer // ends the term at deadline
 	armed    int         // counts the timer's armings
 	ctx      context.Context
@@ -44,8 +44,16 @@ func (l *Lock) startTerm(lease api.Lease, sent time.Time) *term {
 	}
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	l.lapsed = nil
-	l.armLocked(t, sent.Add(time.Duration(lease.TTL)))
+	l.armLocked(t, l.deadline(sent, lease))
 	return t
+}
+
+// deadline is when a term granted or renewed at sent ends: sent plus the
+// lease's TTL, but never later than this Lock's own TTL. A daemon (or
+// whatever stands between) that answers a longer TTL than was asked must
+// not keep an old leader's context live while another leads.
+func (l *Lock) deadline(sent time.Time, lease api.Lease) time.Time {
+	return sent.Add(min(time.Duration(lease.TTL), l.cfg.TTL))
 }
 
 // armLocked moves t's deadline; l.mu is held. A timer armed for an older

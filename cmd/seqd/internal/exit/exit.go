@@ -8,7 +8,10 @@
 package exit
 
 import (
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"regexp"
 )
 
@@ -21,6 +24,7 @@ const (
 	Timeout     = 75  // EX_TEMPFAIL: lock not acquired within --wait
 	LockLost    = 76  // lock lost while CMD ran
 	Auth        = 77  // EX_NOPERM: refused by authentication or authorization
+	Quota       = 79  // refused by a quota of the daemon's policy (no sysexits.h code fits)
 	Interrupted = 130 // 128+SIGINT: interrupted; 143 (128+SIGTERM) when SIGTERM did it
 )
 
@@ -60,9 +64,10 @@ func Child(code int) error {
 }
 
 // packagePrefix matches the Go package names that seqd's libraries put in
-// front of their errors ("zklock: lock lost"): at the start of the message
-// or of a wrapped part of it.
-var packagePrefix = regexp.MustCompile(`(^|: )(?:sequencer|zklock|runlock|fence|store|testenv|metrics): `)
+// front of their errors ("zklock: lock lost", and "seqd: " of the api and
+// client packages' errors): at the start of the message or of a wrapped
+// part of it. main puts the one "seqd: " in front of what is left.
+var packagePrefix = regexp.MustCompile(`(^|: )(?:seqd|sequencer|zklock|runlock|fence|store|testenv|metrics): `)
 
 // Message is err as shown to people: without Go package prefixes, which
 // name code rather than what went wrong.
@@ -75,4 +80,33 @@ func Message(err error) string {
 		}
 		s = t
 	}
+}
+
+// Issuer names who issued leaf, a certificate that did not verify.
+func Issuer(leaf *x509.Certificate) string {
+	if leaf == nil {
+		return "issuer unknown"
+	}
+	return fmt.Sprintf("issued by %q", leaf.Issuer.CommonName)
+}
+
+// PeerCause is how a TLS server ended a connection after the handshake:
+// its alert ("remote error: tls: bad certificate"), if it sent one.
+func PeerCause(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "remote error" {
+		return oe.Error()
+	}
+	return "it closed the connection after the handshake"
+}
+
+// Unreached says in words why a request to a server got no answer: the
+// network's reason ("connect: connection refused", "lookup x: no such
+// host", "i/o timeout") where there is one, else the message of err.
+func Unreached(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err.Error()
+	}
+	return Message(err)
 }

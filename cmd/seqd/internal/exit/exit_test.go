@@ -14,6 +14,8 @@ func TestMessageHasNoPackagePrefixes(t *testing.T) {
 		{"lock a was not acquired: zklock: lock lost: zklock: session expired", "lock a was not acquired: lock lost: session expired"},
 		{"lock: --kill-signal: runlock: \"FOO\" is not a signal name", "lock: --kill-signal: \"FOO\" is not a signal name"},
 		{"lock jobs/store: held", "lock jobs/store: held"},
+		{"seqd: the daemon at http://x broke the protocol", "the daemon at http://x broke the protocol"},
+		{"acquire: seqd: daemon unreachable: no whole answer", "acquire: daemon unreachable: no whole answer"},
 	} {
 		if got := Message(errors.New(tc.err)); got != tc.want {
 			t.Errorf("Message(%q) = %q, want %q", tc.err, got, tc.want)

@@ -160,9 +160,9 @@ func (d *Dev) WriteReady(w io.Writer, addr string) {
   export %[3]s
 
 then try:
+  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   seqd acquire --ttl 30s demo
   seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s --cacert "$SEQD_CACERT" --cert "$SEQD_CERT" --key "$SEQD_KEY" "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
 `, l.Addr, where, strings.Join(vars, " "), zk)
@@ -217,9 +217,9 @@ func (p Plain) WriteReady(w io.Writer, addr string) {
   export %[2]s
 
 then try:
+  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   seqd acquire --ttl 30s demo
   seqd status demo
-  seqd lock demo -- sh -c 'echo "$SEQD_SEQUENCER"'
   curl -s "$SEQD_ADDR/metrics" | grep '^seqd_'
 Ctrl-C stops seqd and ZooKeeper.
 `, url, line)

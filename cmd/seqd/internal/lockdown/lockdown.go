@@ -42,6 +42,11 @@ const (
 	VerifyKeysFile = "verify.keys"
 )
 
+// ClientIdentity is the CN of the client certificate in ClientCertFile: an
+// identity a policy can name (printable ASCII, no space), so that a rule
+// for it lets client.env work under a policy.
+const ClientIdentity = "seqd-client"
+
 // Files are every file seqd init writes, in the order it lists them.
 func Files() []string {
 	return []string{
@@ -123,7 +128,7 @@ func material(l Dir, hosts []string, validity time.Duration) ([]security.NewFile
 	if err != nil {
 		return nil, err
 	}
-	clientCert, clientKey, err := ca.IssueClient("seqd client", validity)
+	clientCert, clientKey, err := ca.IssueClient(ClientIdentity, validity)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package lockdown
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqd/seqd/cmd/seqd/internal/exit"
+	"github.com/seqd/seqd/sequencer/policy"
 )
 
 // Write writes every file Files lists, the secret ones readable by the
@@ -197,5 +200,69 @@ func TestPlainExports(t *testing.T) {
 		if !strings.Contains(b.String(), "seqd API on "+url+".") || !strings.Contains(b.String(), "\n  export "+line+"\n") {
 			t.Errorf("%+v: the ready text does not carry the URL and the export line:\n%s", tc.p, b.String())
 		}
+	}
+}
+
+// The commands a dev run suggests run one after another without waiting:
+// no seqd lock names a lock that a seqd acquire before it holds (for its
+// TTL). The control: the check finds such a pair.
+func TestReadyTriesDoNotWaitOnEachOther(t *testing.T) {
+	waits := func(text string) []string {
+		held := map[string]bool{}
+		var bad []string
+		_, tries, _ := strings.Cut(text, "then try:\n")
+		for _, line := range strings.Split(tries, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || f[0] != "seqd" {
+				continue
+			}
+			switch f[1] {
+			case "acquire":
+				held[f[len(f)-1]] = true
+			case "lock":
+				for i, w := range f {
+					if w == "--" && held[f[i-1]] {
+						bad = append(bad, line)
+					}
+				}
+			}
+		}
+		return bad
+	}
+	if bad := waits("then try:\n  seqd acquire --ttl 30s demo\n  seqd lock demo -- true\n"); len(bad) != 1 {
+		t.Fatalf("the check missed a lock that waits for an acquire's TTL: %q", bad)
+	}
+	var plain, secure strings.Builder
+	Plain{ZK: "zk:1"}.WriteReady(&plain, "a:1")
+	(&Dev{Dir: Dir{Path: "/tmp/d", ZK: "zk:1"}}).WriteReady(&secure, "a:1")
+	for _, text := range []string{plain.String(), secure.String()} {
+		if bad := waits(text); len(bad) != 0 {
+			t.Errorf("the ready text suggests %q, which waits for the acquire before it:\n%s", bad, text)
+		}
+	}
+}
+
+// The client certificate seqd init writes names an identity a policy can
+// name (no space): under a policy, a rule for it lets client.env work.
+func TestClientCertificateNamesAnIdentity(t *testing.T) {
+	l := Dir{Path: filepath.Join(t.TempDir(), "d"), Addr: "https://127.0.0.1:7070", ZK: "127.0.0.1:2181"}
+	if err := Write(l, []string{"localhost"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(l.File(ClientCertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", ClientCertFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := policy.CertIdentity(cert)
+	if why := policy.ValidIdentity(id); why != "" || id != ClientIdentity {
+		t.Errorf("the client certificate names %q (%s), want seqd-client, an identity a policy can name", id, why)
 	}
 }

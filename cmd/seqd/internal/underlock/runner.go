@@ -168,6 +168,9 @@ func (r *lockRun) connect(w *waitWatch) (*zklock.Session, error) {
 		if sig, ok := w.signal(); ok {
 			return nil, r.interrupted(sig)
 		}
+		if errors.Is(err, zklock.ErrUnavailable) {
+			return nil, exit.With(exit.Unavailable, &NoZooKeeperError{What: r.what(), Servers: r.cfg.Servers, Within: max(r.cfg.SessionTimeout, MinDialTimeout)})
+		}
 		return nil, exit.With(exit.Unavailable, fmt.Errorf("%s: %w", r.what(), err))
 	}
 	r.verbose("session 0x%x with %s (timeout %v negotiated) after %v", sess.ID(), strings.Join(r.cfg.Servers, ","), sess.Timeout(), ms(time.Since(start)))

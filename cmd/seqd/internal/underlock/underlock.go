@@ -40,6 +40,22 @@ const (
 	signalSettle = time.Second
 )
 
+// NoZooKeeperError is a run that got no ZooKeeper session within Within:
+// nothing answered at Servers, or nothing that gave a session. It matches
+// zklock.ErrUnavailable; the flag that puts it right is the command's to
+// name.
+type NoZooKeeperError struct {
+	What    string // the lock, semaphore or election it was for
+	Servers []string
+	Within  time.Duration
+}
+
+func (e *NoZooKeeperError) Error() string {
+	return fmt.Sprintf("%s: cannot reach ZooKeeper at %s: no session within %v", e.What, strings.Join(e.Servers, ","), e.Within)
+}
+
+func (e *NoZooKeeperError) Unwrap() error { return zklock.ErrUnavailable }
+
 // Config is a validated `seqd lock` or `seqd campaign` command line.
 type Config struct {
 	Name           string   // the first lock's name

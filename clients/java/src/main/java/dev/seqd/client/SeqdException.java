@@ -4,7 +4,7 @@ import java.util.OptionalLong;
 
 /**
  * A call to the daemon failed, or a lease ended. Unchecked; the subclasses name the cases a
- * program handles: {@link HeldException}, {@link StaleTokenException}, {@link LostException},
+ * program handles: {@link HeldException}, {@link StaleTokenRefusedException}, {@link LostException},
  * {@link UnavailableException}, {@link UnauthorizedException} (and {@link ForbiddenException}),
  * {@link QuotaExceededException}, {@link BadRequestException}.
  * Other answers (403 {@code bad_signature}, 409 {@code limit_mismatch}, 404, 500) are this base
@@ -58,7 +58,7 @@ public class SeqdException extends RuntimeException {
             case "held":
                 return new HeldException(message, status, code, current, cause);
             case "stale_token":
-                return new StaleTokenException(message, status, code, current, cause);
+                return new StaleTokenRefusedException(message, status, code, current, cause);
             case "lost":
             case "broken":
                 return new LostException(message, status, code, current, cause);

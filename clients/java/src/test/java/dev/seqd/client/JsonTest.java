@@ -79,7 +79,7 @@ class JsonTest {
         record Case(int status, String code, Class<? extends SeqdException> type) {}
         for (Case c : List.of(
                 new Case(409, "held", HeldException.class),
-                new Case(409, "stale_token", StaleTokenException.class),
+                new Case(409, "stale_token", StaleTokenRefusedException.class),
                 new Case(409, "lost", LostException.class),
                 new Case(409, "broken", LostException.class),
                 new Case(503, "unavailable", UnavailableException.class),

@@ -271,7 +271,7 @@ class LockIT {
                 assertEquals(cur.token(), r.currentToken());
                 assertTrue(c.check(cur.sequencer()).valid());
                 assertTrue(c.check(n, cur.token()).valid());
-                StaleTokenException e = assertThrows(StaleTokenException.class, () -> c.renew(n, old.leaseId(), old.token()));
+                StaleTokenRefusedException e = assertThrows(StaleTokenRefusedException.class, () -> c.renew(n, old.leaseId(), old.token()));
                 assertEquals(409, e.status());
                 assertEquals(cur.token(), e.currentToken().getAsLong());
             }

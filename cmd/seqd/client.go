@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -123,19 +122,9 @@ func clientError(c *cli.Context, err error) error {
 	case errors.As(err, &refusal):
 		return tlsRefusal(c, refusal)
 	case errors.Is(err, api.ErrDaemonUnreachable):
-		return withCode(ExitUnavailable, unreachableDaemon(c, err))
+		return withCode(ExitUnavailable, exit.NoDaemon(c.String("addr"), err))
 	}
 	return err
-}
-
-// unreachableDaemon says, in words, why no answer came from --addr, and
-// what to do: start a daemon or point --addr at one.
-func unreachableDaemon(c *cli.Context, err error) error {
-	addr := c.String("addr")
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("no daemon answers at %s (connection refused): start one (seqd dev, or seqd serve --zk HOSTS), or give --addr (or SEQD_ADDR) the address of one that runs", addr)
-	}
-	return fmt.Errorf("the daemon at %s cannot be reached (%s): check that it runs there and is seqd, or give --addr (or SEQD_ADDR) the address of one that does", addr, exit.Unreached(err))
 }
 
 // unauthorized explains a 401: the daemon runs with --api-token-file and
@@ -151,30 +140,12 @@ func unauthorized(c *cli.Context) error {
 
 // forbidden explains a 403: a signature the daemon's keys do not verify
 // speaks for itself; otherwise the caller, as the daemon named it, may not
-// make the call, and namedBy says what named it.
+// make the call, and exit.NamedBy says what named it.
 func forbidden(c *cli.Context, ae *api.APIError) error {
 	if ae.Code == api.CodeBadSignature {
 		return ae
 	}
-	return fmt.Errorf("the daemon at %s refused this call (403): %s; %s", c.String("addr"), ae.Message, namedBy(c))
-}
-
-// namedBy says what named a refused caller, in the daemon's order (admin
-// token, named token, certificate, anonymous), and what to give instead.
-func namedBy(c *cli.Context) string {
-	if f := c.String("admin-token-file"); f != "" {
-		return fmt.Sprintf("the admin token of --admin-token-file %s (or SEQD_ADMIN_TOKEN_FILE) does not allow it", f)
-	}
-	tok, cert := c.String("api-token-file"), c.String("cert")
-	switch {
-	case tok != "" && cert != "":
-		return fmt.Sprintf("the token of --api-token-file %s names the caller if it is a named token of the daemon's --tokens-file, else the client certificate of --cert %s does; that identity may not make this call: send the named token or certificate of an identity the daemon's policy lets make it", tok, cert)
-	case tok != "":
-		return fmt.Sprintf("the token of --api-token-file %s (or SEQD_API_TOKEN_FILE) does not allow it: send the named token of an identity the daemon's policy lets make this call", tok)
-	case cert != "":
-		return fmt.Sprintf("the identity of the client certificate of --cert %s (or SEQD_CERT) may not make this call: give --cert and --key a certificate of an identity the daemon's policy lets make it, or send that identity's named token with --api-token-file", cert)
-	}
-	return "this call sent no token and no client certificate, so the daemon took it for anonymous: give --api-token-file (or SEQD_API_TOKEN_FILE) a named token, or --cert and --key (or SEQD_CERT and SEQD_KEY) a certificate, of an identity the daemon's policy lets make this call"
+	return fmt.Errorf("the daemon at %s refused this call (403): %s; %s", c.String("addr"), ae.Message, exit.NamedBy(c.String("admin-token-file"), c.String("api-token-file"), c.String("cert")))
 }
 
 // tokenFlag is the flag, variable and file of the bearer token a command

@@ -3,7 +3,6 @@ package main
 // seqd lock and seqd campaign: their flags and command lines.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -124,15 +123,13 @@ const tracesFlushTimeout = 5 * time.Second
 func runUnder(c *cli.Context, cfg underlock.Config) error {
 	// The run's span goes where OpenTelemetry's environment variables say
 	// (the console exporter writes to stderr: stdout is the command's).
-	tracer, stopTracing, err := serving.Tracing(c.Context, os.Getenv, c.App.ErrWriter)
+	// A flush that fails is not reported: the command's status is what
+	// seqd lock reports.
+	tracer, stopTracing, err := serving.StartTracing(c.Context, os.Getenv, c.App.ErrWriter, tracesFlushTimeout, nil)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), tracesFlushTimeout)
-		defer cancel()
-		_ = stopTracing(ctx) // the command's status is what seqd lock reports
-	}()
+	defer stopTracing()
 	cfg.Tracer = tracer
 	err = underlock.RunProcess(c.Context, cfg, underlock.IO{Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter})
 	if na := (*underlock.NoAuthError)(nil); errors.As(err, &na) {

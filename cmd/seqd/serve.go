@@ -232,17 +232,11 @@ func serve(c *cli.Context, servers []string, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
-	tracer, stopTracing, err := serving.Tracing(ctx, os.Getenv, c.App.Writer)
+	tracer, stopTracing, err := serving.StartTracing(ctx, os.Getenv, c.App.Writer, shutdownTimeout, logger)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			logger.Warn("traces not flushed", "err", err)
-		}
-	}()
+	defer stopTracing()
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg, metrics.Options{MaxLockLabels: labels, Version: readBuildInfo().Version})
 	svc := sequencer.New(sequencer.Config{

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,17 +62,11 @@ func storeAction(c *cli.Context) error {
 		return err
 	}
 
-	tracer, stopTracing, err := serving.Tracing(c.Context, os.Getenv, c.App.Writer)
+	tracer, stopTracing, err := serving.StartTracing(c.Context, os.Getenv, c.App.Writer, tracesFlushTimeout, logger)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), tracesFlushTimeout)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			logger.Warn("traces not flushed", "err", err)
-		}
-	}()
+	defer stopTracing()
 	err = serving.RunStore(c.Context, serving.Store{
 		Tracer:           tracer,
 		Log:              store.Options{Dir: dir, Fence: mode, CompactBytes: c.Int64("compact-bytes"), Repair: c.Bool("repair")},

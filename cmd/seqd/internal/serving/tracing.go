@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -82,4 +84,21 @@ func otlpProtocol(getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// StartTracing is Tracing, with the flush that ends it: stop waits up to
+// flushWithin for what is left to be exported, and logs (to log, when not
+// nil) a flush that failed. A command defers stop.
+func StartTracing(ctx context.Context, getenv func(string) string, console io.Writer, flushWithin time.Duration, log *slog.Logger) (tp trace.TracerProvider, stop func(), err error) {
+	tp, shutdown, err := Tracing(ctx, getenv, console)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return tp, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushWithin)
+		defer cancel()
+		if err := shutdown(ctx); err != nil && log != nil {
+			log.Warn("traces not flushed", "err", err)
+		}
+	}, nil
 }

@@ -443,3 +443,24 @@ func TestEveryRouteUnderDenyAll(t *testing.T) {
 		t.Errorf("leases left after the table: %+v", ls)
 	}
 }
+
+// A grant refused as held after a wait says how long it waited, and does
+// not suggest the lease-id retry, which is for an owner asking again at
+// once; one that tried once still suggests it.
+func TestHeldAfterAWaitSaysItWaited(t *testing.T) {
+	d := startDaemon(t, daemonOpts{servers: sharedZK.Get(t).Servers(), clock: newFakeClock()})
+	svc := d.svc.Service
+	ctx := ctxT(t, time.Minute)
+	if _, err := svc.Acquire(ctx, "w/x", api.AcquireRequest{Owner: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.Acquire(ctx, "w/x", api.AcquireRequest{Owner: "b"})
+	if !errors.Is(err, api.ErrHeld) || !strings.Contains(err.Error(), "lease_id") || strings.Contains(err.Error(), "waited") {
+		t.Fatalf("tried once: %v, want held suggesting the lease_id retry", err)
+	}
+	wait := api.Duration(time.Millisecond)
+	_, err = svc.Acquire(ctx, "w/x", api.AcquireRequest{Owner: "b", Wait: &wait})
+	if !errors.Is(err, api.ErrHeld) || strings.Contains(err.Error(), "lease_id") || !strings.Contains(err.Error(), "waited 1ms") {
+		t.Fatalf("after a wait: %v, want held saying it waited 1ms, with no lease_id retry", err)
+	}
+}

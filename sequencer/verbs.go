@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/seqd/seqd/api"
@@ -45,7 +46,8 @@ func (s *Service) Acquire(ctx context.Context, name string, req api.AcquireReque
 		return api.Lease{}, err
 	}
 	defer done()
-	return s.acquireLock(ctx, name, req)
+	l, err = s.acquireLock(ctx, name, req)
+	return l, waited(err, req.Wait)
 }
 
 // AcquireSemaphore grants req.Owner one of req.Limit slots of name for
@@ -58,7 +60,8 @@ func (s *Service) AcquireSemaphore(ctx context.Context, name string, req api.Sem
 		return api.Lease{}, err
 	}
 	defer done()
-	return s.acquireSemaphore(ctx, name, req)
+	l, err = s.acquireSemaphore(ctx, name, req)
+	return l, waited(err, req.Wait)
 }
 
 // Campaign stands for election name on req.Owner's behalf with req.Value
@@ -71,7 +74,8 @@ func (s *Service) Campaign(ctx context.Context, name string, req api.CampaignReq
 		return api.Lease{}, err
 	}
 	defer done()
-	return s.campaign(ctx, name, req)
+	l, err = s.campaign(ctx, name, req)
+	return l, waited(err, req.Wait)
 }
 
 // AcquireMulti grants req.Owner every lock of req.Names at once for
@@ -83,7 +87,8 @@ func (s *Service) AcquireMulti(ctx context.Context, req api.MultiAcquireRequest)
 		return api.MultiLease{}, err
 	}
 	defer done()
-	return s.acquireMulti(ctx, req)
+	l, err = s.acquireMulti(ctx, req)
+	return l, waited(err, req.Wait)
 }
 
 // Renew extends a live lease of family f by its TTL (or req.TTL, which then
@@ -287,3 +292,14 @@ func (s *Service) Ready() bool { return s.ready() }
 // Authority names callers and holds the policy the verbs judge them by
 // (nil: none).
 func (s *Service) Authority() *policy.Authority { return s.cfg.Authority }
+
+// waited says, on a grant refused as held after a wait, how long the
+// request waited, so that its answer does not suggest the lease-id retry
+// to a waiter whose wait ran out.
+func waited(err error, wait *api.Duration) error {
+	var ce *ConflictError
+	if wait != nil && *wait > 0 && errors.As(err, &ce) && errors.Is(ce.Err, api.ErrHeld) {
+		ce.Waited = time.Duration(*wait)
+	}
+	return err
+}

@@ -3,6 +3,7 @@ package fence
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // maxLockNameLen is the longest lock name, in bytes.
@@ -25,7 +26,7 @@ func checkLockName(name string) error {
 	for i := 0; i <= len(name); i++ {
 		if i < len(name) && name[i] != '/' {
 			if c := name[i]; !nameByte(c) {
-				return fmt.Errorf("lock name %q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", name, rune(c), i)
+				return fmt.Errorf("lock name %q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", name, firstRune(name[i:]), i)
 			}
 			continue
 		}
@@ -45,4 +46,12 @@ func checkLockName(name string) error {
 
 func nameByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// firstRune is the character s starts with, as its error names it: a
+// byte of a multi-byte character is shown as the character, not as the
+// Latin-1 letter its first byte would be alone.
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }

@@ -198,7 +198,7 @@ func checkKeyID(kid string) error {
 	for i := 0; i < len(kid); i++ {
 		c := kid[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("key id %q has the character %q; use letters, digits, '_' and '-'", kid, rune(c))
+			return fmt.Errorf("key id %q has the character %q; use letters, digits, '_' and '-'", kid, firstRune(kid[i:]))
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxKeyBytes is the longest key accepted.
@@ -30,7 +31,7 @@ func ValidateKey(key string) error {
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
-			return fmt.Errorf("%w: %q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", ErrInvalidKey, key, rune(c), i)
+			return fmt.Errorf("%w: %q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", ErrInvalidKey, key, firstRune(key[i:]), i)
 		}
 	}
 	for _, seg := range strings.Split(key, "/") {
@@ -42,4 +43,12 @@ func ValidateKey(key string) error {
 		}
 	}
 	return nil
+}
+
+// firstRune is the character s starts with, as its error names it: a
+// byte of a multi-byte character is shown as the character, not as the
+// Latin-1 letter its first byte would be alone.
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxNameLen is the longest lock name accepted, in bytes.
@@ -40,7 +41,7 @@ func ValidateName(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
-			return &NameError{Name: name, Reason: fmt.Sprintf("%q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", name, rune(c), i)}
+			return &NameError{Name: name, Reason: fmt.Sprintf("%q has the character %q at byte %d; use letters, digits, '.', '_', '-' and '/'", name, firstRune(name[i:]), i)}
 		}
 	}
 	for _, seg := range strings.Split(name, "/") {
@@ -99,4 +100,12 @@ func CheckRoots(roots ...Root) error {
 // within reports whether p is root or lies under it.
 func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// firstRune is the character s starts with, as its error names it: a
+// byte of a multi-byte character is shown as the character, not as the
+// Latin-1 letter its first byte would be alone.
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }
